@@ -1,0 +1,195 @@
+// Headless runner: builds the static site, serves it on 127.0.0.1, drives it in headless Chromium
+// through the same UI path a person uses (URL parameters → import → run → export buttons), saves
+// run.trec / qrels.trec / metrics.json / metrics.csv, re-scores run.trec independently, prints the table.
+//
+//   npm run bench -- --shard ../shared/data/medquad [--task T] [--retriever bm25] [--k1 0.9] [--b 0.4]
+//                    [--depth 100] [--out bench-results] [--no-build]
+import { build, preview } from 'vite';
+import { chromium, type Page } from 'playwright-core';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { evaluate, measureLabel, standardMeasures } from '../src/lib/core/metrics';
+import { parseQrels, parseRun } from '../src/lib/core/trec';
+import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
+
+const { values: args } = parseArgs({
+  options: {
+    shard: { type: 'string' },
+    task: { type: 'string' },
+    retriever: { type: 'string', default: 'bm25' },
+    k1: { type: 'string' },
+    b: { type: 'string' },
+    depth: { type: 'string', default: '100' },
+    out: { type: 'string', default: 'bench-results' },
+    'no-build': { type: 'boolean', default: false },
+  },
+});
+
+if (!args.shard) {
+  console.error('usage: npm run bench -- --shard <folder or URL> [--task T] [--retriever bm25]');
+  process.exit(2);
+}
+if (args.retriever !== 'bm25') {
+  console.error(`unknown retriever '${args.retriever}': this build has bm25`);
+  process.exit(2);
+}
+
+const isUrl = /^https?:\/\//.test(args.shard);
+if (!isUrl) {
+  const folder = resolve(args.shard);
+  if (!existsSync(folder) || !statSync(folder).isDirectory()) {
+    console.error(`--shard ${args.shard}: not a folder`);
+    process.exit(2);
+  }
+  // The preview server's demo-shard middleware serves LOUPE_DATA_DIR at /shards/.
+  process.env.LOUPE_DATA_DIR = dirname(folder);
+}
+const shardPath = isUrl ? args.shard : `/shards/${basename(resolve(args.shard))}/`;
+const root = resolve(import.meta.dirname, '..');
+
+if (!args['no-build'] || !existsSync(join(root, 'dist/index.html'))) {
+  console.log('building the site…');
+  await build({ root, logLevel: 'warn' });
+}
+const server = await preview({ root, preview: { port: 0, host: '127.0.0.1' }, logLevel: 'warn' });
+const address = server.httpServer.address();
+if (!address || typeof address === 'string') throw new Error('preview server did not bind');
+const base = `http://127.0.0.1:${address.port}`;
+const shardUrl = new URL(shardPath, base).href;
+
+const profile = mkdtempSync(join(tmpdir(), 'loupe-bench-'));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: CHROMIUM,
+  args: CHROMIUM_ARGS,
+  headless: true,
+  acceptDownloads: true,
+});
+const page = context.pages()[0] ?? (await context.newPage());
+page.on('pageerror', (e) => console.error('page error:', e.message));
+
+/** Navigates and waits for one of the phases; returns ms from navigation start to that phase. */
+async function visit(query: Record<string, string>, until: string[]): Promise<number> {
+  const url = `${base}/?${new URLSearchParams(query)}`;
+  await page.goto(url);
+  const sel = until.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
+  await page.waitForSelector(
+    `${sel}, [data-testid="app"][data-phase="error"], [data-testid="shard-issues"]`,
+    {
+      timeout: 30 * 60_000,
+    },
+  );
+  const phase = await page.getAttribute('[data-testid="app"]', 'data-phase');
+  if (!until.includes(phase ?? '')) {
+    const text = await page.locator('[data-testid="shard-issues"], [data-testid="message"]').allInnerTexts();
+    throw new Error(`page ended in phase ${phase}: ${text.join('\n')}`);
+  }
+  // The app marks `loupe:<phase>` when it gets there; polling latency is not counted.
+  return page.evaluate(
+    (ph) => performance.getEntriesByName(`loupe:${ph}`).at(-1)?.startTime ?? performance.now(),
+    phase!,
+  );
+}
+
+async function saveDownload(p: Page, testId: string, file: string) {
+  const [dl] = await Promise.all([p.waitForEvent('download'), p.click(`[data-testid="${testId}"]`)]);
+  await dl.saveAs(file);
+}
+
+const common: Record<string, string> = { shard: shardUrl, depth: args.depth! };
+if (args.k1) common.k1 = args.k1;
+if (args.b) common.b = args.b;
+
+try {
+  // Cold start: import the shard from its URL, build and cache the BM25 index.
+  const coldMs = await visit(common, ['ready']);
+  // Warm start: the same page again — shard and index come from IndexedDB.
+  const warmMs = await visit(common, ['ready']);
+  const tasks: { id: string; queryModality: string }[] = await page.evaluate(() =>
+    [...document.querySelectorAll<HTMLOptionElement>('[data-testid="task-select"] option')].map((o) => ({
+      id: o.value,
+      queryModality: (o.textContent ?? '').includes('(image →') ? 'image' : 'text',
+    })),
+  );
+  const selected = args.task
+    ? tasks.filter((t) => t.id === args.task)
+    : tasks.filter((t) => t.queryModality !== 'image');
+  if (args.task && selected.length === 0)
+    throw new Error(`task '${args.task}' not in shard (has: ${tasks.map((t) => t.id).join(', ')})`);
+
+  const measures = standardMeasures([1, 5, 10, 100]);
+  const shown = ['ndcg_cut_10', 'recall_10', 'recall_100', 'recip_rank', 'map', 'P_10'];
+  const lines: string[] = [];
+  for (const task of selected) {
+    const outDir = resolve(args.out!, `${basename(shardPath)}-${task.id}-${args.retriever}`);
+    mkdirSync(outDir, { recursive: true });
+    const doneAt = await visit({ ...common, task: task.id, run: '1' }, ['done']);
+    const t0 = await page.evaluate(() => performance.getEntriesByName('loupe:ready').at(-1)?.startTime ?? 0);
+    await saveDownload(page, 'export-run', join(outDir, 'run.trec'));
+    await saveDownload(page, 'export-qrels', join(outDir, 'qrels.trec'));
+    await saveDownload(page, 'export-json', join(outDir, 'metrics.json'));
+    await saveDownload(page, 'export-csv', join(outDir, 'metrics.csv'));
+    const ui = JSON.parse(readFileSync(join(outDir, 'metrics.json'), 'utf8'));
+
+    // Independent check: parse the exported files from disk and score them again.
+    const qrels = parseQrels(readFileSync(join(outDir, 'qrels.trec'), 'utf8'), 'qrels.trec');
+    const run = parseRun(readFileSync(join(outDir, 'run.trec'), 'utf8'), 'run.trec');
+    const again = evaluate(qrels, run, measures, { complete: true }).all;
+    let worst = 0;
+    for (const m of measures) worst = Math.max(worst, Math.abs((again[m] ?? 0) - (ui.overall[m] ?? 0)));
+    let trecEvalNote = 'no trec_eval binary (set TREC_EVAL=/path/to/trec_eval to compare)';
+    if (process.env.TREC_EVAL) {
+      const out = execFileSync(
+        process.env.TREC_EVAL,
+        [
+          '-c',
+          '-m',
+          'ndcg_cut.10',
+          '-m',
+          'recall.100',
+          '-m',
+          'recip_rank',
+          join(outDir, 'qrels.trec'),
+          join(outDir, 'run.trec'),
+        ],
+        { encoding: 'utf8' },
+      );
+      const te = Object.fromEntries(
+        out
+          .trim()
+          .split('\n')
+          .map((l) => l.split(/\s+/))
+          .map(([m, , v]) => [m, Number(v)]),
+      );
+      const diffs = ['ndcg_cut_10', 'recall_100', 'recip_rank'].map((m) => Math.abs(te[m] - ui.overall[m]));
+      trecEvalNote = `trec_eval: max |diff| ${Math.max(...diffs).toExponential(1)} (4-decimal output)`;
+    }
+    lines.push(
+      `${basename(shardPath)} / ${task.id} (${ui.queries} queries, run ${((doneAt - t0) / 1000).toFixed(2)} s)`,
+      '  ' + shown.map((m) => `${measureLabel(m).padStart(10)}`).join(''),
+      '  ' + shown.map((m) => `${ui.overall[m].toFixed(4).padStart(10)}`).join(''),
+      `  re-scored from run.trec: max |diff| ${worst.toExponential(1)} · ${trecEvalNote}`,
+      `  files: ${outDir}`,
+    );
+    if (worst > 1e-12) throw new Error(`re-scoring run.trec disagrees with the UI by ${worst}`);
+  }
+  console.log(`\nLoupe headless run · ${args.retriever} · ${shardUrl}`);
+  console.log(
+    `cold start to ready ${(coldMs / 1000).toFixed(2)} s · warm start to ready ${(warmMs / 1000).toFixed(2)} s\n`,
+  );
+  console.log(lines.join('\n'));
+  writeFileSync(
+    resolve(args.out!, `${basename(shardPath)}-timings.json`),
+    JSON.stringify(
+      { shard: shardUrl, coldReadyMs: coldMs, warmReadyMs: warmMs, date: new Date().toISOString() },
+      null,
+      2,
+    ),
+  );
+} finally {
+  await context.close();
+  await server.close();
+  rmSync(profile, { recursive: true, force: true });
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what Loupe needs on a fresh Debian machine; quick no-op when everything is there.
+# npm packages (without onnxruntime-node's CUDA download) and Debian's Chromium for headless tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export ONNXRUNTIME_NODE_INSTALL=skip
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: npm ci"
+  npm ci --no-audit --no-fund
+fi
+if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
+  echo "setup: installing Debian chromium"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium > /tmp/loupe-apt.log 2>&1 || { tail -20 /tmp/loupe-apt.log; exit 1; }
+fi

@@ -1,0 +1,90 @@
+// trec_eval replacement for when no binary is around: same measures, same numbers, same output layout.
+//   npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [-m measure ...] qrels run
+// qrels: TREC (`qid iter docno rel`) or BEIR TSV (`query-id corpus-id score` header), detected.
+import { readFileSync } from 'node:fs';
+import { evaluate, expandMeasureSpec, type EvalOptions } from '../src/lib/core/metrics';
+import { formatTrecEval, parseQrelsAuto, parseRun } from '../src/lib/core/trec';
+
+const USAGE = `usage: npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [-m measure ...] qrels run
+
+  -q          print every query's values before the 'all' lines
+  -c          average over every qrels query; a query missing from the run scores 0
+  -l N        relevance level: grade >= N is relevant (default 1; ndcg_cut ignores it)
+  -M N        evaluate only the top N docs of each query
+  --float32   compare scores as float32, like trec_eval 9.x / pytrec_eval / BEIR / MTEB
+              (default: as double, like trec_eval 10.0)
+  -m MEASURE  trec_eval syntax, repeatable: map, Rprec, recip_rank, num_q, num_ret, num_rel,
+              num_rel_ret, P.5,10  recall.100  ndcg_cut.10  map_cut.10  success.1,5,10
+              (a cutoff family without cutoffs uses trec_eval's defaults)
+
+Without -m (or with -m official): num_q num_ret num_rel num_rel_ret map Rprec recip_rank P, the
+part of trec_eval's default set this tool implements (not gm_map, bpref, iprec_at_recall, runid). Qrels queries missing from the run are skipped (trec_eval 9.0.8;
+trec_eval 10.0 stops with an error instead).
+`;
+
+const DEFAULT_SPECS = ['num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'map', 'Rprec', 'recip_rank', 'P'];
+
+function fail(message: string): never {
+  process.stderr.write(`trec-eval: ${message}\n`);
+  process.exit(1);
+}
+
+function intArg(flag: string, s: string | undefined): number {
+  if (s === undefined || !/^[+-]?[0-9]+$/.test(s)) fail(`${flag} needs an integer, got '${s ?? ''}'`);
+  return Number(s);
+}
+
+function main(argv: string[]): void {
+  let perQuery = false;
+  const opts: EvalOptions = {};
+  const specs: string[] = [];
+  const files: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    // getopt style, as trec_eval: `-l 2` or `-l2`.
+    const takeValue = (flag: string) => (a.length > flag.length ? a.slice(flag.length) : argv[++i]);
+    if (a === '-h' || a === '--help') {
+      process.stdout.write(USAGE);
+      return;
+    } else if (a === '-q') perQuery = true;
+    else if (a === '-c') opts.complete = true;
+    else if (a === '--float32') opts.float32Ties = true;
+    else if (a.startsWith('-l')) opts.relevanceLevel = intArg('-l', takeValue('-l'));
+    else if (a.startsWith('-M')) {
+      opts.maxDocs = intArg('-M', takeValue('-M'));
+      if (opts.maxDocs < 0) fail('-M must be >= 0');
+    } else if (a.startsWith('-m')) {
+      const v = takeValue('-m');
+      if (!v) fail('-m needs a measure');
+      specs.push(v);
+    } else if (a.startsWith('-') && a !== '-') fail(`unknown option '${a}'\n\n${USAGE}`);
+    else files.push(a);
+  }
+  if (files.length !== 2) fail(`expected 2 files (qrels run), got ${files.length}\n\n${USAGE}`);
+
+  let measures: string[];
+  try {
+    measures = (specs.length ? specs : DEFAULT_SPECS)
+      .flatMap((s) => (s === 'official' ? DEFAULT_SPECS : [s]))
+      .flatMap(expandMeasureSpec);
+  } catch (e) {
+    fail((e as Error).message);
+  }
+  const [qrelsFile, runFile] = files;
+  const read = (path: string) => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (e) {
+      fail(`cannot read '${path}': ${(e as Error).message}`);
+    }
+  };
+  try {
+    const qrels = parseQrelsAuto(read(qrelsFile), qrelsFile);
+    const run = parseRun(read(runFile), runFile);
+    process.stdout.write(formatTrecEval(evaluate(qrels, run, measures, opts), { perQuery }));
+  } catch (e) {
+    fail((e as Error).message);
+  }
+}
+
+main(process.argv.slice(2));

@@ -1,0 +1,30 @@
+import type { Bm25Params } from '../core/bm25';
+import type { RetrievalWorkerApi } from '../../../workers/retrieval.worker';
+import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
+
+const client = new WorkerClient<RetrievalWorkerApi>(
+  () => new Worker(new URL('../../../workers/retrieval.worker.ts', import.meta.url), { type: 'module' }),
+);
+
+/** Loads a cached shard's BM25 index in the retrieval worker (building and caching it if needed). */
+export function prepareBm25(hash: string, params: Bm25Params, opts: JobOptions = {}) {
+  return client.run((r) => r.prepare(hash, params, proxyProgress(opts.onProgress)), opts.signal);
+}
+
+/** Ranks every query of a task; cancel terminates the worker (the next call re-prepares). */
+export function runBm25Task(taskId: string, depth: number, opts: JobOptions = {}) {
+  return client.run((r) => r.runTask(taskId, depth, proxyProgress(opts.onProgress)), opts.signal);
+}
+
+export function searchBm25Adhoc(text: string, k: number) {
+  return client.run((r) => r.search(text, k));
+}
+
+export function explainBm25Doc(text: string, docId: string) {
+  return client.run((r) => r.explain(text, docId));
+}
+
+/** Drops the worker (and its in-memory index), e.g. after the shard is deleted. */
+export function resetRetrieval() {
+  client.terminate();
+}

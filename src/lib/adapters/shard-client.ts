@@ -1,0 +1,108 @@
+// Page-side client of workers/shard.worker.ts. Owns the worker (started lazily, dropped when it dies
+// or is cancelled) and turns `{ signal, onProgress }` into comlink calls: cancel = terminate.
+import * as Comlink from 'comlink';
+import type { ImportResult, ShardWorkerApi } from '../../../workers/shard.worker';
+import type { ProgressFn } from '../core/types';
+import { openShardStore } from './shard-store';
+import type { SourceDescriptor } from './sources';
+
+export type { ImportResult, SourceDescriptor };
+
+/** CANCEL_SWEEP_WAIT_MS: how long a cancel waits for the killed worker's lock before sweeping its debris. */
+export const CANCEL_SWEEP_WAIT_MS = 5000;
+
+export interface JobOptions {
+  signal?: AbortSignal;
+  onProgress?: ProgressFn;
+}
+
+let worker: Worker | null = null;
+let remote: Comlink.Remote<ShardWorkerApi> | null = null;
+/** Rejecters of calls in flight, so a dead or terminated worker never leaves a promise hanging. */
+const pending = new Set<(e: unknown) => void>();
+
+function connect(): Comlink.Remote<ShardWorkerApi> {
+  if (!remote) {
+    const w = new Worker(new URL('../../../workers/shard.worker.ts', import.meta.url), {
+      type: 'module',
+      name: 'loupe-shard',
+    });
+    w.addEventListener('error', (e) => {
+      e.preventDefault();
+      stop(w, new Error(`the shard worker failed: ${e.message || 'could not start'}`));
+    });
+    worker = w;
+    remote = Comlink.wrap<ShardWorkerApi>(w);
+  }
+  return remote;
+}
+
+/** Terminates the worker (if it is still `w`) and rejects every call in flight with `reason`. */
+function stop(w: Worker | null, reason: unknown): void {
+  if (!w || w !== worker) return;
+  w.terminate();
+  worker = null;
+  remote = null;
+  for (const reject of [...pending]) reject(reason);
+  pending.clear();
+}
+
+function abortError(): DOMException {
+  return new DOMException('shard import cancelled', 'AbortError');
+}
+
+/**
+ * Imports a shard in the worker: read, validate, cache. Resolves `{ ok: false, issues }` for an
+ * invalid shard (nothing cached), `{ ok: true, summary }` otherwise. Aborting terminates the
+ * worker, removes whatever it had half-written, then rejects with an AbortError.
+ */
+export function importShard(source: SourceDescriptor, opts: JobOptions = {}): Promise<ImportResult> {
+  const { signal, onProgress } = opts;
+  if (signal?.aborted) return Promise.reject(abortError());
+  const api = connect();
+  const w = worker;
+  return new Promise<ImportResult>((resolve, reject) => {
+    let settled = false;
+    const reject1 = (e: unknown) => {
+      if (settled) return;
+      settled = true;
+      pending.delete(reject1);
+      signal?.removeEventListener('abort', onAbort);
+      reject(e);
+    };
+    const onAbort = () => {
+      if (settled) return;
+      settled = true;
+      pending.delete(reject1);
+      // Other calls in flight on this worker die with it.
+      stop(w, new Error('the shard worker was stopped because another import was cancelled'));
+      // The killed worker's Web Lock is released by the browser; wait for it, then sweep the
+      // uncommitted records it left (see shard-store.ts), so a cancel leaves nothing behind.
+      void sweepAfterCancel().finally(() => reject(abortError()));
+    };
+    pending.add(reject1);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    api.importShard(source, onProgress ? Comlink.proxy(onProgress) : undefined).then((r) => {
+      if (settled) return;
+      settled = true;
+      pending.delete(reject1);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(r);
+    }, reject1);
+  });
+}
+
+async function sweepAfterCancel(): Promise<void> {
+  try {
+    const store = await openShardStore({ sweep: false });
+    await store.sweep({ waitMs: CANCEL_SWEEP_WAIT_MS });
+    await store.close();
+  } catch (e) {
+    console.warn('loupe: cleaning up a cancelled import failed; it will be swept on next start', e);
+  }
+}
+
+/** Terminates the shard worker if it is running (calls in flight reject). */
+export function stopShardWorker(): void {
+  stop(worker, abortError());
+}

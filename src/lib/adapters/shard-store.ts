@@ -1,0 +1,568 @@
+// The IndexedDB cache of imported shards (and of data derived from them), keyed by the shard's
+// content hash. Works the same in the page and in workers.
+//
+// Atomicity: a shard is written in many bounded transactions (chunks of records, then images), and
+// its `shards` row, with `complete: true`, is written last, in its own transaction: it is the commit
+// marker. Readers only ever look at hashes with a complete row. Records of a hash without one are
+// debris of an import that died (tab closed, worker terminated, quota hit) and are swept on open.
+//
+// Concurrency: a writer holds the Web Lock `loupe-shard:<hash>` for the whole put. The browser
+// releases it when the holder dies (a terminated worker, a closed tab), so "incomplete and lock free"
+// means "abandoned", and the sweep never deletes an import that is still running in another worker
+// or tab. Without Web Locks (very old browsers) the sweep treats every incomplete hash as abandoned.
+import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
+import type {
+  Doc,
+  ParsedShard,
+  ProgressFn,
+  Qrels,
+  Query,
+  ShardFormat,
+  ShardManifest,
+  ShardWarning,
+} from '../core/types';
+
+/** IndexedDB database name. */
+export const DB_NAME = 'loupe';
+/**
+ * SCHEMA_VERSION: the IndexedDB version of this layout. Bump it on any change to stores, keys or
+ * record shapes: the upgrade deletes every store of an older version and creates the new ones
+ * (everything here is derived data, so cached shards are simply imported again).
+ */
+export const SCHEMA_VERSION = 1;
+/** DOCS_PER_CHUNK: documents (and queries) per stored chunk record. */
+export const DOCS_PER_CHUNK = 1000;
+/** QRELS_PER_CHUNK: [queryId, docId, grade] triples per stored chunk record. */
+export const QRELS_PER_CHUNK = 5000;
+/** TX_MAX_BYTES: approximate bytes written per transaction before it is committed. */
+export const TX_MAX_BYTES = 4 * 1024 * 1024;
+/** TX_MAX_RECORDS: records (chunks, images) written per transaction before it is committed. */
+export const TX_MAX_RECORDS = 64;
+
+/** Object store names, for tests and tools that inspect the database directly. */
+export const STORES = ['shards', 'docs', 'queries', 'qrels', 'images', 'artifacts'] as const;
+export type StoreName = (typeof STORES)[number];
+
+/** One relevance judgement as stored: query id, document id, grade. */
+export type QrelTriple = [queryId: string, docId: string, grade: number];
+
+export interface ShardCounts {
+  docs: number;
+  queries: number;
+  /** Judged (query, document) pairs. */
+  qrels: number;
+  images: number;
+}
+
+/** What the cache knows about a stored shard without loading it (what the shard list shows). */
+export interface ShardSummary {
+  hash: string;
+  name: string;
+  format: ShardFormat;
+  /** Folder name, zip file name or URL the shard was imported from. */
+  sourceLabel: string;
+  manifest: ShardManifest;
+  notice?: string;
+  warnings: ShardWarning[];
+  counts: ShardCounts;
+  /** Approximate bytes in IndexedDB: JSON size of the records plus image bytes. */
+  storedBytes: number;
+  /** Bytes read from the source. */
+  sourceBytes: number;
+  /** When it was stored (ms since epoch). */
+  cachedAt: number;
+}
+
+/** A cached shard read back in full. */
+export interface LoadedShard {
+  summary: ShardSummary;
+  docs: Doc[];
+  queries: Query[];
+  qrels: Qrels;
+}
+
+export interface StorageEstimate {
+  usage?: number;
+  quota?: number;
+  /** Whether the origin's storage is persistent (not evicted under pressure). */
+  persisted: boolean;
+}
+
+/** A cached shard that could not be read back intact; it has been dropped and must be imported again. */
+export class StaleCacheError extends Error {
+  readonly hash: string;
+  readonly shardName?: string;
+  constructor(hash: string, reason: string, shardName?: string) {
+    super(
+      `cached shard ${shardName ?? hash.slice(0, 12)} is unusable (${reason}); it was removed, import it again`,
+    );
+    this.name = 'StaleCacheError';
+    this.hash = hash;
+    this.shardName = shardName;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema
+
+/** The `shards` row: the summary plus the commit marker and what load() verifies against. */
+interface ShardMetaRecord extends ShardSummary {
+  schema: number;
+  chunks: { docs: number; queries: number; qrels: number };
+  /** The commit marker: the row is only ever written once everything else is. */
+  complete: true;
+}
+
+interface ChunkRow<T> {
+  hash: string;
+  chunkNo: number;
+  records: T[];
+}
+
+interface ImageRow {
+  hash: string;
+  path: string;
+  blob: Blob;
+}
+
+interface ArtifactRow {
+  hash: string;
+  kind: string;
+  key: string;
+  value: unknown;
+}
+
+interface LoupeDB extends DBSchema {
+  shards: { key: string; value: ShardMetaRecord };
+  docs: { key: [string, number]; value: ChunkRow<Doc> };
+  queries: { key: [string, number]; value: ChunkRow<Query> };
+  qrels: { key: [string, number]; value: ChunkRow<QrelTriple> };
+  images: { key: [string, string]; value: ImageRow };
+  artifacts: { key: [string, string, string]; value: ArtifactRow };
+}
+
+type RecordStore = Exclude<StoreName, 'shards'>;
+const RECORD_STORES: RecordStore[] = ['docs', 'queries', 'qrels', 'images', 'artifacts'];
+
+/** Every key [hash, …] of a record store: arrays sort after strings and numbers, so `[hash, []]` is past them all. */
+export function hashRange(hash: string, ...prefix: string[]): IDBKeyRange {
+  return IDBKeyRange.bound([hash, ...prefix], [hash, ...prefix, []]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Locks
+
+const lockName = (hash: string) => `loupe-shard:${hash}`;
+const NOT_ACQUIRED = Symbol('lock not acquired');
+
+/**
+ * Runs `fn` holding the hash's lock. `wait`: 0 = only if free right now, a number of ms = wait at
+ * most that long, undefined = wait as long as it takes. Returns NOT_ACQUIRED when not obtained.
+ */
+async function withHashLock<T>(
+  hash: string,
+  fn: () => Promise<T>,
+  wait?: number,
+): Promise<T | typeof NOT_ACQUIRED> {
+  const locks = (globalThis.navigator as Navigator | undefined)?.locks;
+  if (!locks) return fn();
+  if (wait === 0) {
+    return locks.request(lockName(hash), { ifAvailable: true }, async (lock) => (lock ? fn() : NOT_ACQUIRED));
+  }
+  if (wait === undefined) return locks.request(lockName(hash), fn);
+  try {
+    return await locks.request(lockName(hash), { signal: AbortSignal.timeout(wait) }, fn);
+  } catch (e) {
+    const name = (e as { name?: string }).name;
+    if (name === 'TimeoutError' || name === 'AbortError') return NOT_ACQUIRED;
+    throw e;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store
+
+function toSummary(m: ShardMetaRecord): ShardSummary {
+  const { schema: _schema, chunks: _chunks, complete: _complete, ...summary } = m;
+  return summary;
+}
+
+function chunked<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+type PendingWrite =
+  | { store: 'docs'; value: ChunkRow<Doc> }
+  | { store: 'queries'; value: ChunkRow<Query> }
+  | { store: 'qrels'; value: ChunkRow<QrelTriple> }
+  | { store: 'images'; value: ImageRow };
+
+/** The shard cache. Get one with openShardStore(); every method is safe to call concurrently. */
+export class ShardStore {
+  private dbp: Promise<IDBPDatabase<LoupeDB>> | undefined;
+
+  /** @internal use openShardStore() */
+  constructor() {}
+
+  /** The connection, reopened if it was closed for another tab's upgrade or by the browser. */
+  db(): Promise<IDBPDatabase<LoupeDB>> {
+    if (!this.dbp) {
+      const p = openDB<LoupeDB>(DB_NAME, SCHEMA_VERSION, {
+        upgrade(db) {
+          // Older layouts are dropped wholesale (derived data; see SCHEMA_VERSION).
+          for (const name of Array.from(db.objectStoreNames)) db.deleteObjectStore(name);
+          db.createObjectStore('shards', { keyPath: 'hash' });
+          db.createObjectStore('docs', { keyPath: ['hash', 'chunkNo'] });
+          db.createObjectStore('queries', { keyPath: ['hash', 'chunkNo'] });
+          db.createObjectStore('qrels', { keyPath: ['hash', 'chunkNo'] });
+          db.createObjectStore('images', { keyPath: ['hash', 'path'] });
+          db.createObjectStore('artifacts', { keyPath: ['hash', 'kind', 'key'] });
+        },
+        blocking: () => {
+          // Another tab wants a newer schema: let it, and reopen on next use.
+          void p.then((db) => db.close());
+          this.dbp = undefined;
+        },
+        terminated: () => {
+          this.dbp = undefined;
+        },
+      }).catch((e: unknown) => {
+        this.dbp = undefined;
+        if ((e as { name?: string }).name === 'VersionError') {
+          throw new Error('the shard cache was written by a newer version of Loupe; reload the page');
+        }
+        throw e;
+      });
+      this.dbp = p;
+    }
+    return this.dbp;
+  }
+
+  /** Closes the connection (it reopens on next use). */
+  async close(): Promise<void> {
+    const p = this.dbp;
+    this.dbp = undefined;
+    if (p) (await p.catch(() => undefined))?.close();
+  }
+
+  /** Complete cached shards, most recent first. */
+  async list(): Promise<ShardSummary[]> {
+    const db = await this.db();
+    const rows = await db.getAll('shards');
+    return rows
+      .filter((m) => m.complete === true)
+      .map(toSummary)
+      .sort((a, b) => b.cachedAt - a.cachedAt);
+  }
+
+  /** The summary of a complete cached shard, if any. */
+  async summary(hash: string): Promise<ShardSummary | undefined> {
+    const m = await (await this.db()).get('shards', hash);
+    return m?.complete === true ? toSummary(m) : undefined;
+  }
+
+  /** Whether a complete copy of the shard is cached. */
+  async has(hash: string): Promise<boolean> {
+    return (await this.summary(hash)) !== undefined;
+  }
+
+  /**
+   * Stores a validated shard. Returns the existing summary, writing nothing, if the hash is
+   * already cached. Writes records in bounded transactions and the commit marker last; on any
+   * failure everything written for the hash is deleted and the error rethrown.
+   */
+  async put(
+    parsed: ParsedShard,
+    images: Map<string, Blob>,
+    sourceLabel: string,
+    onProgress?: ProgressFn,
+  ): Promise<ShardSummary> {
+    const hash = parsed.hash;
+    const result = await withHashLock(hash, async () => {
+      const existing = await this.summary(hash);
+      if (existing) return existing;
+      await this.deleteRecords(hash); // debris of an earlier attempt; we hold the lock
+      try {
+        return await this.write(parsed, images, sourceLabel, onProgress);
+      } catch (e) {
+        await this.deleteRecords(hash).catch(() => undefined);
+        throw e;
+      }
+    });
+    if (result === NOT_ACQUIRED) throw new Error('shard cache lock not acquired');
+    return result;
+  }
+
+  private async write(
+    parsed: ParsedShard,
+    images: Map<string, Blob>,
+    sourceLabel: string,
+    onProgress?: ProgressFn,
+  ): Promise<ShardSummary> {
+    const hash = parsed.hash;
+    const triples: QrelTriple[] = [];
+    for (const [qid, row] of parsed.qrels)
+      for (const [docId, grade] of row) triples.push([qid, docId, grade]);
+    const docChunks = chunked(parsed.docs, DOCS_PER_CHUNK);
+    const queryChunks = chunked(parsed.queries, DOCS_PER_CHUNK);
+    const qrelChunks = chunked(triples, QRELS_PER_CHUNK);
+
+    const total = parsed.docs.length + parsed.queries.length + triples.length + images.size;
+    let done = 0;
+    let storedBytes = 0;
+    onProgress?.({ kind: 'store', done, total });
+
+    // Writes are grouped into transactions of at most TX_MAX_BYTES / TX_MAX_RECORDS. Sizes are
+    // computed before a transaction opens: nothing but IDB requests is awaited while it is open.
+    let batch: { w: PendingWrite; units: number }[] = [];
+    let batchBytes = 0;
+    const db = await this.db();
+    const flush = async () => {
+      if (batch.length === 0) return;
+      const writes = batch;
+      batch = [];
+      batchBytes = 0;
+      const tx = db.transaction(['docs', 'queries', 'qrels', 'images'], 'readwrite');
+      const reqs: Promise<unknown>[] = writes.map(({ w }) => {
+        switch (w.store) {
+          case 'docs':
+            return tx.objectStore('docs').put(w.value);
+          case 'queries':
+            return tx.objectStore('queries').put(w.value);
+          case 'qrels':
+            return tx.objectStore('qrels').put(w.value);
+          case 'images':
+            return tx.objectStore('images').put(w.value);
+        }
+      });
+      await Promise.all([...reqs, tx.done]);
+      for (const { units } of writes) done += units;
+      onProgress?.({ kind: 'store', done, total });
+    };
+    const add = async (w: PendingWrite, bytes: number, units: number) => {
+      batch.push({ w, units });
+      batchBytes += bytes;
+      storedBytes += bytes;
+      if (batchBytes >= TX_MAX_BYTES || batch.length >= TX_MAX_RECORDS) await flush();
+    };
+
+    for (const [chunkNo, records] of docChunks.entries())
+      await add(
+        { store: 'docs', value: { hash, chunkNo, records } },
+        JSON.stringify(records).length,
+        records.length,
+      );
+    for (const [chunkNo, records] of queryChunks.entries())
+      await add(
+        { store: 'queries', value: { hash, chunkNo, records } },
+        JSON.stringify(records).length,
+        records.length,
+      );
+    for (const [chunkNo, records] of qrelChunks.entries())
+      await add(
+        { store: 'qrels', value: { hash, chunkNo, records } },
+        JSON.stringify(records).length,
+        records.length,
+      );
+    for (const [path, blob] of images)
+      await add({ store: 'images', value: { hash, path, blob } }, blob.size, 1);
+    await flush();
+
+    const meta: ShardMetaRecord = {
+      hash,
+      name: parsed.manifest.name,
+      format: parsed.manifest.format,
+      sourceLabel,
+      manifest: parsed.manifest,
+      ...(parsed.notice !== undefined ? { notice: parsed.notice } : {}),
+      warnings: parsed.warnings,
+      counts: {
+        docs: parsed.docs.length,
+        queries: parsed.queries.length,
+        qrels: triples.length,
+        images: images.size,
+      },
+      storedBytes,
+      sourceBytes: parsed.bytes,
+      cachedAt: Date.now(),
+      schema: SCHEMA_VERSION,
+      chunks: { docs: docChunks.length, queries: queryChunks.length, qrels: qrelChunks.length },
+      complete: true,
+    };
+    // The commit marker, last and alone.
+    await db.put('shards', meta);
+    return toSummary(meta);
+  }
+
+  /**
+   * Reads a cached shard back, checking every chunk against the counts in its row. A missing,
+   * short or unreadable entry is dropped and reported as StaleCacheError (never a crash).
+   */
+  async load(hash: string): Promise<LoadedShard> {
+    const db = await this.db();
+    let meta: ShardMetaRecord | undefined;
+    try {
+      meta = await db.get('shards', hash);
+      if (!meta || meta.complete !== true) throw new StaleCacheError(hash, 'not in the cache');
+      const tx = db.transaction(['docs', 'queries', 'qrels', 'images'], 'readonly');
+      const [docRows, queryRows, qrelRows, imageCount] = await Promise.all([
+        tx.objectStore('docs').getAll(hashRange(hash)),
+        tx.objectStore('queries').getAll(hashRange(hash)),
+        tx.objectStore('qrels').getAll(hashRange(hash)),
+        tx.objectStore('images').count(hashRange(hash)),
+        tx.done,
+      ]);
+      const m = meta;
+      const flatten = <T>(what: string, rows: ChunkRow<T>[], chunks: number, count: number): T[] => {
+        if (rows.length !== chunks)
+          throw new Error(`${what}: ${rows.length} chunks stored, ${chunks} expected`);
+        const out: T[] = [];
+        rows.forEach((r, i) => {
+          if (r.chunkNo !== i || !Array.isArray(r.records)) throw new Error(`${what}: chunk ${i} is damaged`);
+          for (const x of r.records) out.push(x);
+        });
+        if (out.length !== count) throw new Error(`${what}: ${out.length} records stored, ${count} expected`);
+        return out;
+      };
+      const docs = flatten('documents', docRows, m.chunks.docs, m.counts.docs);
+      const queries = flatten('queries', queryRows, m.chunks.queries, m.counts.queries);
+      const triples = flatten('qrels', qrelRows, m.chunks.qrels, m.counts.qrels);
+      if (imageCount !== m.counts.images)
+        throw new Error(`images: ${imageCount} stored, ${m.counts.images} expected`);
+      for (const d of docs) if (typeof d?.id !== 'string') throw new Error('documents: a record is damaged');
+      for (const q of queries) if (typeof q?.id !== 'string') throw new Error('queries: a record is damaged');
+      const qrels: Qrels = new Map();
+      for (const t of triples) {
+        if (
+          !Array.isArray(t) ||
+          typeof t[0] !== 'string' ||
+          typeof t[1] !== 'string' ||
+          typeof t[2] !== 'number'
+        ) {
+          throw new Error('qrels: a record is damaged');
+        }
+        let row = qrels.get(t[0]);
+        if (!row) qrels.set(t[0], (row = new Map()));
+        row.set(t[1], t[2]);
+      }
+      return { summary: toSummary(m), docs, queries, qrels };
+    } catch (e) {
+      const reason = e instanceof StaleCacheError ? 'not in the cache' : (e as Error)?.message || String(e);
+      await this.delete(hash).catch(() => undefined);
+      throw e instanceof StaleCacheError ? e : new StaleCacheError(hash, reason, meta?.name);
+    }
+  }
+
+  /** A stored image (with its MIME type), if any. */
+  async getImage(hash: string, path: string): Promise<Blob | undefined> {
+    return (await (await this.db()).get('images', [hash, path]))?.blob;
+  }
+
+  /** Removes a shard and everything derived from it (waits for an import of it to finish). */
+  async delete(hash: string): Promise<void> {
+    await withHashLock(hash, () => this.deleteRecords(hash));
+  }
+
+  /** Deletes every record of a hash in every store, in one transaction. Caller holds the lock. */
+  private async deleteRecords(hash: string): Promise<void> {
+    const db = await this.db();
+    const tx = db.transaction(STORES, 'readwrite');
+    await Promise.all([
+      tx.objectStore('shards').delete(hash),
+      ...RECORD_STORES.map((s) => tx.objectStore(s).delete(hashRange(hash))),
+      tx.done,
+    ]);
+  }
+
+  /**
+   * Removes the records of every hash without a complete `shards` row whose writer is gone.
+   * `waitMs`: how long to wait for a writer's lock (0: skip hashes still being written).
+   * Returns the hashes removed.
+   */
+  async sweep(opts: { waitMs?: number } = {}): Promise<string[]> {
+    const db = await this.db();
+    const tx = db.transaction(STORES, 'readonly');
+    const complete = new Set<string>();
+    const seen = new Set<string>();
+    for (const m of await tx.objectStore('shards').getAll()) {
+      seen.add(m.hash);
+      if (m.complete === true) complete.add(m.hash);
+    }
+    for (const s of RECORD_STORES) {
+      // One key per hash: after reading a hash, jump past all its keys.
+      let cur = await tx.objectStore(s).openKeyCursor();
+      while (cur) {
+        const h = (cur.key as unknown[])[0] as string;
+        seen.add(h);
+        cur = await cur.continue([h, []] as unknown as never);
+      }
+    }
+    await tx.done;
+    const removed: string[] = [];
+    for (const h of seen) {
+      if (complete.has(h)) continue;
+      const r = await withHashLock(
+        h,
+        async () => {
+          // Re-check under the lock: the writer may have committed meanwhile.
+          if (await this.has(h)) return false;
+          await this.deleteRecords(h);
+          return true;
+        },
+        opts.waitMs ?? 0,
+      );
+      if (r === true) removed.push(h);
+    }
+    return removed;
+  }
+
+  /** Stores derived data (BM25 index, embeddings, HNSW graph…) for a cached shard. */
+  async putArtifact(hash: string, kind: string, key: string, value: unknown): Promise<void> {
+    const db = await this.db();
+    const tx = db.transaction(['shards', 'artifacts'], 'readwrite');
+    const meta = await tx.objectStore('shards').get(hash);
+    if (meta?.complete !== true) {
+      tx.abort();
+      await tx.done.catch(() => undefined);
+      throw new Error(`cannot store ${kind} for shard ${hash.slice(0, 12)}: the shard is not cached`);
+    }
+    await Promise.all([tx.objectStore('artifacts').put({ hash, kind, key, value }), tx.done]);
+  }
+
+  /** A stored artifact, or undefined. */
+  async getArtifact<T = unknown>(hash: string, kind: string, key: string): Promise<T | undefined> {
+    return (await (await this.db()).get('artifacts', [hash, kind, key]))?.value as T | undefined;
+  }
+
+  /** Deletes a shard's artifacts, all of them or those of one kind. */
+  async deleteArtifacts(hash: string, kind?: string): Promise<void> {
+    const range = kind === undefined ? hashRange(hash) : hashRange(hash, kind);
+    await (await this.db()).delete('artifacts', range);
+  }
+
+  /** Usage and quota of the origin's storage, and whether it is persistent. */
+  async estimate(): Promise<StorageEstimate> {
+    const storage = (globalThis.navigator as Navigator | undefined)?.storage;
+    if (!storage) return { persisted: false };
+    const [est, persisted] = await Promise.all([
+      storage.estimate().catch(() => ({}) as StorageEstimate),
+      storage.persisted ? storage.persisted().catch(() => false) : Promise.resolve(false),
+    ]);
+    return { usage: est.usage, quota: est.quota, persisted };
+  }
+}
+
+/**
+ * Opens the shard cache and (unless `sweep: false`) removes debris of imports that died, skipping
+ * any still being written. A failed sweep is logged, not thrown.
+ */
+export async function openShardStore(opts: { sweep?: boolean } = {}): Promise<ShardStore> {
+  const store = new ShardStore();
+  await store.db();
+  if (opts.sweep !== false) {
+    await store.sweep().catch((e: unknown) => console.warn('loupe: shard cache sweep failed', e));
+  }
+  return store;
+}

@@ -1,0 +1,72 @@
+import * as Comlink from 'comlink';
+import type { Progress } from '../core/types';
+
+/** Options every long call takes. Hard cancel: abort terminates the worker. */
+export interface JobOptions {
+  signal?: AbortSignal;
+  onProgress?: (p: Progress) => void;
+}
+
+export function abortError(): Error {
+  return new DOMException('The operation was cancelled', 'AbortError');
+}
+
+export function isAbortError(e: unknown): boolean {
+  return (e as { name?: string } | null)?.name === 'AbortError';
+}
+
+/**
+ * Owns one lazily started worker. `run` calls into it; when the signal aborts, the worker is
+ * terminated (the only way to stop synchronous work inside it), the call rejects with an
+ * AbortError and the next call starts a fresh worker. A worker that errors is dropped the same way.
+ */
+export class WorkerClient<Api> {
+  #make: () => Worker;
+  #worker: Worker | null = null;
+  #remote: Comlink.Remote<Api> | null = null;
+
+  constructor(make: () => Worker) {
+    this.#make = make;
+  }
+
+  get remote(): Comlink.Remote<Api> {
+    if (!this.#remote) {
+      const w = this.#make();
+      w.addEventListener('error', () => this.terminate());
+      this.#worker = w;
+      this.#remote = Comlink.wrap<Api>(w);
+    }
+    return this.#remote;
+  }
+
+  terminate() {
+    this.#remote?.[Comlink.releaseProxy]();
+    this.#worker?.terminate();
+    this.#worker = null;
+    this.#remote = null;
+  }
+
+  /** Runs `call` against the worker, terminating it if `signal` aborts first. */
+  async run<T>(call: (remote: Comlink.Remote<Api>) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) throw abortError();
+    const remote = this.remote;
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => {
+        this.terminate();
+        reject(abortError());
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([call(remote), aborted]);
+    } finally {
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+/** Wraps a progress callback for comlink (functions cannot be structured-cloned). */
+export function proxyProgress(fn?: (p: Progress) => void) {
+  return fn ? Comlink.proxy(fn) : undefined;
+}

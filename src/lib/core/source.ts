@@ -1,0 +1,38 @@
+// Where a shard's files come from. Adapters implement this for a browser folder, a .zip, a URL
+// and (in tests and scripts) a Node directory; the core parser only sees this interface.
+
+/** A read-only tree of files addressed by shard-relative paths (`qrels/test.tsv`, `images/a.jpg`). */
+export interface ShardSource {
+  /** Human label for messages: folder name, zip file name or URL. */
+  readonly label: string;
+  /** Every file path in the source, or null when it cannot be enumerated (a URL). */
+  list(): Promise<string[] | null>;
+  /** The file's bytes as a stream of chunks, or null when the file does not exist. */
+  open(path: string): Promise<AsyncIterable<Uint8Array> | null>;
+  /** The file's size in bytes when known without reading it. */
+  size(path: string): Promise<number | undefined>;
+}
+
+/** One problem found while reading a shard: where it is and what is wrong. */
+export interface ShardIssue {
+  /** Shard-relative file path, e.g. `corpus.jsonl`. */
+  file: string;
+  /** 1-based line number when the problem is on a line. */
+  line?: number;
+  /** Stable machine-readable code, e.g. `malformed-json`, `duplicate-id`. */
+  code: string;
+  message: string;
+}
+
+/** Thrown when a shard fails validation; carries every issue found (capped). */
+export class ShardValidationError extends Error {
+  readonly issues: ShardIssue[];
+  constructor(issues: ShardIssue[]) {
+    const first = issues[0];
+    const where = first ? `${first.file}${first.line ? `:${first.line}` : ''}: ` : '';
+    const more = issues.length > 1 ? ` (+${issues.length - 1} more)` : '';
+    super(`${where}${first?.message ?? 'invalid shard'}${more}`);
+    this.name = 'ShardValidationError';
+    this.issues = issues;
+  }
+}

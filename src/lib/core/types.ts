@@ -1,0 +1,102 @@
+// Domain types shared by every layer. Pure data: no DOM, no worker globals, no I/O.
+
+/** Which part of a query or document a task uses. */
+export type Modality = 'text' | 'image' | 'image+text';
+
+/** Metadata carried by documents and queries (e.g. `field`, `organ`, `qtype`). Never a retrieval input. */
+export type Metadata = Record<string, string | string[]>;
+
+/** One task of a shard: a set of queries scored against one part of the corpus. */
+export interface TaskInfo {
+  id: string;
+  queryModality: Modality;
+  /** Which part of the documents a system ranks by for this task. */
+  corpusModality: Modality;
+  description?: string;
+}
+
+/** Formats a shard can be read from. */
+export type ShardFormat = 'beir+images' | 'beir' | 'r2med';
+
+/** Manifest of a shard: `shard.json`, or synthesised for plain BEIR and R2MED sources. */
+export interface ShardManifest {
+  name: string;
+  version?: string;
+  format: ShardFormat;
+  description?: string;
+  license?: string;
+  licenseUrl?: string;
+  citation?: string;
+  source?: string;
+  /** Grade → meaning, e.g. {"2": "same organ and finding"}. */
+  relevance?: Record<string, string>;
+  tasks: TaskInfo[];
+}
+
+export interface Doc {
+  id: string;
+  title: string;
+  text: string;
+  /** Relative path of the document image inside the shard (`images/x.jpg`). */
+  image?: string;
+  meta: Metadata;
+}
+
+export interface Query {
+  id: string;
+  text: string;
+  image?: string;
+  task: string;
+  /** Corpus ids removed from this query's ranking before scoring. */
+  excludeIds?: string[];
+  meta: Metadata;
+}
+
+/** Relevance judgements: query id → document id → integer grade (may be 0 or negative). */
+export type Qrels = Map<string, Map<string, number>>;
+
+export interface ScoredDoc {
+  docId: string;
+  score: number;
+}
+
+/** A ranked run: query id → retrieved documents (any order; metrics re-sort trec_eval's way). */
+export type Run = Map<string, ScoredDoc[]>;
+
+/** A non-fatal finding while reading a shard (e.g. R2MED qrels naming documents not in the corpus). */
+export interface ShardWarning {
+  file: string;
+  /** Stable machine-readable code, e.g. `qrels-unknown-document`, `count-mismatch`. */
+  code?: string;
+  message: string;
+  count?: number;
+  examples?: string[];
+}
+
+/** A fully read and validated shard, held in memory (worker side) before it is cached. */
+export interface ParsedShard {
+  manifest: ShardManifest;
+  /** Content hash of the source files (hex SHA-256 tree hash), the cache key. */
+  hash: string;
+  docs: Doc[];
+  queries: Query[];
+  qrels: Qrels;
+  /** NOTICE.md text if the shard has one. */
+  notice?: string;
+  /** Relative image paths referenced by docs or queries, each present and verified. */
+  images: string[];
+  warnings: ShardWarning[];
+  /** Total bytes read from the source. */
+  bytes: number;
+}
+
+/** Progress of any long job, one discriminated union for every worker. */
+export type Progress =
+  | { kind: 'read'; file: string; bytes: number; totalBytes?: number }
+  | { kind: 'parse'; file: string; lines: number }
+  | { kind: 'store'; done: number; total: number }
+  | { kind: 'index'; done: number; total: number }
+  | { kind: 'search'; done: number; total: number }
+  | { kind: 'status'; message: string };
+
+export type ProgressFn = (p: Progress) => void;

@@ -1,0 +1,70 @@
+import type { Progress } from '../core/types';
+import { isAbortError } from '../adapters/worker-client';
+
+/** A long-running job the UI shows with progress and a cancel button. */
+export class Job {
+  label: string;
+  progress = $state<Progress | null>(null);
+  startedAt = performance.now();
+  #controller = new AbortController();
+
+  constructor(label: string) {
+    this.label = label;
+  }
+
+  get signal() {
+    return this.#controller.signal;
+  }
+
+  /** Progress callback to hand to a worker client. */
+  onProgress = (p: Progress) => {
+    this.progress = p;
+  };
+
+  cancel() {
+    this.#controller.abort();
+  }
+
+  /** 0..1 when the current step has a total, else null (indeterminate). */
+  get fraction(): number | null {
+    const p = this.progress;
+    if (!p) return null;
+    if (p.kind === 'read') return p.totalBytes ? p.bytes / p.totalBytes : null;
+    if (p.kind === 'store' || p.kind === 'index' || p.kind === 'search')
+      return p.total ? p.done / p.total : null;
+    return null;
+  }
+
+  get text(): string {
+    const p = this.progress;
+    if (!p) return this.label;
+    switch (p.kind) {
+      case 'read':
+        return `Reading ${p.file}: ${formatBytes(p.bytes)}${p.totalBytes ? ` of ${formatBytes(p.totalBytes)}` : ''}`;
+      case 'parse':
+        return `Parsing ${p.file}: line ${p.lines.toLocaleString('en')}`;
+      case 'store':
+        return `Caching in IndexedDB: ${p.done.toLocaleString('en')} / ${p.total.toLocaleString('en')}`;
+      case 'index':
+        return `Indexing: ${p.done.toLocaleString('en')} / ${p.total.toLocaleString('en')} documents`;
+      case 'search':
+        return `Searching: ${p.done.toLocaleString('en')} / ${p.total.toLocaleString('en')} queries`;
+      case 'status':
+        return p.message;
+    }
+  }
+}
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}
+
+export { isAbortError };

@@ -1,0 +1,362 @@
+// Page-side helpers for the e2e tests (tests/e2e/*.test.ts call them through page.evaluate). Served
+// by the Vite dev server at /tests/browser/harness.html; never part of the app build.
+import { zipSync, type Zippable } from 'fflate';
+import { openDB } from 'idb';
+import {
+  importShard,
+  stopShardWorker,
+  type ImportResult,
+  type SourceDescriptor,
+} from '../../src/lib/adapters/shard-client';
+import { describeDrop } from '../../src/lib/adapters/sources';
+import {
+  DB_NAME,
+  STORES,
+  hashRange,
+  openShardStore,
+  type StoreName,
+} from '../../src/lib/adapters/shard-store';
+import type { Progress } from '../../src/lib/core/types';
+
+type Files = Map<string, Uint8Array>;
+
+/** Files of demo shards fetched from /shards/<name>/, by shard name. */
+const fetched = new Map<string, Files>();
+
+/** An edit applied to fetched files before packing them (to make a shard invalid). */
+export interface Edit {
+  path: string;
+  /** 1-based line to replace. */
+  line: number;
+  text: string;
+}
+
+export interface ImportOptions {
+  /** Cancel when a progress tick of this kind arrives (for `store`, once `done >= minDone`). */
+  cancelOn?: Progress['kind'];
+  minDone?: number;
+  /**
+   * `abort`: the app's cancel (AbortSignal: terminate, then sweep what the worker left).
+   * `kill`: only terminate the worker, so its half-written records stay until the next sweep.
+   */
+  cancelHow?: 'abort' | 'kill';
+}
+
+export type Outcome =
+  | (ImportResult & { progress: string[] })
+  | { ok: false; error: { name: string; message: string }; progress: string[] };
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+function files(name: string): Files {
+  const f = fetched.get(name);
+  if (!f) throw new Error(`call fetchShard('${name}', paths) first`);
+  return f;
+}
+
+function edited(name: string, edits: Edit[] = []): Files {
+  const out = new Map(files(name));
+  for (const e of edits) {
+    const lines = dec.decode(out.get(e.path)).split('\n');
+    lines[e.line - 1] = e.text;
+    out.set(e.path, enc.encode(lines.join('\n')));
+  }
+  return out;
+}
+
+function zipOf(fs: Files, topFolder = '', level: 0 | 6 = 6): Uint8Array<ArrayBuffer> {
+  const z: Zippable = {};
+  for (const [path, bytes] of fs) z[topFolder ? `${topFolder}/${path}` : path] = [bytes, { level }];
+  return zipSync(z);
+}
+
+async function run(desc: SourceDescriptor, opts: ImportOptions = {}): Promise<Outcome> {
+  const progress: string[] = [];
+  const ac = new AbortController();
+  let cancelled = false;
+  const onProgress = (p: Progress) => {
+    progress.push(p.kind === 'store' ? `store:${p.done}/${p.total}` : p.kind);
+    if (cancelled || p.kind !== opts.cancelOn) return;
+    if (p.kind === 'store' && p.done < (opts.minDone ?? 0)) return;
+    cancelled = true;
+    if (opts.cancelHow === 'kill') stopShardWorker();
+    else ac.abort();
+  };
+  try {
+    return { ...(await importShard(desc, { signal: ac.signal, onProgress })), progress };
+  } catch (e) {
+    const err = e as Error;
+    return { ok: false, error: { name: err?.name ?? 'Error', message: err?.message ?? String(e) }, progress };
+  }
+}
+
+/** Record counts per store, for one hash or over the whole database. */
+async function counts(hash?: string): Promise<Record<StoreName, number>> {
+  const db = await openDB(DB_NAME);
+  try {
+    const out = {} as Record<StoreName, number>;
+    for (const s of STORES) {
+      out[s] =
+        hash === undefined
+          ? await db.count(s)
+          : s === 'shards'
+            ? await db.count(s, hash)
+            : await db.count(s, hashRange(hash));
+    }
+    return out;
+  } finally {
+    db.close();
+  }
+}
+
+const harness = {
+  /** Fetches the given files of /shards/<name>/ into page memory (for zips and File imports). */
+  async fetchShard(name: string, paths: string[]): Promise<{ files: number; bytes: number }> {
+    const out: Files = new Map();
+    let bytes = 0;
+    for (const p of paths) {
+      const res = await fetch(`/shards/${name}/${p}`);
+      if (!res.ok) throw new Error(`HTTP ${res.status} for ${p}`);
+      const b = new Uint8Array(await res.arrayBuffer());
+      out.set(p, b);
+      bytes += b.length;
+    }
+    fetched.set(name, out);
+    return { files: out.size, bytes };
+  },
+
+  importUrl(url: string, opts?: ImportOptions): Promise<Outcome> {
+    return run({ kind: 'url', url: new URL(url, location.href).href }, opts);
+  },
+
+  /** Zips the fetched files in the page (optionally inside `topFolder`, optionally edited) and imports the zip. */
+  importZip(
+    name: string,
+    opts: ImportOptions & { topFolder?: string; edits?: Edit[] } = {},
+  ): Promise<Outcome> {
+    const zip = zipOf(edited(name, opts.edits), opts.topFolder);
+    return run({ kind: 'zip', file: new File([zip], `${name}.zip`, { type: 'application/zip' }) }, opts);
+  },
+
+  /** Imports File objects with `<topFolder>/<path>` paths, as a folder pick or a drop gives them. */
+  importFiles(name: string, opts: ImportOptions & { topFolder?: string } = {}): Promise<Outcome> {
+    const list = [...files(name)].map(([path, bytes]) => ({
+      path: opts.topFolder ? `${opts.topFolder}/${path}` : path,
+      file: new File([bytes as Uint8Array<ArrayBuffer>], path.split('/').pop()!),
+    }));
+    return run({ kind: 'files', files: list }, opts);
+  },
+
+  /**
+   * Writes the fetched files into the origin-private file system under `<tmp>/<nest…>/` and imports
+   * the `<tmp>` FileSystemDirectoryHandle (as showDirectoryPicker would give it); removes them after.
+   */
+  async importDirectory(name: string, opts: ImportOptions & { nest?: string[] } = {}): Promise<Outcome> {
+    const opfs = await navigator.storage.getDirectory();
+    const tmpName = `loupe-test-${Math.random().toString(36).slice(2)}`;
+    const tmp = await opfs.getDirectoryHandle(tmpName, { create: true });
+    try {
+      let root = tmp;
+      for (const n of opts.nest ?? []) root = await root.getDirectoryHandle(n, { create: true });
+      for (const [path, bytes] of files(name)) {
+        const segs = path.split('/');
+        let dir = root;
+        for (const s of segs.slice(0, -1)) dir = await dir.getDirectoryHandle(s, { create: true });
+        const w = await (await dir.getFileHandle(segs[segs.length - 1], { create: true })).createWritable();
+        await w.write(bytes as Uint8Array<ArrayBuffer>);
+        await w.close();
+      }
+      return await run({ kind: 'directory', handle: tmp }, opts);
+    } finally {
+      await opfs.removeEntry(tmpName, { recursive: true });
+    }
+  },
+
+  /** What a drop of these files (a synthetic DataTransfer) is imported as. */
+  async describeDropOf(names: string[]): Promise<{ kind: string; paths: string[] }> {
+    const dt = new DataTransfer();
+    for (const n of names) dt.items.add(new File([enc.encode('x')], n));
+    const d = await describeDrop(dt);
+    return {
+      kind: d.kind,
+      paths:
+        d.kind === 'files' ? d.files.map((f) => f.path) : d.kind === 'zip' ? [(d.file as File).name] : [],
+    };
+  },
+
+  /** Imports bytes that are not a zip at all. */
+  importGarbageZip(): Promise<Outcome> {
+    const junk = enc.encode('this is not a zip file\n'.repeat(100));
+    return run({ kind: 'zip', file: new File([junk], 'garbage.zip') });
+  },
+
+  /** Imports a zip of the fetched files whose `entry` has a damaged local header. */
+  importZipWithBrokenEntry(name: string, entry: string): Promise<Outcome> {
+    const zip = zipOf(files(name), '', 0);
+    // Find the entry's local header: signature PK\x03\x04, name at offset 30.
+    const want = enc.encode(entry);
+    let at = -1;
+    for (let i = 0; i + 30 + want.length <= zip.length; i++) {
+      if (zip[i] !== 0x50 || zip[i + 1] !== 0x4b || zip[i + 2] !== 3 || zip[i + 3] !== 4) continue;
+      const n = zip[i + 26] | (zip[i + 27] << 8);
+      if (n === want.length && want.every((b, k) => zip[i + 30 + k] === b)) {
+        at = i;
+        break;
+      }
+    }
+    if (at < 0) throw new Error(`${entry} not found in the zip`);
+    zip[at + 2] = 0x00; // no longer a local file header signature
+    return run({ kind: 'zip', file: new File([zip], `${name}-broken.zip`) });
+  },
+
+  async list() {
+    const store = await openShardStore();
+    try {
+      return await store.list();
+    } finally {
+      await store.close();
+    }
+  },
+
+  /** Loads a cached shard; errors come back as data (page.evaluate would only keep the message). */
+  async load(hash: string) {
+    const store = await openShardStore();
+    try {
+      const s = await store.load(hash);
+      let qrelPairs = 0;
+      for (const row of s.qrels.values()) qrelPairs += row.size;
+      return {
+        ok: true as const,
+        summary: s.summary,
+        docs: s.docs.length,
+        queries: s.queries.length,
+        qrelQueries: s.qrels.size,
+        qrelPairs,
+        firstDoc: s.docs[0],
+      };
+    } catch (e) {
+      const err = e as Error & { hash?: string };
+      return { ok: false as const, name: err.name, message: err.message, hash: err.hash };
+    } finally {
+      await store.close();
+    }
+  },
+
+  async delete(hash: string) {
+    const store = await openShardStore();
+    await store.delete(hash);
+    await store.close();
+  },
+
+  /** Runs the cache sweep; returns the hashes it removed. */
+  async sweep(waitMs = 0): Promise<string[]> {
+    const store = await openShardStore({ sweep: false });
+    try {
+      return await store.sweep({ waitMs });
+    } finally {
+      await store.close();
+    }
+  },
+
+  counts,
+
+  async putArtifact(
+    hash: string,
+    kind: string,
+    key: string,
+    value: unknown,
+  ): Promise<{ ok: boolean; message?: string }> {
+    const store = await openShardStore();
+    try {
+      await store.putArtifact(hash, kind, key, value);
+      return { ok: true };
+    } catch (e) {
+      return { ok: false, message: (e as Error).message };
+    } finally {
+      await store.close();
+    }
+  },
+
+  async getArtifact(hash: string, kind: string, key: string) {
+    const store = await openShardStore();
+    try {
+      return await store.getArtifact(hash, kind, key);
+    } finally {
+      await store.close();
+    }
+  },
+
+  async getImage(hash: string, path: string) {
+    const store = await openShardStore();
+    try {
+      const b = await store.getImage(hash, path);
+      if (!b) return null;
+      const head = Array.from(new Uint8Array(await b.slice(0, 3).arrayBuffer()));
+      return { type: b.type, size: b.size, head };
+    } finally {
+      await store.close();
+    }
+  },
+
+  async estimate() {
+    const store = await openShardStore();
+    try {
+      return await store.estimate();
+    } finally {
+      await store.close();
+    }
+  },
+
+  /** Damages one stored chunk behind the store's back: drops half of its records. */
+  async corruptChunk(hash: string, store: 'docs' | 'queries' | 'qrels', chunkNo: number): Promise<void> {
+    const db = await openDB(DB_NAME);
+    try {
+      const row = (await db.get(store, [hash, chunkNo])) as { records: unknown[] } | undefined;
+      if (!row) throw new Error(`no ${store} chunk ${chunkNo} for ${hash}`);
+      row.records = row.records.slice(0, Math.floor(row.records.length / 2));
+      await db.put(store, row);
+    } finally {
+      db.close();
+    }
+  },
+
+  /**
+   * Writes records for `hash` in every store the way an import does, but stops before the commit
+   * marker (and leaves an incomplete `shards` row), as a crash between transactions would.
+   */
+  async writeHalfEntry(hash: string): Promise<void> {
+    const db = await openDB(DB_NAME);
+    try {
+      const tx = db.transaction([...STORES], 'readwrite');
+      const doc = { id: 'd1', title: '', text: 'half', meta: {} };
+      await Promise.all([
+        tx.objectStore('shards').put({ hash, name: 'half', complete: false }),
+        tx.objectStore('docs').put({ hash, chunkNo: 0, records: [doc] }),
+        tx.objectStore('docs').put({ hash, chunkNo: 1, records: [doc] }),
+        tx.objectStore('queries').put({ hash, chunkNo: 0, records: [] }),
+        tx.objectStore('qrels').put({ hash, chunkNo: 0, records: [['q1', 'd1', 1]] }),
+        tx.objectStore('images').put({
+          hash,
+          path: 'images/a.jpg',
+          blob: new Blob([new Uint8Array([0xff, 0xd8, 0xff])], { type: 'image/jpeg' }),
+        }),
+        tx.objectStore('artifacts').put({ hash, kind: 'bm25', key: 'k', value: { x: 1 } }),
+        tx.done,
+      ]);
+    } finally {
+      db.close();
+    }
+  },
+};
+
+export type Harness = typeof harness;
+
+declare global {
+  interface Window {
+    harness: Harness;
+  }
+}
+
+window.harness = harness;
+document.getElementById('status')!.textContent = 'ready';

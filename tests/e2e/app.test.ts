@@ -1,0 +1,319 @@
+// End-to-end: the real UI in headless Chromium, the real IndexedDB, the real workers.
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { zipSync, strToU8 } from 'fflate';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import type { Locator, Page } from 'playwright-core';
+import { launch, pageErrors, type Session } from './browser';
+import { DATA_DIR } from '../paths';
+import { evaluate, standardMeasures } from '../../src/lib/core/metrics';
+import { parseQrels, parseRun } from '../../src/lib/core/trec';
+
+const baseUrl = inject('baseUrl');
+const MEASURES = standardMeasures([1, 5, 10, 100]);
+
+/** Every file of a folder, zipped in memory (optionally under a top folder). */
+function zipFolder(dir: string, top = ''): Uint8Array {
+  const files: Record<string, Uint8Array> = {};
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else files[top + relative(dir, p).split('\\').join('/')] = readFileSync(p);
+    }
+  };
+  walk(dir);
+  return zipSync(files, { level: 0 });
+}
+
+async function phase(page: Page, ...phases: string[]) {
+  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
+  await page.waitForSelector(sel, { timeout: 120_000 });
+}
+
+async function cachedNames(page: Page): Promise<string[]> {
+  return page
+    .locator('[data-testid="cached-shards"] li')
+    .evaluateAll((els) => els.map((e) => e.getAttribute('data-name') ?? ''));
+}
+
+async function overall(page: Page, measure: string): Promise<number> {
+  return Number(await page.locator(`tr[data-scope="overall"] td[data-measure="${measure}"]`).innerText());
+}
+
+/** Waits until the locator's text contains `text` (shard text is asserted literally). */
+async function containsText(loc: Locator, text: string) {
+  await expect.poll(() => loc.first().innerText(), { timeout: 60_000 }).toContain(text);
+}
+
+async function visible(loc: Locator) {
+  await loc.first().waitFor({ state: 'visible', timeout: 60_000 });
+}
+
+async function count(loc: Locator, n: number) {
+  await expect.poll(() => loc.count(), { timeout: 60_000 }).toBe(n);
+}
+
+async function download(page: Page, testId: string): Promise<string> {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
+  const path = await dl.path();
+  return readFileSync(path, 'utf8');
+}
+
+describe('Loupe in Chromium', () => {
+  let s: Session;
+  beforeAll(async () => {
+    s = await launch();
+  });
+  afterAll(async () => {
+    await s?.dispose();
+  });
+
+  test('medquad: demo shard → BM25 run → metrics equal a re-scoring of the exported run → drill-down', async () => {
+    const { page } = s;
+    await page.goto(baseUrl);
+    await phase(page, 'idle');
+    await page.click('[data-testid="demo-shards"] button[data-shard="medquad"]');
+    await page.waitForSelector('[data-testid="shard-info"]');
+    await expect.poll(() => cachedNames(page)).toEqual(['medquad']);
+    await page.click('[data-testid="run-task"]');
+    await phase(page, 'done');
+
+    const ndcg = await overall(page, 'ndcg_cut_10');
+    expect(ndcg).toBeGreaterThan(0.3);
+
+    // The exported TREC files, scored again outside the UI, give the same numbers (to 4 decimals
+    // in the table; exactly in metrics.json).
+    const runText = await download(page, 'export-run');
+    const qrelsText = await download(page, 'export-qrels');
+    const metrics = JSON.parse(await download(page, 'export-json'));
+    const run = parseRun(runText, 'run.trec');
+    expect(run.size).toBe(1000);
+    const again = evaluate(parseQrels(qrelsText, 'qrels.trec'), run, MEASURES, { complete: true });
+    for (const m of MEASURES) expect(again.all[m]).toBe(metrics.overall[m]);
+    expect(again.all.ndcg_cut_10.toFixed(4)).toBe(ndcg.toFixed(4));
+    // Per-field breakdown exists for medquad's `field` metadata.
+    await count(page.locator('tr[data-scope="field=GARD"]'), 1);
+    const csv = await download(page, 'export-csv');
+    expect(csv.split('\n')[0]).toContain('nDCG@10');
+
+    // Drill-down: the worst query shows its ranking and where its relevant answer ended up.
+    await page.locator('[data-testid="query-list"] button').first().click();
+    const detail = page.locator('[data-testid="query-detail"]');
+    await visible(detail);
+    await count(detail.locator('[data-testid="relevant-list"] li'), 1);
+    expect(await detail.locator('[data-testid="ranking"] li').count()).toBeGreaterThan(0);
+
+    mkdirSync(resolve(import.meta.dirname, '../../docs'), { recursive: true });
+    await page.locator('[data-testid="query-list"] button').nth(3).click();
+    await page.screenshot({
+      path: resolve(import.meta.dirname, '../../docs/screenshot.png'),
+      fullPage: false,
+    });
+
+    // Reload: the shard is still cached, opening it does not re-read the source.
+    let shardRequests = 0;
+    page.on('request', (r) => {
+      if (r.url().includes('/shards/medquad/')) shardRequests++;
+    });
+    await page.reload();
+    await phase(page, 'idle');
+    expect(await cachedNames(page)).toEqual(['medquad']);
+    await page.click('[data-testid="cached-shards"] li[data-name="medquad"] button:has-text("Open")');
+    await page.waitForSelector('[data-testid="shard-info"]');
+    await page.fill('[data-testid="adhoc-input"]', 'symptoms of glaucoma');
+    await page.press('[data-testid="adhoc-input"]', 'Enter');
+    await visible(page.locator('[data-testid="adhoc-results"] li').first());
+    expect(shardRequests).toBe(0);
+
+    // Delete: gone from the list, and after a reload too.
+    await page.click('[data-testid="cached-shards"] li[data-name="medquad"] [data-testid="delete-shard"]');
+    await expect.poll(() => cachedNames(page)).toEqual([]);
+    await page.reload();
+    await phase(page, 'idle');
+    expect(await cachedNames(page)).toEqual([]);
+    expect(pageErrors(page).join('\n')).toBe('');
+  });
+
+  test('vqa-rad from a folder and from a zip: one cache entry, BM25 over finding passages', async () => {
+    const { page } = s;
+    await page.goto(baseUrl);
+    await phase(page, 'idle');
+    await page.setInputFiles('[data-testid="folder-input"]', join(DATA_DIR, 'vqa-rad'));
+    await page.waitForSelector('[data-testid="shard-info"]');
+    await expect.poll(() => cachedNames(page)).toEqual(['vqa-rad']);
+
+    await page.selectOption('[data-testid="task-select"]', 'text-to-image');
+    await containsText(page.locator('[data-testid="modality-note"]'), 'image-only document');
+    await page.click('[data-testid="run-task"]');
+    await phase(page, 'done');
+    expect(await overall(page, 'ndcg_cut_10')).toBeGreaterThan(0.1);
+    // Per-organ breakdown is not query metadata here; image-question queries inherit it below.
+    await page.locator('[data-testid="query-list"] button').first().click();
+    await visible(page.locator('[data-testid="query-detail"] [data-testid="ranking"] img').first());
+
+    await page.selectOption('[data-testid="task-select"]', 'image-to-image');
+    await visible(page.locator('[data-testid="image-query-note"]'));
+    expect(await page.locator('[data-testid="run-task"]').isDisabled()).toBe(true);
+
+    await page.selectOption('[data-testid="task-select"]', 'image-question-to-passage');
+    await page.click('[data-testid="run-task"]');
+    await phase(page, 'done');
+    await count(page.locator('tr[data-scope="organ=chest"]'), 1);
+
+    // The same shard as a zip (files inside a top folder) is the same content: still one entry.
+    await page.setInputFiles('[data-testid="zip-input"]', {
+      name: 'vqa-rad.zip',
+      mimeType: 'application/zip',
+      buffer: Buffer.from(zipFolder(join(DATA_DIR, 'vqa-rad'), 'vqa-rad/')),
+    });
+    await page.waitForSelector('[data-testid="shard-info"]');
+    await phase(page, 'idle');
+    expect(await cachedNames(page)).toEqual(['vqa-rad']);
+    expect(pageErrors(page).join('\n')).toBe('');
+  });
+
+  test('a broken shard names file and line, caches nothing, and the page stays usable', async () => {
+    const { page } = s;
+    await page.goto(baseUrl);
+    await phase(page, 'idle');
+    const before = await cachedNames(page);
+    const corpus = [
+      '{"_id": "d1", "title": "", "text": "first"}',
+      '{"_id": "d2", "title": "", "text": "second"}',
+      '{"_id": "d3", "title": "", "text": "third"',
+    ].join('\n');
+    const zip = zipSync({
+      'corpus.jsonl': strToU8(corpus + '\n'),
+      'queries.jsonl': strToU8('{"_id": "q1", "text": "first", "task": "t"}\n'),
+      'qrels/test.tsv': strToU8('query-id\tcorpus-id\tscore\nq1\td1\t1\n'),
+      'shard.json': strToU8(
+        JSON.stringify({
+          name: 'broken',
+          format: 'beir+images',
+          tasks: [{ id: 't', query_modality: 'text', corpus_modality: 'text' }],
+        }),
+      ),
+    });
+    await page.setInputFiles('[data-testid="zip-input"]', {
+      name: 'broken.zip',
+      mimeType: 'application/zip',
+      buffer: Buffer.from(zip),
+    });
+    const issues = page.locator('[data-testid="shard-issues"]');
+    await containsText(issues, 'corpus.jsonl:3');
+    expect(await cachedNames(page)).toEqual(before);
+    await page.reload();
+    await phase(page, 'idle');
+    expect(await cachedNames(page)).toEqual(before);
+    // Still usable: a good shard loads right after.
+    await page.click('[data-testid="demo-shards"] button[data-shard="r2med-demo"]');
+    await page.waitForSelector('[data-testid="shard-info"]');
+    // R2MED's truncated demo: qrels name documents missing from its corpus → a warning, not a crash.
+    await visible(page.locator('[data-testid="shard-warnings"]'));
+  });
+
+  test('shard text is shown as text, never run as HTML', async () => {
+    const { page } = s;
+    await page.goto(baseUrl);
+    await phase(page, 'idle');
+    let dialogs = 0;
+    page.on('dialog', async (d) => {
+      dialogs++;
+      await d.dismiss();
+    });
+    const evil = '<img src=x onerror=alert(1)> lesion <b>bold</b>';
+    const zip = zipSync({
+      'corpus.jsonl': strToU8(
+        [
+          JSON.stringify({ _id: 'd1', title: '<script>alert(2)</script>', text: evil }),
+          JSON.stringify({ _id: 'd2', title: 'plain', text: 'nothing to see here' }),
+        ].join('\n') + '\n',
+      ),
+      'queries.jsonl': strToU8(JSON.stringify({ _id: 'q1', text: 'lesion <i>x</i>', task: 't' }) + '\n'),
+      'qrels/test.tsv': strToU8('query-id\tcorpus-id\tscore\nq1\td1\t1\n'),
+      'shard.json': strToU8(
+        JSON.stringify({
+          name: 'xss',
+          format: 'beir+images',
+          tasks: [{ id: 't', query_modality: 'text', corpus_modality: 'text' }],
+        }),
+      ),
+    });
+    await page.setInputFiles('[data-testid="zip-input"]', {
+      name: 'xss.zip',
+      mimeType: 'application/zip',
+      buffer: Buffer.from(zip),
+    });
+    await page.waitForSelector('[data-testid="shard-info"]');
+    await page.click('[data-testid="run-task"]');
+    await phase(page, 'done');
+    await page.locator('[data-testid="query-list"] button').first().click();
+    const ranking = page.locator('[data-testid="ranking"]');
+    await containsText(ranking, evil);
+    await containsText(ranking, '<script>alert(2)</script>');
+    await expect.poll(() => page.locator('[data-testid="query-text"]').innerText()).toBe('lesion <i>x</i>');
+    expect(await page.locator('img[src="x"], b:has-text("bold"), i:has-text("x")').count()).toBe(0);
+    await page.fill('[data-testid="adhoc-input"]', 'lesion');
+    await page.press('[data-testid="adhoc-input"]', 'Enter');
+    await containsText(page.locator('[data-testid="adhoc-results"]'), evil);
+    expect(dialogs).toBe(0);
+    await page.click('[data-testid="cached-shards"] li[data-name="xss"] [data-testid="delete-shard"]');
+  });
+
+  test('a 50 MB line streams through the worker with progress; cancel leaves nothing cached', async () => {
+    const { page } = s;
+    await page.goto(baseUrl);
+    await phase(page, 'idle');
+    const before = await cachedNames(page);
+    const big = 'carcinoma '.repeat(5 * 1024 * 1024); // 50 MiB of text in one document line
+    const files = {
+      'corpus.jsonl': strToU8(
+        JSON.stringify({ _id: 'huge', title: '', text: big }) +
+          '\n' +
+          '{"_id": "small", "title": "", "text": "pneumothorax"}\n',
+      ),
+      'queries.jsonl': strToU8('{"_id": "q1", "text": "pneumothorax", "task": "t"}\n'),
+      'qrels/test.tsv': strToU8('query-id\tcorpus-id\tscore\nq1\tsmall\t1\n'),
+      'shard.json': strToU8(
+        JSON.stringify({
+          name: 'big-line',
+          format: 'beir+images',
+          tasks: [{ id: 't', query_modality: 'text', corpus_modality: 'text' }],
+        }),
+      ),
+    };
+    // Playwright refuses in-memory uploads over 50 MB: go through a file.
+    const zip = join(mkdtempSync(join(tmpdir(), 'loupe-big-')), 'big-line.zip');
+    writeFileSync(zip, zipSync(files, { level: 0 }));
+
+    // Cancel mid-way: the job disappears, a message says so, nothing is cached.
+    await page.setInputFiles('[data-testid="zip-input"]', zip);
+    await page.waitForSelector('[data-testid="job"]');
+    await page.click('[data-testid="job"] [data-testid="cancel"]');
+    await containsText(page.locator('[data-testid="message"]'), 'cancelled');
+    await page.reload();
+    await phase(page, 'idle');
+    expect(await cachedNames(page)).toEqual(before);
+
+    // Then the whole import, watching that progress is reported while the worker reads it.
+    const seen = new Set<string>();
+    const watch = setInterval(async () => {
+      const t = await page
+        .locator('[data-testid="job"] .text')
+        .allInnerTexts()
+        .catch(() => []);
+      for (const x of t) seen.add(x.split(':')[0]);
+    }, 50);
+    await page.setInputFiles('[data-testid="zip-input"]', zip);
+    await page.waitForSelector('[data-testid="shard-info"]', { timeout: 120_000 });
+    clearInterval(watch);
+    expect(seen.size).toBeGreaterThan(0);
+    await expect.poll(() => cachedNames(page)).toContain('big-line');
+    await page.click('[data-testid="run-task"]');
+    await phase(page, 'done');
+    expect(await overall(page, 'recip_rank')).toBe(1);
+    await page.click('[data-testid="cached-shards"] li[data-name="big-line"] [data-testid="delete-shard"]');
+  });
+});

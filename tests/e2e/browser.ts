@@ -1,0 +1,67 @@
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Debian's Chromium; Playwright's own browser download cannot work offline. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** Flags that work headless on these machines; WebGPU comes from SwiftShader's fallback adapter. */
+export const CHROMIUM_ARGS = [
+  '--headless=new',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--enable-unsafe-webgpu',
+];
+
+export interface Session {
+  context: BrowserContext;
+  page: Page;
+  profileDir: string;
+  /** Closes the browser but keeps the profile (IndexedDB survives a restart). */
+  close(): Promise<void>;
+  /** Closes the browser and deletes the profile. */
+  dispose(): Promise<void>;
+}
+
+/** Launches Chromium with a persistent profile (a fresh one unless `profileDir` is given). */
+export async function launch(opts: { profileDir?: string; downloadsDir?: string } = {}): Promise<Session> {
+  const profileDir = opts.profileDir ?? mkdtempSync(join(tmpdir(), 'loupe-profile-'));
+  const context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM,
+    args: CHROMIUM_ARGS,
+    headless: true,
+    acceptDownloads: true,
+    viewport: { width: 1400, height: 1000 },
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`${m.text()} (${m.location().url})`);
+  });
+  (page as Page & { loupeErrors?: string[] }).loupeErrors = errors;
+  const close = async () => {
+    await context.close();
+  };
+  return {
+    context,
+    page,
+    profileDir,
+    close,
+    dispose: async () => {
+      await close();
+      rmSync(profileDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Page errors and console errors collected since launch. */
+export function pageErrors(page: Page): string[] {
+  return (page as Page & { loupeErrors?: string[] }).loupeErrors ?? [];
+}

@@ -1,0 +1,10 @@
+import { resolve } from 'node:path';
+
+/** Folder of the shared benchmark shards (never copied into the repo). Override with LOUPE_DATA_DIR. */
+export const DATA_DIR = resolve(
+  process.env.LOUPE_DATA_DIR ?? resolve(import.meta.dirname, '../../shared/data'),
+);
+/** Folder of the trec_eval golden vectors. Override with LOUPE_GOLDEN_DIR. */
+export const GOLDEN_DIR = resolve(
+  process.env.LOUPE_GOLDEN_DIR ?? resolve(import.meta.dirname, '../../shared/golden/metrics'),
+);

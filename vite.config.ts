@@ -1,0 +1,76 @@
+import { defineConfig, type Plugin } from 'vite';
+import { svelte } from '@sveltejs/vite-plugin-svelte';
+import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
+import { extname, join, resolve, sep } from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** Cross-origin isolation (SharedArrayBuffer, threaded ORT wasm); mirrored in public/_headers. */
+const ISOLATION_HEADERS = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+};
+
+/** Demo shards folder; never copied into the repo or the build. */
+const DATA_DIR = resolve(process.env.LOUPE_DATA_DIR ?? resolve(import.meta.dirname, '../shared/data'));
+
+const MIME: Record<string, string> = {
+  '.json': 'application/json',
+  '.jsonl': 'application/x-ndjson',
+  '.tsv': 'text/tab-separated-values; charset=utf-8',
+  '.md': 'text/markdown; charset=utf-8',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.png': 'image/png',
+  '.webp': 'image/webp',
+};
+
+/** Shard folders under DATA_DIR: any folder holding a corpus.jsonl. */
+function listShards(): { name: string; url: string }[] {
+  if (!existsSync(DATA_DIR)) return [];
+  return readdirSync(DATA_DIR, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(join(DATA_DIR, d.name, 'corpus.jsonl')))
+    .map((d) => ({ name: d.name, url: `/shards/${d.name}/` }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * Serves DATA_DIR at /shards/ (dev and preview): /shards/index.json lists the bundled demo shards,
+ * every other path is a file or a real 404 (never the SPA's index.html, which would parse as garbage).
+ */
+function demoShards(): Plugin {
+  const handler = (req: IncomingMessage, res: ServerResponse, next: () => void) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (!url.pathname.startsWith('/shards/')) return next();
+    for (const [k, v] of Object.entries(ISOLATION_HEADERS)) res.setHeader(k, v);
+    if (url.pathname === '/shards/index.json') {
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ dataDir: DATA_DIR, shards: listShards() }));
+      return;
+    }
+    const rel = decodeURIComponent(url.pathname.slice('/shards/'.length));
+    const file = resolve(DATA_DIR, rel);
+    if (!file.startsWith(DATA_DIR + sep) || !existsSync(file) || !statSync(file).isFile()) {
+      res.statusCode = 404;
+      res.end('not found');
+      return;
+    }
+    res.setHeader('Content-Type', MIME[extname(file).toLowerCase()] ?? 'application/octet-stream');
+    res.setHeader('Content-Length', String(statSync(file).size));
+    createReadStream(file).pipe(res);
+  };
+  return {
+    name: 'loupe-demo-shards',
+    configureServer: (server) => void server.middlewares.use(handler),
+    configurePreviewServer: (server) => void server.middlewares.use(handler),
+  };
+}
+
+export default defineConfig({
+  plugins: [svelte(), demoShards()],
+  server: { host: '127.0.0.1', headers: ISOLATION_HEADERS },
+  preview: { host: '127.0.0.1', headers: ISOLATION_HEADERS },
+  worker: { format: 'es' },
+  optimizeDeps: { exclude: ['@huggingface/transformers', 'onnxruntime-web', 'hnswlib-wasm'] },
+  build: { target: 'es2022', sourcemap: true },
+});

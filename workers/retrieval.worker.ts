@@ -1,0 +1,114 @@
+// Retrieval worker: owns the lexical index of the open shard. Builds BM25 once per (shard, params),
+// caches it in IndexedDB as an artifact, and answers batch runs and ad-hoc searches.
+import * as Comlink from 'comlink';
+import {
+  buildBm25Index,
+  deserializeBm25,
+  explainBm25,
+  searchBm25,
+  serializeBm25,
+  type Bm25Index,
+  type Bm25Params,
+  type SerializedBm25,
+} from '../src/lib/core/bm25';
+import type { Doc, Progress, Query } from '../src/lib/core/types';
+import { openShardStore } from '../src/lib/adapters/shard-store';
+import { throttle } from '../src/lib/core/throttle';
+
+/** One ranked list, flattened for cheap structured cloning. */
+export interface RankedList {
+  queryId: string;
+  docIds: string[];
+  scores: Float64Array;
+}
+
+interface Open {
+  hash: string;
+  docs: Doc[];
+  queries: Query[];
+  key: string;
+  index: Bm25Index;
+}
+
+let open: Open | null = null;
+
+const paramsKey = (p: Bm25Params) => `bm25:k1=${p.k1};b=${p.b};lossy=${p.lossyLengths ? 1 : 0};v1`;
+
+const api = {
+  /**
+   * Opens a cached shard and makes its BM25 index ready: from the artifact cache when present,
+   * else built and stored. Returns whether it came from cache and how long each step took.
+   */
+  async prepare(hash: string, params: Bm25Params, onProgress?: (p: Progress) => void) {
+    const report = throttle(onProgress);
+    const t0 = performance.now();
+    const key = paramsKey(params);
+    if (open?.hash === hash && open.key === key)
+      return { cached: true, ms: 0, indexedDocs: open.index.indexedDocCount };
+    const store = await openShardStore();
+    report({ kind: 'status', message: 'Reading shard from IndexedDB' });
+    const { docs, queries } = await store.load(hash);
+    let index: Bm25Index | null = null;
+    let cached = false;
+    try {
+      const art = await store.getArtifact(hash, 'bm25', key);
+      if (art) {
+        index = deserializeBm25(art as SerializedBm25);
+        cached = true;
+      }
+    } catch (e) {
+      // A stale or corrupt cached index is rebuilt, never trusted.
+      console.warn('dropping unreadable BM25 cache entry', e);
+      await store.deleteArtifacts(hash, 'bm25');
+    }
+    if (!index) {
+      index = await buildBm25Index(docs, params, { onProgress: report });
+      report({ kind: 'status', message: 'Caching BM25 index' });
+      await store.putArtifact(hash, 'bm25', key, serializeBm25(index));
+    }
+    report.flush();
+    open = { hash, docs, queries, key, index };
+    return { cached, ms: performance.now() - t0, indexedDocs: index.indexedDocCount };
+  },
+
+  /** Ranks the corpus for every query of a task (top `depth`), honouring each query's exclude_ids. */
+  async runTask(taskId: string, depth: number, onProgress?: (p: Progress) => void): Promise<RankedList[]> {
+    if (!open) throw new Error('no shard prepared');
+    const report = throttle(onProgress);
+    const queries = open.queries.filter((q) => q.task === taskId);
+    const out: RankedList[] = [];
+    let last = performance.now();
+    for (let i = 0; i < queries.length; i++) {
+      const q = queries[i];
+      const hits = searchBm25(open.index, q.text, depth, { exclude: q.excludeIds });
+      out.push({
+        queryId: q.id,
+        docIds: hits.map((h) => h.docId),
+        scores: Float64Array.from(hits, (h) => h.score),
+      });
+      report({ kind: 'search', done: i + 1, total: queries.length });
+      // Yield now and then so a terminate() from the page (cancel) is never stuck behind us.
+      if (performance.now() - last > 50) {
+        await new Promise((r) => setTimeout(r, 0));
+        last = performance.now();
+      }
+    }
+    report.flush();
+    return out;
+  },
+
+  /** Ad-hoc search over the prepared shard. */
+  search(text: string, k: number) {
+    if (!open) throw new Error('no shard prepared');
+    return searchBm25(open.index, text, k);
+  },
+
+  /** Per-term BM25 contributions of one document for a query ("why this rank"). */
+  explain(text: string, docId: string) {
+    if (!open) throw new Error('no shard prepared');
+    return explainBm25(open.index, text, docId);
+  },
+};
+
+export type RetrievalWorkerApi = typeof api;
+Comlink.expose(api);

@@ -1,0 +1,82 @@
+// Shard import worker: reads a shard from a folder, directory handle, zip or URL, validates it
+// (core readShard) and, only when it is valid, stores it in the IndexedDB cache. An invalid shard
+// therefore leaves nothing behind; a worker terminated mid-store leaves an uncommitted entry that
+// the cache sweeps (see shard-store.ts).
+import * as Comlink from 'comlink';
+import { readShard } from '../src/lib/core/shard/read-shard';
+import { ShardValidationError, type ShardIssue } from '../src/lib/core/source';
+import { throttle } from '../src/lib/core/throttle';
+import type { Progress, ProgressFn } from '../src/lib/core/types';
+import { sourceFromDescriptor, type SourceDescriptor } from '../src/lib/adapters/sources';
+import { openShardStore, type ShardSummary } from '../src/lib/adapters/shard-store';
+
+/** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
+export type ImportResult =
+  | { ok: true; summary: ShardSummary; /** true when the same content was already cached */ cached: boolean }
+  | { ok: false; issues: ShardIssue[] };
+
+const IMAGE_TYPES: Record<string, string> = {
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  png: 'image/png',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  bmp: 'image/bmp',
+};
+
+function imageType(path: string): string {
+  return IMAGE_TYPES[path.slice(path.lastIndexOf('.') + 1).toLowerCase()] ?? 'application/octet-stream';
+}
+
+/** Throttled progress that still forwards the first tick of each phase at once (so the page sees phase changes). */
+function phasedProgress(fn?: ProgressFn) {
+  const throttled = throttle(fn);
+  let kind: Progress['kind'] | undefined;
+  const report = (p: Progress) => {
+    if (!fn) return;
+    if (p.kind !== kind) {
+      kind = p.kind;
+      throttled.flush();
+      fn(p);
+    } else throttled(p);
+  };
+  report.flush = () => throttled.flush();
+  return report;
+}
+
+const api = {
+  /** Reads, validates and caches a shard. `onProgress` must be wrapped in Comlink.proxy. */
+  async importShard(descriptor: SourceDescriptor, onProgress?: ProgressFn): Promise<ImportResult> {
+    const report = phasedProgress(onProgress);
+    const source = sourceFromDescriptor(descriptor);
+    const images = new Map<string, Blob>();
+    let parsed;
+    try {
+      parsed = await readShard(source, {
+        onProgress: report,
+        // Blob copies the bytes, so the reader may reuse its buffer afterwards.
+        onImage: (path, bytes) =>
+          void images.set(path, new Blob([bytes as Uint8Array<ArrayBuffer>], { type: imageType(path) })),
+      });
+    } catch (e) {
+      // Class identity does not survive comlink: validation failures are returned as data.
+      if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };
+      throw e;
+    }
+    report({ kind: 'status', message: 'Saving to the browser cache' });
+    const store = await openShardStore();
+    try {
+      const cached = await store.has(parsed.hash);
+      const summary = await store.put(parsed, images, source.label, report);
+      report.flush();
+      return { ok: true, summary, cached };
+    } finally {
+      await store.close();
+    }
+  },
+};
+
+/** The worker's API as seen through Comlink.wrap (import type only). */
+export type ShardWorkerApi = typeof api;
+
+Comlink.expose(api);
