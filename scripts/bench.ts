@@ -168,8 +168,8 @@ try {
     }
     lines.push(
       `${basename(shardPath)} / ${task.id} (${ui.queries} queries, run ${((doneAt - t0) / 1000).toFixed(2)} s)`,
-      '  ' + shown.map((m) => `${measureLabel(m).padStart(10)}`).join(''),
-      '  ' + shown.map((m) => `${ui.overall[m].toFixed(4).padStart(10)}`).join(''),
+      '  ' + shown.map((m) => `${measureLabel(m).padStart(11)}`).join(''),
+      '  ' + shown.map((m) => `${ui.overall[m].toFixed(4).padStart(11)}`).join(''),
       `  re-scored from run.trec: max |diff| ${worst.toExponential(1)} · ${trecEvalNote}`,
       `  files: ${outDir}`,
     );
