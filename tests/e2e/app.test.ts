@@ -107,6 +107,7 @@ describe('Loupe in Chromium', () => {
 
     mkdirSync(resolve(import.meta.dirname, '../../docs'), { recursive: true });
     await page.locator('[data-testid="query-list"] button').nth(3).click();
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({
       path: resolve(import.meta.dirname, '../../docs/screenshot.png'),
       fullPage: false,
