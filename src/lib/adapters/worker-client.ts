@@ -24,6 +24,8 @@ export class WorkerClient<Api> {
   #make: () => Worker;
   #worker: Worker | null = null;
   #remote: Comlink.Remote<Api> | null = null;
+  /** Rejecters of calls in flight: a worker that dies must not leave a promise hanging. */
+  #pending = new Set<(e: unknown) => void>();
 
   constructor(make: () => Worker) {
     this.#make = make;
@@ -32,7 +34,10 @@ export class WorkerClient<Api> {
   get remote(): Comlink.Remote<Api> {
     if (!this.#remote) {
       const w = this.#make();
-      w.addEventListener('error', () => this.terminate());
+      w.addEventListener('error', (e) => {
+        e.preventDefault();
+        this.#fail(new Error(`worker failed: ${e.message || 'could not start'}`));
+      });
       this.#worker = w;
       this.#remote = Comlink.wrap<Api>(w);
     }
@@ -40,28 +45,32 @@ export class WorkerClient<Api> {
   }
 
   terminate() {
+    this.#fail(abortError());
+  }
+
+  #fail(reason: unknown) {
     this.#remote?.[Comlink.releaseProxy]();
     this.#worker?.terminate();
     this.#worker = null;
     this.#remote = null;
+    for (const reject of [...this.#pending]) reject(reason);
+    this.#pending.clear();
   }
 
   /** Runs `call` against the worker, terminating it if `signal` aborts first. */
   async run<T>(call: (remote: Comlink.Remote<Api>) => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (signal?.aborted) throw abortError();
     const remote = this.remote;
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => {
-        this.terminate();
-        reject(abortError());
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    let reject!: (e: unknown) => void;
+    const stopped = new Promise<never>((_, r) => (reject = r));
+    const onAbort = () => this.terminate();
+    this.#pending.add(reject);
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      return await Promise.race([call(remote), aborted]);
+      return await Promise.race([call(remote), stopped]);
     } finally {
-      if (onAbort) signal?.removeEventListener('abort', onAbort);
+      this.#pending.delete(reject);
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 }

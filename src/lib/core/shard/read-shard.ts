@@ -622,23 +622,13 @@ class ShardReader {
 
   /** An identifier field, checked against the spec's rules (strict) or just non-empty and tab-free. */
   private idField(file: string, line: number, o: Json, key: string): string | null {
-    let v = o[key];
     // Upstream formats sometimes write numeric ids; they are strings for every purpose here.
-    if (!this.strict && typeof v === 'number' && Number.isFinite(v)) v = String(v);
-    if (v === undefined) {
-      this.issue({ file, line, code: 'missing-field', message: `missing required field "${key}"` });
-      return null;
-    }
-    if (typeof v !== 'string') {
-      this.issue({
-        file,
-        line,
-        code: 'wrong-type',
-        message: `field "${key}" must be a string, found ${describe(v)}`,
-      });
-      return null;
-    }
-    this.checkId(file, line, key, v);
+    const raw = o[key];
+    const v =
+      !this.strict && typeof raw === 'number' && Number.isFinite(raw)
+        ? String(raw)
+        : this.reqString(file, line, o, key);
+    if (v !== null) this.checkId(file, line, key, v);
     return v;
   }
 
