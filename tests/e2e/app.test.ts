@@ -123,6 +123,30 @@ describe('Loupe in Chromium', () => {
     expect(await cachedNames(page)).toEqual(['medquad']);
     await page.click('[data-testid="cached-shards"] li[data-name="medquad"] button:has-text("Open")');
     await page.waitForSelector('[data-testid="shard-info"]');
+    // The run was stored with the shard: listed again, with the same numbers.
+    await count(page.locator('[data-testid="runs-table"] tbody tr'), 1);
+    expect(await overall(page, 'ndcg_cut_10')).toBe(ndcg);
+    // Rename survives a reload.
+    await page.click('[data-testid="rename-run"]');
+    await page.fill('[data-testid="run-name-input"]', 'baseline <b>bm25</b>');
+    await page.press('[data-testid="run-name-input"]', 'Enter');
+    await containsText(page.locator('[data-testid="run-name"]'), 'baseline <b>bm25</b>');
+    // Re-importing the exported TREC file gives a second run with identical per-query metrics.
+    const runFile = join(mkdtempSync(join(tmpdir(), 'loupe-run-')), 'exported.trec');
+    writeFileSync(runFile, runText);
+    await page.setInputFiles('[data-testid="import-run"]', runFile);
+    await count(page.locator('[data-testid="runs-table"] tbody tr'), 2);
+    const reimported = JSON.parse(await download(page, 'export-json'));
+    expect(reimported.run.config.kind).toBe('import');
+    expect(reimported.perQuery).toEqual(metrics.perQuery);
+    await page.click('[data-testid="runs-table"] tr.current [data-testid="delete-run"]');
+    await count(page.locator('[data-testid="runs-table"] tbody tr'), 1);
+    await page.reload();
+    await phase(page, 'idle');
+    await page.click('[data-testid="cached-shards"] li[data-name="medquad"] button:has-text("Open")');
+    await containsText(page.locator('[data-testid="run-name"]'), 'baseline <b>bm25</b>');
+    await count(page.locator('[data-testid="runs-table"] tbody tr'), 1);
+
     await page.fill('[data-testid="adhoc-input"]', 'symptoms of glaucoma');
     await page.press('[data-testid="adhoc-input"]', 'Enter');
     await visible(page.locator('[data-testid="adhoc-results"] li').first());

@@ -536,6 +536,17 @@ export class ShardStore {
     return (await (await this.db()).get('artifacts', [hash, kind, key]))?.value as T | undefined;
   }
 
+  /** Every artifact of one kind for a shard, as [key, value] pairs in key order. */
+  async listArtifacts<T = unknown>(hash: string, kind: string): Promise<[string, T][]> {
+    const rows = await (await this.db()).getAll('artifacts', hashRange(hash, kind));
+    return rows.map((r) => [r.key, r.value as T]);
+  }
+
+  /** Deletes one artifact. */
+  async deleteArtifact(hash: string, kind: string, key: string): Promise<void> {
+    await (await this.db()).delete('artifacts', [hash, kind, key]);
+  }
+
   /** Deletes a shard's artifacts, all of them or those of one kind. */
   async deleteArtifacts(hash: string, kind?: string): Promise<void> {
     const range = kind === undefined ? hashRange(hash) : hashRange(hash, kind);

@@ -97,6 +97,10 @@ export type Progress =
   | { kind: 'store'; done: number; total: number }
   | { kind: 'index'; done: number; total: number }
   | { kind: 'search'; done: number; total: number }
+  /** Model file bytes fetched (or read from the browser cache); `total` when the server sends a length. */
+  | { kind: 'download'; file: string; loaded: number; total?: number }
+  /** Documents embedded (stored or reused) of `total`; rate over this run's computed documents. */
+  | { kind: 'embed'; done: number; total: number; docsPerSec: number; etaSeconds?: number }
   | { kind: 'status'; message: string };
 
 export type ProgressFn = (p: Progress) => void;

@@ -16,6 +16,15 @@ import {
   searchBm25Adhoc,
 } from '../adapters/retrieval-client';
 import { Job, isAbortError } from './jobs.svelte';
+import {
+  decodeRun,
+  encodeRun,
+  runTag,
+  type RetrieverConfig,
+  type RunMeta,
+  type StoredRun,
+} from '../core/runs';
+import { parseRun } from '../core/trec';
 
 /** Default BM25 parameters: Pyserini/Anserini's BEIR baselines (Lucene BM25, k1=0.9, b=0.4). */
 export const DEFAULT_BM25: Bm25Params = { k1: 0.9, b: 0.4, lossyLengths: true };
@@ -33,20 +42,11 @@ export interface OpenShard {
   queryById: Map<string, Query>;
 }
 
+/** A run with its report; `meta` is what is stored (with the ranked lists) in IndexedDB. */
 export interface RunResult {
-  id: string;
-  shardHash: string;
-  shardName: string;
-  taskId: string;
-  retriever: 'bm25';
-  params: Bm25Params;
-  depth: number;
+  meta: RunMeta;
   run: Run;
   report: TaskReport;
-  ms: number;
-  createdAt: string;
-  /** TREC run tag: loupe-bm25-k1_0.9-b_0.4 */
-  tag: string;
 }
 
 export type AppPhase =
@@ -75,7 +75,7 @@ export class AppState {
   #imageUrls = new Map<string, string>();
 
   get currentRun(): RunResult | null {
-    return this.runs.find((r) => r.id === this.currentRunId) ?? null;
+    return this.runs.find((r) => r.meta.id === this.currentRunId) ?? null;
   }
 
   get task(): TaskInfo | null {
@@ -173,6 +173,8 @@ export class AppState {
       this.taskId = summary.manifest.tasks[0]?.id ?? '';
       this.preparedKey = null;
       this.selectedQueryId = null;
+      this.runs = await this.#loadRuns(hash);
+      this.currentRunId = this.runs[0]?.meta.id ?? null;
       this.phase = 'idle';
     } catch (e) {
       this.fail(e, 'Opening the cached shard');
@@ -234,33 +236,23 @@ export class AppState {
           l.docIds.map((docId, i) => ({ docId, score: l.scores[i] })),
         );
       const params = $state.snapshot(this.bm25);
-      const report = buildTaskReport({
-        taskId,
-        queries: s.queries,
-        docs: s.docs,
-        qrels: s.qrels,
+      const config: RetrieverConfig = { kind: 'bm25', ...params };
+      const result = await this.#addRun(
+        {
+          id: newRunId(),
+          name: `BM25 · ${taskId}`,
+          shardHash: s.summary.hash,
+          shardName: s.summary.name,
+          taskId,
+          config,
+          depth: this.depth,
+          createdAt: new Date().toISOString(),
+          ms: performance.now() - t0,
+          tag: runTag(config),
+        },
         run,
-        measures: this.measures,
-      });
-      const result: RunResult = {
-        id: `run-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`,
-        shardHash: s.summary.hash,
-        shardName: s.summary.name,
-        taskId,
-        retriever: 'bm25',
-        params,
-        depth: this.depth,
-        run,
-        report,
-        ms: performance.now() - t0,
-        createdAt: new Date().toISOString(),
-        tag: `loupe-bm25-k1_${params.k1}-b_${params.b}`,
-      };
-      this.runs = [
-        result,
-        ...this.runs.filter((r) => !(r.shardHash === s.summary.hash && r.taskId === taskId)),
-      ];
-      this.currentRunId = result.id;
+      );
+      this.currentRunId = result.meta.id;
       this.selectedQueryId = null;
       this.phase = 'done';
       performance.mark('loupe:done');
@@ -299,7 +291,7 @@ export class AppState {
       resetRetrieval();
       this.phase = 'idle';
     }
-    this.runs = this.runs.filter((r) => r.shardHash !== hash);
+    this.runs = this.runs.filter((r) => r.meta.shardHash !== hash);
     await this.refreshCache();
   }
 
@@ -344,27 +336,30 @@ export class AppState {
   // ---- exports (the headless runner downloads these through the same buttons) ----
 
   exportRunTrec(r: RunResult): string {
-    return formatRun(r.run, r.tag);
+    return formatRun(r.run, r.meta.tag);
   }
 
   exportQrelsTrec(r: RunResult): string {
     const s = this.shard;
     if (!s) return '';
-    const ids = s.queries.filter((q) => q.task === r.taskId).map((q) => q.id);
+    const ids = s.queries.filter((q) => q.task === r.meta.taskId).map((q) => q.id);
     return formatQrels(qrelsFor(s.qrels, ids));
   }
 
+  /** The run's configuration: the JSON sidecar of an exported TREC run. */
+  exportRunSidecar(r: RunResult): string {
+    return JSON.stringify({ tool: 'loupe', ...r.meta, queries: r.run.size }, null, 2);
+  }
+
   exportMetricsJson(r: RunResult): string {
+    const m = r.meta;
     return JSON.stringify(
       {
         tool: 'loupe',
-        shard: { name: r.shardName, hash: r.shardHash },
-        task: r.taskId,
-        retriever: r.retriever,
-        params: r.params,
-        depth: r.depth,
+        run: { id: m.id, name: m.name, tag: m.tag, config: m.config, depth: m.depth, createdAt: m.createdAt },
+        shard: { name: m.shardName, hash: m.shardHash },
+        task: m.taskId,
         evaluation: 'trec_eval -c semantics over the task qrels; trec_eval 10 tie order',
-        createdAt: r.createdAt,
         queries: r.report.queries,
         overall: r.report.overall,
         facets: r.report.facets,
@@ -381,10 +376,127 @@ export class AppState {
     const rows = [['scope', 'value', 'queries', ...ms.map(measureLabel)].map(esc).join(',')];
     const line = (scope: string, value: string, n: number, m: Record<string, number>) =>
       [esc(scope), esc(value), String(n), ...ms.map((k) => String(m[k] ?? ''))].join(',');
-    rows.push(line('overall', r.taskId, r.report.queries, r.report.overall));
+    rows.push(line('overall', r.meta.taskId, r.report.queries, r.report.overall));
     for (const f of r.report.facets)
       for (const v of f.values) rows.push(line(f.key, v.value, v.queries, v.means));
     for (const [qid, m] of r.report.perQuery) rows.push(line('query', qid, 1, m));
     return rows.join('\n') + '\n';
   }
+
+  // ---- runs as stored objects ----
+
+  #report(meta: RunMeta, run: Run): TaskReport {
+    const s = this.shard!;
+    return buildTaskReport({
+      taskId: meta.taskId,
+      queries: s.queries,
+      docs: s.docs,
+      qrels: s.qrels,
+      run,
+      measures: this.measures,
+    });
+  }
+
+  /** Scores a run, stores it in IndexedDB and lists it first. */
+  async #addRun(meta: RunMeta, run: Run): Promise<RunResult> {
+    const result: RunResult = { meta, run, report: this.#report(meta, run) };
+    await (await openShardStore()).putArtifact(meta.shardHash, 'run', meta.id, encodeRun(meta, run));
+    this.runs = [result, ...this.runs];
+    return result;
+  }
+
+  /** Stored runs of a shard, re-scored with the current metric code; unreadable ones are dropped. */
+  async #loadRuns(hash: string): Promise<RunResult[]> {
+    const store = await openShardStore();
+    const out: RunResult[] = [];
+    for (const [key, stored] of await store.listArtifacts<StoredRun>(hash, 'run')) {
+      try {
+        const { meta, run } = decodeRun(stored);
+        out.push({ meta, run, report: this.#report(meta, run) });
+      } catch (e) {
+        console.warn(`dropping unreadable stored run ${key}`, e);
+        await store.deleteArtifact(hash, 'run', key);
+      }
+    }
+    return out.sort((a, b) => (a.meta.createdAt < b.meta.createdAt ? 1 : -1));
+  }
+
+  async renameRun(id: string, name: string) {
+    const r = this.runs.find((x) => x.meta.id === id);
+    const clean = name.trim();
+    if (!r || !clean) return;
+    const meta = { ...r.meta, name: clean };
+    await (await openShardStore()).putArtifact(meta.shardHash, 'run', id, encodeRun(meta, r.run));
+    this.runs = this.runs.map((x) => (x.meta.id === id ? { ...x, meta } : x));
+  }
+
+  async deleteRun(id: string) {
+    const r = this.runs.find((x) => x.meta.id === id);
+    if (!r) return;
+    await (await openShardStore()).deleteArtifact(r.meta.shardHash, 'run', id);
+    this.runs = this.runs.filter((x) => x.meta.id !== id);
+    if (this.currentRunId === id) this.currentRunId = this.runs[0]?.meta.id ?? null;
+  }
+
+  /**
+   * Imports a TREC run file produced elsewhere (pyserini, MTEB, a paper's release) for the open
+   * shard and the selected task. Lines of other queries are ignored; unknown document ids are kept
+   * (they count as non-relevant, as in trec_eval) and reported.
+   */
+  async importRunFile(file: File, taskId = this.taskId) {
+    const s = this.shard;
+    if (!s) return;
+    this.message = null;
+    try {
+      const all = parseRun(await file.text(), file.name);
+      const taskQueries = new Set(s.queries.filter((q) => q.task === taskId).map((q) => q.id));
+      const run: Run = new Map();
+      let unknownDocs = 0;
+      let tag = '';
+      for (const [qid, list] of all) {
+        if (!taskQueries.has(qid)) continue;
+        run.set(qid, list);
+        for (const d of list) if (!s.docById.has(d.docId)) unknownDocs++;
+      }
+      if (run.size === 0) {
+        this.message = `${file.name}: none of its queries belong to task ${taskId}.`;
+        return;
+      }
+      const firstLine = (await file.slice(0, 4096).text())
+        .split('\n')
+        .find((l) => l.trim() && !l.startsWith('#'));
+      tag = firstLine?.trim().split(/\s+/)[5] ?? '';
+      const depth = Math.max(...[...run.values()].map((l) => l.length));
+      const config: RetrieverConfig = { kind: 'import', fileName: file.name, tag };
+      const result = await this.#addRun(
+        {
+          id: newRunId(),
+          name: `${file.name} · ${taskId}`,
+          shardHash: s.summary.hash,
+          shardName: s.summary.name,
+          taskId,
+          config,
+          depth,
+          createdAt: new Date().toISOString(),
+          ms: 0,
+          tag: runTag(config),
+        },
+        run,
+      );
+      this.currentRunId = result.meta.id;
+      const skipped = all.size - run.size;
+      const notes = [
+        skipped ? `${skipped} queries of other tasks ignored` : '',
+        unknownDocs ? `${unknownDocs} ranked documents are not in this shard (scored as non-relevant)` : '',
+      ].filter(Boolean);
+      if (notes.length) this.message = `Imported ${file.name}: ${notes.join('; ')}.`;
+      this.phase = 'done';
+    } catch (e) {
+      this.fail(e, `Importing ${file.name}`);
+    }
+  }
+}
+
+function newRunId(): string {
+  return `run-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 }

@@ -49,6 +49,12 @@ export class Job {
         return `Indexing: ${p.done.toLocaleString('en')} / ${p.total.toLocaleString('en')} documents`;
       case 'search':
         return `Searching: ${p.done.toLocaleString('en')} / ${p.total.toLocaleString('en')} queries`;
+      case 'download':
+        return `Downloading ${p.file}: ${formatBytes(p.loaded)}${p.total ? ` of ${formatBytes(p.total)}` : ''}`;
+      case 'embed': {
+        const eta = p.docsPerSec > 0 ? Math.ceil((p.total - p.done) / p.docsPerSec) : null;
+        return `Embedding: ${p.done.toLocaleString('en')} / ${p.total.toLocaleString('en')} · ${p.docsPerSec.toFixed(1)} docs/s${eta !== null ? ` · ${eta} s left` : ''}`;
+      }
       case 'status':
         return p.message;
     }

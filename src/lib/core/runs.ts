@@ -1,0 +1,107 @@
+// Runs as stored objects: what produced them (retriever configuration) and a compact,
+// structured-clone friendly encoding of their ranked lists.
+import type { Run } from './types';
+
+/** How a run was produced. Every field is needed to reproduce it. */
+export type RetrieverConfig =
+  | { kind: 'bm25'; k1: number; b: number; lossyLengths: boolean }
+  | {
+      kind: 'dense';
+      modelId: string;
+      revision: string;
+      dtype: string;
+      device: string;
+      /** Which query parts were used and how they were combined (image + text queries). */
+      fusion?: { mode: 'score' | 'feature'; textWeight: number };
+    }
+  | { kind: 'fusion'; method: string; params: Record<string, number | string>; inputs: string[] }
+  | { kind: 'import'; fileName: string; tag: string };
+
+/** STORED_RUN_VERSION: bump when the encoding changes; older records are dropped on read. */
+export const STORED_RUN_VERSION = 1;
+
+export interface RunMeta {
+  id: string;
+  name: string;
+  shardHash: string;
+  shardName: string;
+  taskId: string;
+  config: RetrieverConfig;
+  depth: number;
+  createdAt: string;
+  /** Wall time to produce the run, milliseconds (0 for imports). */
+  ms: number;
+  tag: string;
+}
+
+/** A run as stored in IndexedDB: metadata plus ranked lists flattened into parallel arrays. */
+export interface StoredRun extends RunMeta {
+  version: number;
+  queryIds: string[];
+  /** Number of ranked docs of each query, in queryIds order. */
+  counts: Uint32Array;
+  docIds: string[];
+  scores: Float64Array;
+}
+
+export function encodeRun(meta: RunMeta, run: Run): StoredRun {
+  const queryIds = [...run.keys()];
+  const counts = new Uint32Array(queryIds.length);
+  const docIds: string[] = [];
+  const scores: number[] = [];
+  queryIds.forEach((q, i) => {
+    const list = run.get(q)!;
+    counts[i] = list.length;
+    for (const d of list) {
+      docIds.push(d.docId);
+      scores.push(d.score);
+    }
+  });
+  return { ...meta, version: STORED_RUN_VERSION, queryIds, counts, docIds, scores: Float64Array.from(scores) };
+}
+
+/** Decodes a stored run; throws on a record that does not add up (the caller drops it). */
+export function decodeRun(s: StoredRun): { meta: RunMeta; run: Run } {
+  if (s.version !== STORED_RUN_VERSION) throw new Error(`stored run format ${s.version} is not ${STORED_RUN_VERSION}`);
+  let total = 0;
+  for (const c of s.counts) total += c;
+  if (s.counts.length !== s.queryIds.length || total !== s.docIds.length || total !== s.scores.length)
+    throw new Error(`stored run ${s.id} is inconsistent`);
+  const run: Run = new Map();
+  let o = 0;
+  s.queryIds.forEach((q, i) => {
+    const list = [];
+    for (let j = 0; j < s.counts[i]; j++, o++) list.push({ docId: s.docIds[o], score: s.scores[o] });
+    run.set(q, list);
+  });
+  const { version: _v, queryIds: _q, counts: _c, docIds: _d, scores: _s, ...meta } = s;
+  return { meta, run };
+}
+
+/** A TREC run tag (no whitespace) describing a configuration. */
+export function runTag(c: RetrieverConfig): string {
+  switch (c.kind) {
+    case 'bm25':
+      return `loupe-bm25-k1_${c.k1}-b_${c.b}`;
+    case 'dense':
+      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}`;
+    case 'fusion':
+      return `loupe-${c.method}-${c.inputs.length}runs`;
+    case 'import':
+      return c.tag.replace(/\s+/g, '_') || 'imported';
+  }
+}
+
+/** A short human description of a configuration. */
+export function describeConfig(c: RetrieverConfig): string {
+  switch (c.kind) {
+    case 'bm25':
+      return `BM25 k1=${c.k1} b=${c.b}`;
+    case 'dense':
+      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? ` · ${c.fusion.mode} fusion, text weight ${c.fusion.textWeight}` : ''}`;
+    case 'fusion':
+      return `${c.method} of ${c.inputs.length} runs`;
+    case 'import':
+      return `imported from ${c.fileName}`;
+  }
+}
