@@ -14,3 +14,6 @@ if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium > /tmp/loupe-apt.log 2>&1 || { tail -20 /tmp/loupe-apt.log; exit 1; }
 fi
+# Test models with deterministic random weights in the hub layout (models/generated, gitignored).
+# Idempotent: files whose hashes match are not rewritten.
+npx tsx scripts/generate-models.ts --set ci

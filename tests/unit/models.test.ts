@@ -1,0 +1,201 @@
+// The generated test models (scripts/generate-models.ts) load and run through the real transformers.js
+// code path in Node: hub layout, tokenizers, fp32 and q8 ONNX graphs, CLIP text and vision towers.
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  AutoProcessor,
+  AutoTokenizer,
+  CLIPTextModelWithProjection,
+  CLIPVisionModelWithProjection,
+  RawImage,
+  env,
+  pipeline,
+} from '@huggingface/transformers';
+import { DEFAULT_OUT, SETS, generateModels } from '../../scripts/generate-models';
+import { DATA_DIR } from '../paths';
+
+const MINILM = 'loupe-test/minilm-l6-random';
+const BERT_TINY = 'loupe-test/bert-tiny-random';
+const CLIP_TINY = 'loupe-test/clip-tiny-random';
+const DTYPES = ['fp32', 'q8'] as const;
+const SENTENCE = 'Hypertension and type 2 diabetes increase the risk of myocardial infarction.';
+const TEXTS = ['What causes chest pain?', SENTENCE, 'MRI of the brain'];
+const IMAGE = join(DATA_DIR, 'vqa-rad/images/synpic100132.jpg');
+
+type Vec = ArrayLike<number>;
+const row = (data: Vec, dim: number, i: number): number[] => Array.from(data).slice(i * dim, (i + 1) * dim);
+function cosine(a: Vec, b: Vec): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return dot / Math.sqrt(na * nb);
+}
+const allFinite = (data: Vec): boolean => Array.from(data).every(Number.isFinite);
+
+function hashTree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else out[relative(dir, p)] = createHash('sha256').update(readFileSync(p)).digest('hex');
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+beforeAll(() => {
+  generateModels({ models: SETS.ci, dataDir: DATA_DIR, log: () => {} });
+  env.allowRemoteModels = false;
+  env.allowLocalModels = true;
+  env.localModelPath = `${DEFAULT_OUT}/`;
+}, 300_000);
+
+describe('WordPiece tokenizer (minilm-l6-random, shared by bert-tiny-random)', () => {
+  it('splits a medical sentence into sensible wordpieces and round-trips it', async () => {
+    const tok = await AutoTokenizer.from_pretrained(MINILM);
+    const tokens = tok.tokenize(SENTENCE);
+    expect(tokens).toContain('hypertension');
+    expect(tokens).toContain('myocardial');
+    expect(tokens).not.toContain('[UNK]');
+    const rare = tok.tokenize('echocardiogramme');
+    expect(rare.length).toBeGreaterThan(1);
+    expect(rare.slice(1).every((t) => t.startsWith('##'))).toBe(true);
+    expect(rare.map((t) => t.replace(/^##/, '')).join('')).toBe('echocardiogramme');
+
+    const enc = tok(SENTENCE);
+    const ids = Array.from(enc.input_ids.data as BigInt64Array, Number);
+    expect(ids[0]).toBe(101);
+    expect(ids[ids.length - 1]).toBe(102);
+    expect(enc.token_type_ids).toBeDefined();
+    expect(Array.from(enc.token_type_ids!.data as BigInt64Array, Number).every((t) => t === 0)).toBe(true);
+    expect(tok.decode(ids, { skip_special_tokens: true })).toBe(SENTENCE.toLowerCase());
+    expect(tok.get_vocab().size).toBe(30522);
+    expect([tok.pad_token_id, tok.unk_token_id, tok.mask_token_id]).toEqual([0, 100, 103]);
+  });
+});
+
+describe.each([
+  [MINILM, 384],
+  [BERT_TINY, 64],
+])('%s feature extraction', (id, dim) => {
+  const embeddings: Partial<Record<(typeof DTYPES)[number], number[]>> = {};
+
+  it.each(DTYPES)(
+    '%s: finite [n, dim] embeddings, identical across two loads, padding-invariant',
+    async (dtype) => {
+      const runs: number[][] = [];
+      for (let load = 0; load < 2; load++) {
+        const extractor = await pipeline('feature-extraction', id, { dtype, device: 'cpu' });
+        const out = await extractor(TEXTS, { pooling: 'mean', normalize: true });
+        expect(out.dims).toEqual([TEXTS.length, dim]);
+        const data = Array.from(out.data as Float32Array);
+        expect(allFinite(data)).toBe(true);
+        runs.push(data);
+        if (load === 0) {
+          // The sentence alone (no padding) gives the same vector as inside the padded batch.
+          const single = await extractor(SENTENCE, { pooling: 'mean', normalize: true });
+          expect(cosine(single.data as Float32Array, row(data, dim, 1))).toBeGreaterThan(0.9999);
+        }
+        await extractor.dispose();
+      }
+      expect(runs[1]).toEqual(runs[0]);
+      embeddings[dtype] = runs[0];
+    },
+    120_000,
+  );
+
+  it('q8 is close to fp32 (cosine > 0.9)', () => {
+    const { fp32, q8 } = embeddings;
+    expect(fp32 && q8).toBeTruthy();
+    const cos = TEXTS.map((_, i) => cosine(row(fp32!, dim, i), row(q8!, dim, i)));
+    console.log(`${id}: cosine fp32 vs q8 per text: ${cos.map((c) => c.toFixed(5)).join(', ')}`);
+    for (const c of cos) expect(c).toBeGreaterThan(0.9);
+  });
+});
+
+describe('clip-tiny-random', () => {
+  it('BPE tokenizer: <|startoftext|> … <|endoftext|>, lowercased, round trip, padded with <|endoftext|>', async () => {
+    const tok = await AutoTokenizer.from_pretrained(CLIP_TINY);
+    const tokens = tok.tokenize('Chest X-ray showing pneumothorax');
+    expect(tokens.every((t) => !t.startsWith('<|'))).toBe(true);
+    expect(tokens).toContain('chest</w>');
+    const enc = tok(['chest x-ray', 'axial ct of the abdomen'], { padding: true, truncation: true });
+    const ids = enc.input_ids.tolist() as bigint[][];
+    expect(ids[0][0]).toBe(49406n);
+    expect(ids[0][ids[0].length - 1]).toBe(49407n);
+    expect(tok.decode(ids[1].map(Number), { skip_special_tokens: true })).toBe('axial ct of the abdomen');
+    expect(tok.model_max_length).toBe(77);
+  });
+
+  it.each(DTYPES)(
+    '%s: text and image embeddings are finite [n, 32]',
+    async (dtype) => {
+      const tok = await AutoTokenizer.from_pretrained(CLIP_TINY);
+      const text = await CLIPTextModelWithProjection.from_pretrained(CLIP_TINY, { dtype, device: 'cpu' });
+      const batch = tok(['chest x-ray', 'axial ct of the abdomen showing appendicitis'], {
+        padding: true,
+        truncation: true,
+      });
+      const { text_embeds } = await text(batch);
+      expect(text_embeds.dims).toEqual([2, 32]);
+      expect(allFinite(text_embeds.data)).toBe(true);
+      // Pooling at <|endoftext|> with the padding mask: the short text alone gives the same vector.
+      const alone = await text(tok(['chest x-ray']));
+      expect(cosine(alone.text_embeds.data, row(text_embeds.data, 32, 0))).toBeGreaterThan(0.999);
+      await text.dispose();
+
+      const processor = await AutoProcessor.from_pretrained(CLIP_TINY);
+      const inputs = await processor(await RawImage.read(IMAGE));
+      expect(inputs.pixel_values.dims).toEqual([1, 3, 224, 224]);
+      const vision = await CLIPVisionModelWithProjection.from_pretrained(CLIP_TINY, { dtype, device: 'cpu' });
+      const { image_embeds, last_hidden_state } = await vision(inputs);
+      expect(image_embeds.dims).toEqual([1, 32]);
+      expect(last_hidden_state.dims).toEqual([1, 197, 64]);
+      expect(allFinite(image_embeds.data)).toBe(true);
+      await vision.dispose();
+    },
+    120_000,
+  );
+});
+
+describe('determinism', () => {
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('generating the tiny models twice gives byte-identical files', () => {
+    const tiny = [BERT_TINY, CLIP_TINY];
+    const trees = [0, 1].map(() => {
+      const out = mkdtempSync(join(tmpdir(), 'loupe-models-'));
+      dirs.push(out);
+      generateModels({
+        models: tiny,
+        out,
+        dataDir: DATA_DIR,
+        force: true,
+        cacheTokenizers: false,
+        log: () => {},
+      });
+      return hashTree(out);
+    });
+    expect(Object.keys(trees[0]).length).toBeGreaterThan(15);
+    expect(trees[1]).toEqual(trees[0]);
+    // …and identical to the copies the loading tests above used.
+    for (const id of tiny) {
+      const main = hashTree(join(DEFAULT_OUT, id));
+      const fresh = hashTree(join(dirs[0], id));
+      expect(main).toEqual(fresh);
+    }
+  }, 120_000);
+});
