@@ -18,6 +18,7 @@ import {
 import { Job, isAbortError } from './jobs.svelte';
 import {
   decodeRun,
+  describeConfig,
   encodeRun,
   runTag,
   type RetrieverConfig,
@@ -25,6 +26,10 @@ import {
   type StoredRun,
 } from '../core/runs';
 import { parseRun } from '../core/trec';
+import { queryFacets } from '../core/report';
+import type { Comparison } from '../core/compare';
+import { describeFusion, fuse, fusionLabel, type FusionOptions } from '../core/fusion';
+import { compareInWorker, curvesInWorker } from '../adapters/stats-client';
 
 /** Default BM25 parameters: Pyserini/Anserini's BEIR baselines (Lucene BM25, k1=0.9, b=0.4). */
 export const DEFAULT_BM25: Bm25Params = { k1: 0.9, b: 0.4, lossyLengths: true };
@@ -72,6 +77,11 @@ export class AppState {
   currentRunId = $state<string | null>(null);
   selectedQueryId = $state<string | null>(null);
   readyMs = $state<number | null>(null);
+  /** Runs picked for comparison (ids) and the baseline among them. */
+  compareIds = $state<string[]>([]);
+  baselineId = $state<string | null>(null);
+  comparison = $state.raw<Comparison | null>(null);
+  curves = $state.raw<{ id: string; curves: Record<string, number[]> }[] | null>(null);
   #imageUrls = new Map<string, string>();
 
   get currentRun(): RunResult | null {
@@ -240,7 +250,7 @@ export class AppState {
       const result = await this.#addRun(
         {
           id: newRunId(),
-          name: `BM25 · ${taskId}`,
+          name: describeConfig(config),
           shardHash: s.summary.hash,
           shardName: s.summary.name,
           taskId,
@@ -381,6 +391,118 @@ export class AppState {
       for (const v of f.values) rows.push(line(f.key, v.value, v.queries, v.means));
     for (const [qid, m] of r.report.perQuery) rows.push(line('query', qid, 1, m));
     return rows.join('\n') + '\n';
+  }
+
+  // ---- comparison and fusion ----
+
+  /** Runs of the selected task, newest first. */
+  get taskRuns(): RunResult[] {
+    return this.runs.filter((r) => r.meta.taskId === this.taskId);
+  }
+
+  /** Measures compared; the first is the primary one (facets, changed queries). */
+  get compareMeasures(): string[] {
+    return ['ndcg_cut_10', 'recall_100', 'recip_rank', 'map', 'P_10'];
+  }
+
+  /**
+   * Compares the picked runs of the task against the baseline in the stats worker: bootstrap CIs,
+   * paired randomization and t tests (Holm), facets, changed queries; then metric@k curves.
+   */
+  async compare() {
+    const s = this.shard;
+    const picked = this.taskRuns.filter((r) => this.compareIds.includes(r.meta.id));
+    if (!s || picked.length < 2) {
+      this.message = 'Pick at least two runs of this task to compare.';
+      return;
+    }
+    const baselineId = picked.some((r) => r.meta.id === this.baselineId)
+      ? this.baselineId!
+      : picked.at(-1)!.meta.id;
+    this.baselineId = baselineId;
+    const job = new Job('Comparing runs (bootstrap and randomization tests)');
+    this.job = job;
+    try {
+      const taskQueries = s.queries.filter((q) => q.task === this.taskId);
+      const facets = new Map<string, Map<string, string>>();
+      for (const [qid, f] of queryFacets(taskQueries, s.docs))
+        facets.set(qid, new Map([...f].map(([k, v]) => [k, v.value])));
+      this.comparison = await compareInWorker(
+        {
+          inputs: picked.map((r) => ({ id: r.meta.id, name: r.meta.name, perQuery: r.report.perQuery })),
+          baselineId,
+          measures: this.compareMeasures,
+          facets,
+          options: { seed: 42, bootstrapResamples: 2000, randomizationResamples: 10000 },
+        },
+        job.signal,
+      );
+      job.onProgress({ kind: 'status', message: 'Computing metric@k curves' });
+      const qrels = qrelsFor(
+        s.qrels,
+        taskQueries.map((q) => q.id),
+      );
+      this.curves = await curvesInWorker(
+        picked.map((r) => ({ id: r.meta.id, run: r.run })),
+        qrels,
+        ['ndcg_cut', 'recall'],
+        100,
+      );
+      performance.mark('loupe:compared');
+    } catch (e) {
+      this.fail(e, 'Comparing runs');
+    } finally {
+      if (this.job === job) this.job = null;
+    }
+  }
+
+  /** Fuses the picked runs of the task into a new stored run. */
+  async fuseRuns(opts: FusionOptions) {
+    const s = this.shard;
+    const picked = this.taskRuns.filter((r) => this.compareIds.includes(r.meta.id));
+    if (!s || picked.length < 2) {
+      this.message = 'Pick at least two runs of this task to fuse.';
+      return;
+    }
+    try {
+      const run = fuse(
+        picked.map((r) => r.run),
+        opts,
+      );
+      const d = describeFusion(
+        opts,
+        picked.map((r) => r.meta.name),
+      );
+      const params: Record<string, number | string> = {};
+      for (const [k, v] of Object.entries(d))
+        if (typeof v === 'number' || typeof v === 'string') params[k] = v;
+        else if (Array.isArray(v) && k === 'weights') params.weights = v.join(',');
+      const config: RetrieverConfig = {
+        kind: 'fusion',
+        method: opts.method,
+        params,
+        inputs: picked.map((r) => r.meta.id),
+      };
+      const result = await this.#addRun(
+        {
+          id: newRunId(),
+          name: `${fusionLabel(d)} (${picked.map((r) => r.meta.name).join(' + ')})`,
+          shardHash: s.summary.hash,
+          shardName: s.summary.name,
+          taskId: this.taskId,
+          config,
+          depth: Math.max(...[...run.values()].map((l) => l.length), 0),
+          createdAt: new Date().toISOString(),
+          ms: 0,
+          tag: runTag(config),
+        },
+        run,
+      );
+      this.currentRunId = result.meta.id;
+      this.phase = 'done';
+    } catch (e) {
+      this.fail(e, 'Fusing runs');
+    }
   }
 
   // ---- runs as stored objects ----

@@ -1,0 +1,18 @@
+import type { StatsWorkerApi } from '../../../workers/stats.worker';
+import { WorkerClient } from './worker-client';
+
+const client = new WorkerClient<StatsWorkerApi>(
+  () => new Worker(new URL('../../../workers/stats.worker.ts', import.meta.url), { type: 'module' }),
+);
+
+type Api = StatsWorkerApi;
+
+/** Runs a comparison in the stats worker; abort terminates it. */
+export function compareInWorker(args: Parameters<Api['compare']>[0], signal?: AbortSignal) {
+  return client.run((r) => r.compare(args), signal);
+}
+
+/** Metric@k curves in the stats worker. */
+export function curvesInWorker(...args: Parameters<Api['curves']>) {
+  return client.run((r) => r.curves(...args));
+}
