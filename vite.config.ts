@@ -66,8 +66,59 @@ function demoShards(): Plugin {
   };
 }
 
+/** Model folder (registry.json, generated test models, any self-hosted hub models), served at /models/. */
+const MODELS_DIR = resolve(import.meta.dirname, 'models');
+
+const MODEL_MIME: Record<string, string> = {
+  '.json': 'application/json',
+  '.txt': 'text/plain; charset=utf-8',
+  '.md': 'text/markdown; charset=utf-8',
+  '.onnx': 'application/octet-stream',
+  '.onnx_data': 'application/octet-stream',
+  '.model': 'application/octet-stream',
+};
+
+/**
+ * Serves MODELS_DIR at /models/ (dev and preview) for transformers.js (`env.localModelPath =
+ * '/models/'`): a file, or a real 404 for a missing one (transformers.js then tries the next file
+ * or the hub; an SPA index.html would break its JSON parsing). Requests with a query string
+ * (`?import` from `import registry from 'models/registry.json'`) are left to Vite.
+ */
+function modelFiles(): Plugin {
+  const handler = (req: IncomingMessage, res: ServerResponse, next: () => void) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (!url.pathname.startsWith('/models/') || url.search !== '') return next();
+    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    for (const [k, v] of Object.entries(ISOLATION_HEADERS)) res.setHeader(k, v);
+    let rel: string;
+    try {
+      rel = decodeURIComponent(url.pathname.slice('/models/'.length));
+    } catch {
+      rel = '';
+    }
+    const file = resolve(MODELS_DIR, rel);
+    if (!rel || !file.startsWith(MODELS_DIR + sep) || !existsSync(file) || !statSync(file).isFile()) {
+      res.statusCode = 404;
+      res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+      res.end('not found');
+      return;
+    }
+    res.setHeader('Content-Type', MODEL_MIME[extname(file).toLowerCase()] ?? 'application/octet-stream');
+    res.setHeader('Content-Length', String(statSync(file).size));
+    // Regenerated test models must not be served stale from the HTTP cache.
+    res.setHeader('Cache-Control', 'no-cache');
+    if (req.method === 'HEAD') return void res.end();
+    createReadStream(file).pipe(res);
+  };
+  return {
+    name: 'loupe-models',
+    configureServer: (server) => void server.middlewares.use(handler),
+    configurePreviewServer: (server) => void server.middlewares.use(handler),
+  };
+}
+
 export default defineConfig({
-  plugins: [svelte(), demoShards()],
+  plugins: [svelte(), demoShards(), modelFiles()],
   server: { host: '127.0.0.1', headers: ISOLATION_HEADERS },
   preview: { host: '127.0.0.1', headers: ISOLATION_HEADERS },
   worker: { format: 'es' },

@@ -1,0 +1,247 @@
+// Page-side helpers for tests/e2e/encoders.test.ts (called through page.evaluate). Served by the
+// Vite dev server at /tests/browser/encoder-harness.html; never part of the app build.
+import { openDB } from 'idb';
+import { importShard } from '../../src/lib/adapters/shard-client';
+import { DB_NAME, hashRange } from '../../src/lib/adapters/shard-store';
+import {
+  MODEL_REGISTRY,
+  embedCorpus,
+  embedImages,
+  embedTexts,
+  encoderBackend,
+  loadEncoder,
+  registryModel,
+  simulateGpuDeviceLoss,
+  stopEncoder,
+  type LoadOptions,
+} from '../../src/lib/adapters/encoder-client';
+import { detectBackend } from '../../src/lib/adapters/backend';
+import type { EmbedPart, EmbedRole, ModelSpec } from '../../src/lib/core/models';
+import type { Progress } from '../../src/lib/core/types';
+
+type Failure = { ok: false; error: { name: string; message: string } };
+
+function failure(e: unknown): Failure {
+  const err = e as Error;
+  return { ok: false, error: { name: err?.name ?? 'Error', message: err?.message ?? String(e) } };
+}
+
+/** A registry entry, optionally with test-only changes (e.g. a shorter maxTokens to keep CI fast). */
+function spec(id: string, overrides: Partial<ModelSpec> = {}): ModelSpec {
+  const s = registryModel(id);
+  if (!s) throw new Error(`${id} is not in models/registry.json`);
+  return { ...s, ...overrides };
+}
+
+/** Rows of a (n × dim) matrix as plain arrays (page.evaluate returns JSON). */
+function rows(m: Float32Array, n: number): number[][] {
+  if (n === 0) return [];
+  const dim = m.length / n;
+  return Array.from({ length: n }, (_, i) => Array.from(m.subarray(i * dim, (i + 1) * dim)));
+}
+
+function progressLabel(p: Progress): string {
+  switch (p.kind) {
+    case 'download':
+      return `download:${p.file}:${p.loaded}/${p.total ?? '?'}`;
+    case 'embed':
+      return `embed:${p.done}/${p.total}`;
+    case 'status':
+      return `status:${p.message}`;
+    default:
+      return p.kind;
+  }
+}
+
+/** State of a corpus run started with startCorpus (survives only until the page reloads). */
+const runs = new Map<string, { progress: string[]; done?: unknown }>();
+
+async function summarize(
+  hash: string,
+  id: string,
+  part: EmbedPart,
+  batchSize: number,
+  load: LoadOptions,
+  overrides: Partial<ModelSpec>,
+  signal?: AbortSignal,
+  onTick?: (p: Progress) => void,
+) {
+  const progress: string[] = [];
+  const r = await embedCorpus(
+    { shardHash: hash, spec: spec(id, overrides), part, batchSize, load },
+    {
+      signal,
+      onProgress: (p) => {
+        progress.push(progressLabel(p));
+        onTick?.(p);
+      },
+    },
+  );
+  const missing = new Set(r.missing);
+  let presentMin = Infinity;
+  let presentMax = -Infinity;
+  let missingMaxAbs = 0;
+  let checksum = 0;
+  r.docIds.forEach((docId, i) => {
+    let s = 0;
+    for (let j = i * r.dim; j < (i + 1) * r.dim; j++) {
+      s += r.embeddings[j] * r.embeddings[j];
+      checksum += r.embeddings[j] * ((j % 7) + 1);
+      if (missing.has(docId)) missingMaxAbs = Math.max(missingMaxAbs, Math.abs(r.embeddings[j]));
+    }
+    if (!missing.has(docId)) {
+      presentMin = Math.min(presentMin, Math.sqrt(s));
+      presentMax = Math.max(presentMax, Math.sqrt(s));
+    }
+  });
+  return {
+    ok: true as const,
+    dim: r.dim,
+    docs: r.docIds.length,
+    bufferBytes: r.embeddings.byteLength,
+    missing: r.missing,
+    key: r.key,
+    batchSize: r.batchSize,
+    totalBatches: r.totalBatches,
+    computedBatches: r.computedBatches,
+    reusedBatches: r.reusedBatches,
+    ms: r.ms,
+    backend: r.backend,
+    presentNorm: { min: presentMin, max: presentMax },
+    missingMaxAbs,
+    checksum,
+    progress,
+  };
+}
+
+const encoderHarness = {
+  registryIds: () => MODEL_REGISTRY.models.map((m) => m.id),
+  registryErrors: () => MODEL_REGISTRY.errors,
+
+  async probe() {
+    return detectBackend({ available: ['fp32', 'fp16'] });
+  },
+
+  async load(id: string, opts: LoadOptions = {}) {
+    const progress: string[] = [];
+    try {
+      const info = await loadEncoder(spec(id), {
+        ...opts,
+        onProgress: (p) => progress.push(progressLabel(p)),
+      });
+      return { ok: true as const, info, progress };
+    } catch (e) {
+      return { ...failure(e), progress };
+    }
+  },
+
+  async embedTexts(texts: string[], role: EmbedRole, batchSize = 8): Promise<number[][]> {
+    const m = await embedTexts(texts, role, { batchSize });
+    return rows(m, texts.length);
+  },
+
+  /** Fetches images of a demo shard (/shards/<name>/<path>) and embeds them with the active model. */
+  async embedShardImages(name: string, paths: string[], batchSize = 4): Promise<number[][]> {
+    const blobs = await Promise.all(
+      paths.map(async (p) => {
+        const res = await fetch(`/shards/${name}/${p}`);
+        if (!res.ok) throw new Error(`HTTP ${res.status} for ${p}`);
+        return res.blob();
+      }),
+    );
+    return rows(await embedImages(blobs, { batchSize }), paths.length);
+  },
+
+  /** Imports /shards/<name>/ through the shard worker; returns its content hash. */
+  async importShard(name: string): Promise<string> {
+    const r = await importShard({ kind: 'url', url: new URL(`/shards/${name}/`, location.href).href });
+    if (!r.ok) throw new Error(`import of ${name} failed: ${JSON.stringify(r.issues.slice(0, 3))}`);
+    return r.summary.hash;
+  },
+
+  /**
+   * Embeds a shard's corpus and summarises the result. `abortAtDone`: cancel (terminate the
+   * worker) once a progress tick reports at least that many documents done.
+   */
+  async embedCorpus(
+    hash: string,
+    id: string,
+    part: EmbedPart,
+    batchSize: number,
+    load: LoadOptions,
+    opts: { abortAtDone?: number; overrides?: Partial<ModelSpec> } = {},
+  ) {
+    const ac = new AbortController();
+    const { abortAtDone, overrides = {} } = opts;
+    try {
+      return await summarize(hash, id, part, batchSize, load, overrides, ac.signal, (p) => {
+        if (abortAtDone !== undefined && p.kind === 'embed' && p.done >= abortAtDone) ac.abort();
+      });
+    } catch (e) {
+      return failure(e);
+    }
+  },
+
+  /** Starts a corpus embedding without waiting (for a reload half way); see runStatus. */
+  startCorpus(
+    runId: string,
+    hash: string,
+    id: string,
+    part: EmbedPart,
+    batchSize: number,
+    load: LoadOptions,
+    overrides: Partial<ModelSpec> = {},
+  ) {
+    const run: { progress: string[]; done?: unknown } = { progress: [] };
+    runs.set(runId, run);
+    void summarize(hash, id, part, batchSize, load, overrides, undefined, (p) =>
+      run.progress.push(progressLabel(p)),
+    ).then(
+      (r) => (run.done = r),
+      (e) => (run.done = failure(e)),
+    );
+  },
+
+  runStatus(runId: string) {
+    const r = runs.get(runId);
+    return r ? { progress: r.progress.slice(-3), done: r.done ?? null } : null;
+  },
+
+  /** The stored embedding records (kind `emb`) of a shard, without their vectors. */
+  async embRecords(hash: string) {
+    const db = await openDB(DB_NAME);
+    try {
+      const all = (await db.getAll('artifacts', hashRange(hash, 'emb'))) as {
+        key: string;
+        value: { batchNo?: number; writtenAt?: number; ids?: string[]; complete?: boolean };
+      }[];
+      return all.map(({ key, value }) => ({
+        key,
+        batchNo: value.batchNo ?? null,
+        writtenAt: value.writtenAt ?? null,
+        firstId: value.ids?.[0] ?? null,
+        complete: value.complete ?? null,
+      }));
+    } finally {
+      db.close();
+    }
+  },
+
+  backend: () => encoderBackend(),
+  loseGpuDevice: () => simulateGpuDeviceLoss(),
+
+  stop() {
+    stopEncoder();
+  },
+};
+
+export type EncoderHarness = typeof encoderHarness;
+
+declare global {
+  interface Window {
+    encoderHarness: EncoderHarness;
+  }
+}
+
+window.encoderHarness = encoderHarness;
+document.getElementById('status')!.textContent = 'ready';

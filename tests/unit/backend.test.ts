@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { chooseBackend, wasmThreads, type BackendProbe } from '../../src/lib/adapters/backend';
+
+const gpu: BackendProbe = {
+  webgpu: true,
+  fallbackAdapter: false,
+  shaderF16: true,
+  adapterInfo: 'test gpu',
+  crossOriginIsolated: true,
+  hardwareConcurrency: 8,
+};
+const noGpu: BackendProbe = {
+  webgpu: false,
+  webgpuReason: 'no WebGPU adapter (GPU blocked or unsupported)',
+  fallbackAdapter: false,
+  shaderF16: false,
+  crossOriginIsolated: false,
+  hardwareConcurrency: 8,
+};
+const HUB = ['q8', 'fp32', 'fp16'] as const;
+
+describe('backend choice', () => {
+  it('uses WebGPU with fp16 only when the adapter has shader-f16', () => {
+    expect(chooseBackend(gpu, { available: [...HUB] })).toMatchObject({ device: 'webgpu', dtype: 'fp16' });
+    const noF16 = chooseBackend({ ...gpu, shaderF16: false }, { available: [...HUB] });
+    expect(noF16).toMatchObject({ device: 'webgpu', dtype: 'fp32' });
+    expect(noF16.reason).toMatch(/no shader-f16/);
+    // An explicit fp16 is refused without shader-f16.
+    const forced = chooseBackend({ ...gpu, shaderF16: false }, { dtype: 'fp16', available: [...HUB] });
+    expect(forced.dtype).toBe('fp32');
+  });
+
+  it('falls back to WASM with the reason, and the model default dtype', () => {
+    const c = chooseBackend(noGpu, { available: [...HUB] });
+    expect(c).toMatchObject({ device: 'wasm', dtype: 'q8', threads: 1 });
+    expect(c.reason).toMatch(/WASM because no WebGPU adapter/);
+    expect(c.reason).toMatch(/not cross-origin isolated/);
+    expect(chooseBackend(gpu, { preferred: 'wasm', available: [...HUB] })).toMatchObject({
+      device: 'wasm',
+      dtype: 'q8',
+      threads: 2,
+    });
+    expect(chooseBackend(gpu, { preferred: 'wasm', dtype: 'fp32' }).reason).toMatch(/WASM as requested/);
+  });
+
+  it('uses at most two WASM threads, and only when cross-origin isolated', () => {
+    expect(wasmThreads(true, 8)).toBe(2);
+    expect(wasmThreads(true, 1)).toBe(1);
+    expect(wasmThreads(false, 8)).toBe(1);
+  });
+});

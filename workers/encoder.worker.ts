@@ -1,0 +1,827 @@
+// Encoder worker: loads text and CLIP/SigLIP encoders with transformers.js (WebGPU when it works,
+// WASM otherwise), embeds texts and images, and embeds a cached shard's corpus batch by batch with
+// every batch stored in IndexedDB, so a cancelled, reloaded or closed run resumes where it stopped.
+/// <reference types="vite/client" />
+import * as Comlink from 'comlink';
+import {
+  AutoModel,
+  AutoProcessor,
+  AutoTokenizer,
+  CLIPTextModelWithProjection,
+  CLIPVisionModelWithProjection,
+  RawImage,
+  SiglipTextModel,
+  SiglipVisionModel,
+  Tensor,
+  env,
+  type PreTrainedModel,
+  type PreTrainedTokenizer,
+  type Processor,
+  type ProgressInfo,
+} from '@huggingface/transformers';
+// transformers.js 4.3 imports `onnxruntime-web/webgpu` (ort.webgpu.bundle.min.mjs), whose WASM and
+// WebGPU execution providers both run on the asyncify build: these two files are all it loads.
+import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
+import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
+import {
+  DEFAULT_MAX_TOKENS,
+  LOCAL_MODELS_PATH,
+  WEBGPU_FAILED,
+  embeddingKey,
+  modelPath,
+  prefixFor,
+  supportsPart,
+  type Dtype,
+  type EmbedPart,
+  type EmbedRole,
+  type ModelSpec,
+} from '../src/lib/core/models';
+import type { Doc, Progress } from '../src/lib/core/types';
+import { throttle } from '../src/lib/core/throttle';
+import { chooseBackend, probeBackend, wasmThreads, type Device } from '../src/lib/adapters/backend';
+import { openShardStore, type ShardStore } from '../src/lib/adapters/shard-store';
+
+type OnProgress = (p: Progress) => void;
+
+/** How to load a model. */
+export interface LoadOptions {
+  /** `auto`: WebGPU when an adapter exists, else WASM. */
+  device?: 'auto' | Device;
+  /** `auto` (default): fp16 on WebGPU with shader-f16, fp32 on WebGPU without, the model's first dtype on WASM. */
+  dtype?: Dtype | 'auto';
+  /** Fetch from the Hugging Face hub when a file is not under /models/ (default: true unless the spec is local). */
+  allowRemoteModels?: boolean;
+  /** Test only: make the WebGPU attempt fail as a real session error would. */
+  simulateWebGpuFailure?: boolean;
+  /**
+   * Set by the client when it restarted the worker after a WebGPU failure: the reason, reported as
+   * `fallbackReason` (with `device: 'wasm'`).
+   */
+  priorFailure?: string;
+}
+
+// Any WebGPU failure leaves this worker unusable: transformers.js chains every session creation and
+// every run of a realm on one promise, and a rejected link rejects all later ones, WASM included.
+// So it is reported as WEBGPU_FAILED and the client continues on WASM in a fresh worker.
+function webGpuFailed(reason: string): Error {
+  const e = new Error(reason);
+  e.name = WEBGPU_FAILED;
+  return e;
+}
+
+/** The loaded model and where it runs. */
+export interface LoadedEncoder {
+  modelId: string;
+  device: Device;
+  dtype: Dtype;
+  /** ORT WASM threads. */
+  threads: number;
+  dim: number;
+  /** Why the model is not on WebGPU although WebGPU was tried (it runs on WASM instead). */
+  fallbackReason?: string;
+  /** What the backend probe chose and why. */
+  reason: string;
+  /** Load + warm-up time in ms (0 when it came from this worker's cache). */
+  loadMs: number;
+  cached: boolean;
+}
+
+export interface EmbedCorpusRequest {
+  shardHash: string;
+  spec: ModelSpec;
+  part: EmbedPart;
+  /** Documents per batch (and per stored record). A resumed run keeps the batch size it started with. */
+  batchSize: number;
+  load?: LoadOptions;
+}
+
+export interface EmbedCorpusResult {
+  /** Row-major (docs × dim), documents in shard order; rows of `missing` documents are zero. */
+  embeddings: Float32Array;
+  dim: number;
+  docIds: string[];
+  /** Documents without that part (no text / no image), skipped. */
+  missing: string[];
+  key: string;
+  batchSize: number;
+  totalBatches: number;
+  computedBatches: number;
+  reusedBatches: number;
+  ms: number;
+  backend: { device: Device; dtype: Dtype; threads: number; fallbackReason?: string };
+}
+
+/** A stored batch (artifact kind `emb`, key `<embeddingKey>#<batchNo>`). */
+interface EmbBatchRecord {
+  v: 1;
+  batchNo: number;
+  ids: string[];
+  dim: number;
+  /** ids.length × dim, row-major. */
+  vectors: Float32Array;
+  writtenAt: number;
+}
+
+/** The meta record (key `<embeddingKey>#meta`): what the batches are batches of. */
+export interface EmbMetaRecord {
+  v: 1;
+  key: string;
+  modelId: string;
+  hubId: string;
+  revision: string;
+  dtype: Dtype;
+  part: EmbedPart;
+  dim: number;
+  batchSize: number;
+  /** Documents that have the part (the rows the batches cover, in shard order). */
+  total: number;
+  totalBatches: number;
+  missing: string[];
+  complete: boolean;
+  updatedAt: number;
+}
+
+/** EMB_KIND: artifact kind of embedding records. */
+export const EMB_KIND = 'emb';
+/** WARMUP_IMAGE_SIZE: side in pixels of the grey image used to warm up a vision tower. */
+const WARMUP_IMAGE_SIZE = 32;
+
+/** Loaded model files. Pooling, prefixes and lengths come from the spec of each call, not from here. */
+interface Encoder {
+  /** The spec it was loaded for (its files: hub id, revision, kind). */
+  spec: ModelSpec;
+  device: Device;
+  dtype: Dtype;
+  threads: number;
+  dim: number;
+  tokenizer: PreTrainedTokenizer;
+  textModel: PreTrainedModel;
+  visionModel?: PreTrainedModel;
+  processor?: Processor;
+  /** Set when the GPU device behind this encoder was lost: it must not be used again. */
+  lost?: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// transformers.js environment (once per worker)
+
+let configured = false;
+
+function configureEnv(allowRemoteModels: boolean): void {
+  if (!configured) {
+    const wasm = env.backends.onnx.wasm;
+    if (!wasm) throw new Error('onnxruntime-web has no WASM backend in this build');
+    // Mutate the object ORT reads; replacing env.backends.onnx.wasm would detach it from ORT.
+    wasm.wasmPaths = {
+      wasm: new URL(ortWasmUrl, self.location.href).href,
+      mjs: new URL(ortMjsUrl, self.location.href).href,
+    };
+    // Only read before the first session is created.
+    wasm.numThreads = wasmThreads();
+    env.allowLocalModels = true;
+    // A path, not a URL: with a full URL the tokenizer files silently fail to load. Hub ids
+    // (`owner/name`) are looked up here first, so a hub model can also be self-hosted under /models/.
+    env.localModelPath = LOCAL_MODELS_PATH;
+    configured = true;
+  }
+  // Global to transformers.js: the last load's setting applies to loads running at the same time.
+  env.allowRemoteModels = allowRemoteModels;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+interface GpuDeviceLike {
+  lost: Promise<{ message: string; reason?: string }>;
+  destroy(): void;
+}
+/** DEVICE_WAIT_MS: how long a load waits for ORT to hand out its GPUDevice (to watch for device loss). */
+const DEVICE_WAIT_MS = 2000;
+/** ORT's GPUDevice once a WebGPU session exists (one per worker). */
+let gpuDevice: GpuDeviceLike | null = null;
+
+/** One promise per (model, revision, dtype, device); failed loads are evicted. */
+const encoders = new Map<string, Promise<Encoder>>();
+let active: Encoder | null = null;
+/** The spec of the last load(): how embedTexts/embedImages pool, prefix and truncate. */
+let activeSpec: ModelSpec | null = null;
+/** Why the active model is not on WebGPU although WebGPU was tried. */
+let activeFallbackReason: string | undefined;
+
+const cacheKey = (spec: ModelSpec, dtype: Dtype, device: Device) =>
+  `${modelPath(spec)}|${spec.revision}|${spec.kind}|${dtype}|${device}`;
+
+function errorText(e: unknown): string {
+  return (e as Error)?.message ?? String(e);
+}
+
+/**
+ * Throttled progress that forwards at once the first tick of each kind, the first and last tick of
+ * each downloaded file and every status message, so short phases (a small local file) are still seen.
+ */
+function phased(fn?: OnProgress) {
+  const throttled = throttle(fn);
+  let last: Progress | null = null;
+  const report = (p: Progress) => {
+    if (!fn) return;
+    const prev = last;
+    last = p;
+    const edge =
+      !prev ||
+      p.kind !== prev.kind ||
+      p.kind === 'status' ||
+      (p.kind === 'download' && prev.kind === 'download' && (p.file !== prev.file || p.loaded === p.total));
+    if (edge) {
+      throttled.flush();
+      fn(p);
+    } else throttled(p);
+  };
+  report.flush = () => throttled.flush();
+  return report;
+}
+
+function progressCallback(report: OnProgress) {
+  return (info: ProgressInfo) => {
+    if (info.status === 'progress')
+      report({ kind: 'download', file: info.file, loaded: info.loaded, total: info.total || undefined });
+    else if (info.status === 'initiate') report({ kind: 'status', message: `Loading ${info.file}` });
+  };
+}
+
+async function createEncoder(
+  spec: ModelSpec,
+  device: Device,
+  dtype: Dtype,
+  report: OnProgress,
+): Promise<Encoder> {
+  const name = modelPath(spec);
+  const progress_callback = progressCallback(report);
+  const common = { revision: spec.revision, progress_callback };
+  const modelOpts = { ...common, dtype, device };
+  const tokenizer = await AutoTokenizer.from_pretrained(name, common);
+  let textModel: PreTrainedModel;
+  let visionModel: PreTrainedModel | undefined;
+  let processor: Processor | undefined;
+  if (spec.kind === 'text') {
+    textModel = await AutoModel.from_pretrained(name, modelOpts);
+  } else {
+    const [TextCls, VisionCls] =
+      spec.kind === 'clip'
+        ? [CLIPTextModelWithProjection, CLIPVisionModelWithProjection]
+        : [SiglipTextModel, SiglipVisionModel];
+    processor = await AutoProcessor.from_pretrained(name, common);
+    textModel = await TextCls.from_pretrained(name, modelOpts);
+    try {
+      visionModel = await VisionCls.from_pretrained(name, modelOpts);
+    } catch (e) {
+      await textModel.dispose().catch(() => undefined);
+      throw e;
+    }
+  }
+  const enc: Encoder = {
+    spec,
+    device,
+    dtype,
+    threads: wasmThreads(),
+    dim: 0,
+    tokenizer,
+    textModel,
+    visionModel,
+    processor,
+  };
+  try {
+    if (device === 'webgpu') await watchDevice(enc);
+    // Warm-up: the first run compiles kernels (WebGPU shaders, WASM code paths) and checks the output size.
+    report({ kind: 'status', message: `Warming up ${spec.label ?? spec.id} on ${device.toUpperCase()}` });
+    const t = await embedTextBatch(enc, spec, ['warm up'], 'query');
+    enc.dim = t.length;
+    if (enc.visionModel) {
+      const grey = new Uint8ClampedArray(WARMUP_IMAGE_SIZE * WARMUP_IMAGE_SIZE * 3).fill(128);
+      const v = await embedImageBatch(enc, spec, [
+        new RawImage(grey, WARMUP_IMAGE_SIZE, WARMUP_IMAGE_SIZE, 3),
+      ]);
+      if (v.length !== enc.dim)
+        throw new Error(`${spec.id}: image vectors have ${v.length} dimensions, text vectors ${enc.dim}`);
+    }
+    if (spec.dim > 0 && enc.dim !== spec.dim)
+      throw new Error(
+        `${spec.id}: the model gives ${enc.dim}-dimensional vectors, the registry says ${spec.dim}`,
+      );
+    if (enc.lost) throw new Error(`the GPU device was lost: ${enc.lost}`);
+  } catch (e) {
+    await disposeEncoder(enc);
+    throw e;
+  }
+  return enc;
+}
+
+/** Marks the encoder lost when ORT's GPU device goes away (driver reset, tab backgrounded on mobile…). */
+async function watchDevice(enc: Encoder): Promise<void> {
+  try {
+    const gpuFlags = env.backends.onnx.webgpu as { device?: Promise<GpuDeviceLike> } | undefined;
+    // ORT resolves this once its first WebGPU session exists; never let it hold up a load.
+    const device = await Promise.race([
+      gpuFlags?.device,
+      new Promise<undefined>((r) => setTimeout(() => r(undefined), DEVICE_WAIT_MS)),
+    ]);
+    if (!device) return;
+    gpuDevice = device;
+    void device.lost.then((info) => {
+      enc.lost = `GPU device lost: ${info.reason ?? 'unknown'}${info.message ? `, ${info.message}` : ''}`;
+      if (gpuDevice === device) gpuDevice = null;
+      for (const [k, p] of encoders)
+        void p.then(
+          (e) => e === enc && encoders.delete(k),
+          () => undefined,
+        );
+    });
+  } catch {
+    // No device to watch: the session itself will fail and trigger the fallback.
+  }
+}
+
+async function disposeEncoder(enc: Encoder): Promise<void> {
+  await Promise.all([
+    enc.textModel.dispose().catch(() => undefined),
+    enc.visionModel?.dispose().catch(() => undefined),
+  ]);
+}
+
+function getEncoder(
+  spec: ModelSpec,
+  device: Device,
+  dtype: Dtype,
+  report: OnProgress,
+): { promise: Promise<Encoder>; cached: boolean } {
+  const key = cacheKey(spec, dtype, device);
+  const hit = encoders.get(key);
+  if (hit) return { promise: hit, cached: true };
+  const promise = createEncoder(spec, device, dtype, report);
+  encoders.set(key, promise);
+  promise.catch(() => {
+    if (encoders.get(key) === promise) encoders.delete(key);
+  });
+  return { promise, cached: false };
+}
+
+async function load(
+  spec: ModelSpec,
+  opts: LoadOptions = {},
+  onProgress?: OnProgress,
+): Promise<LoadedEncoder> {
+  const report = phased(onProgress);
+  const t0 = performance.now();
+  configureEnv(spec.local ? false : (opts.allowRemoteModels ?? true));
+  const probe = await probeBackend();
+  const choice = chooseBackend(probe, {
+    preferred: opts.device ?? 'auto',
+    dtype: opts.dtype,
+    available: spec.dtypes,
+  });
+  let fallbackReason: string | undefined;
+  if (opts.priorFailure) fallbackReason = `WebGPU failed (${opts.priorFailure}); running on WASM instead`;
+  else if (opts.device === 'webgpu' && !probe.webgpu)
+    fallbackReason = `WebGPU unavailable: ${probe.webgpuReason}`;
+  let enc: Encoder;
+  let cached: boolean;
+  if (choice.device === 'webgpu') {
+    try {
+      // Fails where session creation would, before any cached WebGPU session is reused.
+      if (opts.simulateWebGpuFailure)
+        throw new Error('simulated WebGPU session failure (simulateWebGpuFailure)');
+      report({ kind: 'status', message: `Loading ${spec.label ?? spec.id} for WebGPU (${choice.dtype})` });
+      const r = getEncoder(spec, 'webgpu', choice.dtype, report);
+      enc = await r.promise;
+      cached = r.cached;
+      if (enc.lost) throw new Error(enc.lost);
+    } catch (e) {
+      console.warn(`loupe: ${spec.id}: WebGPU failed (${errorText(e)})`);
+      throw webGpuFailed(errorText(e));
+    }
+  } else {
+    report({ kind: 'status', message: `Loading ${spec.label ?? spec.id} for WASM (${choice.dtype})` });
+    const r = getEncoder(spec, 'wasm', choice.dtype, report);
+    enc = await r.promise;
+    cached = r.cached;
+  }
+  report.flush();
+  if (spec.dim > 0 && enc.dim !== spec.dim)
+    throw new Error(`${spec.id}: the model gives ${enc.dim}-dimensional vectors, the spec says ${spec.dim}`);
+  active = enc;
+  activeSpec = spec;
+  activeFallbackReason = fallbackReason;
+  return {
+    modelId: spec.id,
+    device: enc.device,
+    dtype: enc.dtype,
+    threads: enc.threads,
+    dim: enc.dim,
+    ...(fallbackReason ? { fallbackReason } : {}),
+    reason: choice.reason,
+    loadMs: cached ? 0 : performance.now() - t0,
+    cached,
+  };
+}
+
+/** The active encoder; a WebGPU one whose device was lost since is a WebGPU failure. */
+function current(): Encoder {
+  if (!active) throw new Error('no encoder loaded: call load() first');
+  if (active.lost) throw webGpuFailed(active.lost);
+  return active;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Embedding
+
+/** A tensor's values as float32 (fp16 outputs are converted). */
+function floatData(t: Tensor): Float32Array {
+  const x = t.type === 'float32' ? t : t.to('float32');
+  return x.data as Float32Array;
+}
+
+function l2normalizeRows(m: Float32Array, dim: number): void {
+  for (let off = 0; off < m.length; off += dim) {
+    let s = 0;
+    for (let j = 0; j < dim; j++) s += m[off + j] * m[off + j];
+    if (s === 0) continue;
+    const inv = 1 / Math.sqrt(s);
+    for (let j = 0; j < dim; j++) m[off + j] *= inv;
+  }
+}
+
+/** Mean over unmasked tokens or the first token of [batch, tokens, hidden]. */
+function pool(hidden: Tensor, mask: Tensor, how: 'mean' | 'cls'): Float32Array {
+  const [n, seq, dim] = hidden.dims as number[];
+  const h = floatData(hidden);
+  const m = mask.data as ArrayLike<number | bigint>;
+  const out = new Float32Array(n * dim);
+  for (let i = 0; i < n; i++) {
+    const o = i * dim;
+    if (how === 'cls') {
+      out.set(h.subarray(i * seq * dim, i * seq * dim + dim), o);
+      continue;
+    }
+    let count = 0;
+    for (let t = 0; t < seq; t++) {
+      if (Number(m[i * seq + t]) === 0) continue;
+      count++;
+      const base = (i * seq + t) * dim;
+      for (let j = 0; j < dim; j++) out[o + j] += h[base + j];
+    }
+    const inv = 1 / Math.max(count, 1e-9);
+    for (let j = 0; j < dim; j++) out[o + j] *= inv;
+  }
+  return out;
+}
+
+/** Embeds one batch of texts; returns (texts × dim) floats. */
+async function embedTextBatch(
+  enc: Encoder,
+  spec: ModelSpec,
+  texts: string[],
+  role: EmbedRole,
+): Promise<Float32Array> {
+  const prefix = prefixFor(spec, role);
+  const maxTokens = spec.maxTokens ?? DEFAULT_MAX_TOKENS;
+  const inputs = enc.tokenizer(
+    texts.map((t) => prefix + t),
+    { padding: spec.padToMax ? 'max_length' : true, truncation: true, max_length: maxTokens },
+  ) as Record<string, Tensor>;
+  const out = (await enc.textModel(inputs)) as Record<string, Tensor>;
+  let vecs: Float32Array;
+  if (spec.pooling === 'model') {
+    const t = spec.kind === 'clip' ? out.text_embeds : out.pooler_output;
+    if (!t)
+      throw new Error(
+        `${spec.id}: the text model has no ${spec.kind === 'clip' ? 'text_embeds' : 'pooler_output'} output`,
+      );
+    vecs = floatData(t).slice();
+  } else {
+    const hidden = out.last_hidden_state ?? out.token_embeddings;
+    if (!hidden) throw new Error(`${spec.id}: the model has no last_hidden_state output`);
+    vecs = pool(hidden, inputs.attention_mask, spec.pooling);
+  }
+  const dim = vecs.length / texts.length;
+  if (spec.normalize) l2normalizeRows(vecs, dim);
+  return vecs;
+}
+
+async function embedImageBatch(enc: Encoder, spec: ModelSpec, images: RawImage[]): Promise<Float32Array> {
+  if (!enc.visionModel || !enc.processor) throw new Error(`${spec.id} has no image encoder`);
+  const inputs = (await enc.processor(images)) as Record<string, Tensor>;
+  const out = (await enc.visionModel(inputs)) as Record<string, Tensor>;
+  const t = spec.kind === 'clip' ? out.image_embeds : out.pooler_output;
+  if (!t)
+    throw new Error(
+      `${spec.id}: the vision model has no ${spec.kind === 'clip' ? 'image_embeds' : 'pooler_output'} output`,
+    );
+  const vecs = floatData(t).slice();
+  if (spec.normalize) l2normalizeRows(vecs, vecs.length / images.length);
+  return vecs;
+}
+
+async function decode(blob: Blob, label: string): Promise<RawImage> {
+  try {
+    return await RawImage.fromBlob(blob);
+  } catch (e) {
+    throw new Error(`could not decode image ${label}: ${errorText(e)}`);
+  }
+}
+
+/**
+ * Runs `fn` on the active encoder (with the spec of the last load). Any failure on WebGPU (device
+ * lost, an op the WebGPU EP cannot run) is reported as WEBGPU_FAILED, for the client to restart on WASM.
+ */
+async function onActive<T>(fn: (enc: Encoder, spec: ModelSpec) => Promise<T>): Promise<T> {
+  const enc = current();
+  try {
+    return await fn(enc, activeSpec ?? enc.spec);
+  } catch (e) {
+    if (enc.device !== 'webgpu') throw e;
+    enc.lost ??= errorText(e);
+    throw webGpuFailed(enc.lost);
+  }
+}
+
+function batchCount(n: number, batchSize: number): number {
+  return Math.ceil(n / batchSize);
+}
+
+function checkBatchSize(batchSize: number): number {
+  if (!Number.isInteger(batchSize) || batchSize < 1)
+    throw new RangeError(`batch size must be a positive integer, got ${batchSize}`);
+  return batchSize;
+}
+
+async function embedTexts(texts: string[], role: EmbedRole, batchSize = 32, onProgress?: OnProgress) {
+  checkBatchSize(batchSize);
+  const report = throttle(onProgress);
+  let out: Float32Array | null = null;
+  for (let i = 0; i < texts.length; i += batchSize) {
+    const v = await onActive((enc, spec) => embedTextBatch(enc, spec, texts.slice(i, i + batchSize), role));
+    const dim = v.length / Math.min(batchSize, texts.length - i);
+    out ??= new Float32Array(texts.length * dim);
+    out.set(v, i * dim);
+    report({
+      kind: 'embed',
+      done: Math.min(i + batchSize, texts.length),
+      total: texts.length,
+      docsPerSec: 0,
+    });
+  }
+  report.flush();
+  out ??= new Float32Array(0);
+  // Transferred: the page owns the buffer afterwards, this worker keeps no reference.
+  return Comlink.transfer(out, [out.buffer]);
+}
+
+async function embedImages(blobs: Blob[], batchSize = 16, onProgress?: OnProgress) {
+  checkBatchSize(batchSize);
+  const report = throttle(onProgress);
+  let out: Float32Array | null = null;
+  for (let i = 0; i < blobs.length; i += batchSize) {
+    const part = blobs.slice(i, i + batchSize);
+    const images = await Promise.all(part.map((b, k) => decode(b, `#${i + k}`)));
+    const v = await onActive((enc, spec) => embedImageBatch(enc, spec, images));
+    const dim = v.length / part.length;
+    out ??= new Float32Array(blobs.length * dim);
+    out.set(v, i * dim);
+    report({ kind: 'embed', done: i + part.length, total: blobs.length, docsPerSec: 0 });
+  }
+  report.flush();
+  out ??= new Float32Array(0);
+  return Comlink.transfer(out, [out.buffer]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corpus embedding with resume
+
+let storePromise: Promise<ShardStore> | null = null;
+function store(): Promise<ShardStore> {
+  storePromise ??= openShardStore({ sweep: false }).catch((e: unknown) => {
+    storePromise = null;
+    throw e;
+  });
+  return storePromise;
+}
+
+/** The text a document is embedded from (BEIR: title, a space, text). */
+export function docText(d: Doc): string {
+  return [d.title, d.text]
+    .filter((s) => s && s.trim())
+    .join(' ')
+    .trim();
+}
+
+function hasPart(d: Doc, part: EmbedPart): boolean {
+  return part === 'text' ? docText(d) !== '' : typeof d.image === 'string' && d.image !== '';
+}
+
+function validBatch(r: unknown, ids: string[], dim: number): r is EmbBatchRecord {
+  const b = r as EmbBatchRecord | undefined;
+  return (
+    !!b &&
+    b.v === 1 &&
+    b.dim === dim &&
+    Array.isArray(b.ids) &&
+    b.ids.length === ids.length &&
+    b.ids.every((id, i) => id === ids[i]) &&
+    b.vectors instanceof Float32Array &&
+    b.vectors.length === ids.length * dim
+  );
+}
+
+async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Promise<EmbedCorpusResult> {
+  const t0 = performance.now();
+  const { shardHash, spec, part } = req;
+  checkBatchSize(req.batchSize);
+  if (!supportsPart(spec, part)) throw new Error(`${spec.id} is a text encoder: it cannot embed images`);
+  const report = phased(onProgress);
+  report({ kind: 'status', message: 'Reading shard from IndexedDB' });
+  const db = await store();
+  const { docs } = await db.load(shardHash);
+  const loaded = await load(spec, req.load, onProgress);
+  const dim = loaded.dim;
+  const key = embeddingKey({
+    shardHash,
+    modelId: spec.id,
+    revision: spec.revision,
+    dtype: loaded.dtype,
+    queryPrefix: spec.queryPrefix,
+    docPrefix: spec.docPrefix,
+    pooling: spec.pooling,
+    normalize: spec.normalize,
+    part,
+    ...(spec.maxTokens !== undefined ? { maxTokens: spec.maxTokens } : {}),
+  });
+
+  const rows: number[] = [];
+  const missing: string[] = [];
+  docs.forEach((d, i) => (hasPart(d, part) ? rows.push(i) : missing.push(d.id)));
+
+  // A resumed run keeps the stored batch size so that its batches stay reusable.
+  const metaKey = `${key}#meta`;
+  let meta: EmbMetaRecord | undefined;
+  try {
+    meta = await db.getArtifact<EmbMetaRecord>(shardHash, EMB_KIND, metaKey);
+  } catch (e) {
+    console.warn('loupe: unreadable embedding meta record, recomputing', e);
+  }
+  const resumable = meta?.v === 1 && meta.dim === dim && meta.total === rows.length && meta.batchSize > 0;
+  const batchSize = resumable ? meta!.batchSize : req.batchSize;
+  const totalBatches = batchCount(rows.length, batchSize);
+  const writeMeta = (complete: boolean) =>
+    db.putArtifact(shardHash, EMB_KIND, metaKey, {
+      v: 1,
+      key,
+      modelId: spec.id,
+      hubId: spec.hubId,
+      revision: spec.revision,
+      dtype: loaded.dtype,
+      part,
+      dim,
+      batchSize,
+      total: rows.length,
+      totalBatches,
+      missing,
+      complete,
+      updatedAt: Date.now(),
+    } satisfies EmbMetaRecord);
+  if (!resumable) await writeMeta(false);
+
+  // Row-major (docs × dim) in shard order; rows of documents without the part stay zero.
+  const embeddings = new Float32Array(docs.length * dim);
+  let computedBatches = 0;
+  let reusedBatches = 0;
+  let done = 0;
+  let computedDocs = 0;
+  let computeMs = 0;
+  const tick = () => {
+    const docsPerSec = computeMs > 0 ? (computedDocs / computeMs) * 1000 : 0;
+    const remaining = rows.length - done;
+    report({
+      kind: 'embed',
+      done,
+      total: rows.length,
+      docsPerSec,
+      ...(docsPerSec > 0 ? { etaSeconds: remaining / docsPerSec } : {}),
+    });
+  };
+  tick();
+  for (let b = 0; b < totalBatches; b++) {
+    const batchRows = rows.slice(b * batchSize, (b + 1) * batchSize);
+    const ids = batchRows.map((r) => docs[r].id);
+    const recKey = `${key}#${b}`;
+    let rec: unknown;
+    try {
+      rec = await db.getArtifact(shardHash, EMB_KIND, recKey);
+    } catch {
+      rec = undefined; // a failed cache read recomputes
+    }
+    let vectors: Float32Array;
+    if (validBatch(rec, ids, dim)) {
+      vectors = rec.vectors;
+      reusedBatches++;
+    } else {
+      const tb = performance.now();
+      if (part === 'text') {
+        const texts = batchRows.map((r) => docText(docs[r]));
+        vectors = await onActive((enc) => embedTextBatch(enc, spec, texts, 'document'));
+      } else {
+        const images = await Promise.all(
+          batchRows.map(async (r) => {
+            const d = docs[r];
+            const blob = await db.getImage(shardHash, d.image!);
+            if (!blob) throw new Error(`image ${d.image} of document ${d.id} is not in the shard cache`);
+            return decode(blob, `${d.image} (document ${d.id})`);
+          }),
+        );
+        vectors = await onActive((enc) => embedImageBatch(enc, spec, images));
+      }
+      if (vectors.length !== ids.length * dim)
+        throw new Error(`batch ${b}: got ${vectors.length / ids.length} dimensions, expected ${dim}`);
+      await db.putArtifact(shardHash, EMB_KIND, recKey, {
+        v: 1,
+        batchNo: b,
+        ids,
+        dim,
+        vectors,
+        writtenAt: Date.now(),
+      } satisfies EmbBatchRecord);
+      computeMs += performance.now() - tb;
+      computedDocs += ids.length;
+      computedBatches++;
+    }
+    batchRows.forEach((r, i) => embeddings.set(vectors.subarray(i * dim, (i + 1) * dim), r * dim));
+    done += ids.length;
+    tick();
+  }
+  if (!resumable || !meta?.complete || computedBatches > 0) await writeMeta(true);
+  report.flush();
+  const enc = current();
+  const result: EmbedCorpusResult = {
+    embeddings,
+    dim,
+    docIds: docs.map((d) => d.id),
+    missing,
+    key,
+    batchSize,
+    totalBatches,
+    computedBatches,
+    reusedBatches,
+    ms: performance.now() - t0,
+    backend: {
+      device: enc.device,
+      dtype: enc.dtype,
+      threads: enc.threads,
+      ...(loaded.fallbackReason ? { fallbackReason: loaded.fallbackReason } : {}),
+    },
+  };
+  // Transferred: the page owns the embeddings buffer afterwards.
+  return Comlink.transfer(result, [embeddings.buffer]);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const api = {
+  /** Loads (or reuses) a model and makes it the active one; falls back to WASM on any WebGPU failure. */
+  load(spec: ModelSpec, opts: LoadOptions = {}, onProgress?: OnProgress): Promise<LoadedEncoder> {
+    return load(spec, opts, onProgress);
+  },
+  /** Embeds texts with the active model (role picks the prefix); (texts × dim) floats, transferred. */
+  embedTexts,
+  /** Embeds images (decoded and preprocessed here) with the active CLIP/SigLIP model, transferred. */
+  embedImages,
+  /** Embeds a cached shard's documents (text or image part), reusing every stored batch. */
+  embedCorpus,
+  /** Frees every loaded model. */
+  async unload(): Promise<void> {
+    const all = [...encoders.values()];
+    encoders.clear();
+    active = null;
+    activeSpec = null;
+    activeFallbackReason = undefined;
+    await Promise.all(all.map((p) => p.then(disposeEncoder, () => undefined)));
+  },
+  /** Where the active model runs now (it moves to WASM if its GPU device is lost). */
+  backend() {
+    if (!active) return null;
+    return {
+      modelId: activeSpec?.id ?? active.spec.id,
+      device: active.device,
+      dtype: active.dtype,
+      threads: active.threads,
+      ...(active.lost ? { lost: active.lost } : {}),
+      ...(activeFallbackReason ? { fallbackReason: activeFallbackReason } : {}),
+    };
+  },
+  /** Test only: destroys the GPU device ORT uses, as a driver reset would. Returns whether there was one. */
+  simulateDeviceLoss(): boolean {
+    if (!gpuDevice) return false;
+    gpuDevice.destroy();
+    return true;
+  },
+};
+
+export type EncoderWorkerApi = typeof api;
+Comlink.expose(api);
