@@ -14,6 +14,32 @@ import {
 import type { Doc, Progress, Query } from '../src/lib/core/types';
 import { openShardStore } from '../src/lib/adapters/shard-store';
 import { throttle } from '../src/lib/core/throttle';
+import {
+  createDenseIndex,
+  fuseFeatures,
+  fuseScores,
+  scoreAll,
+  searchDense,
+  topKOfScores,
+  type DenseIndex,
+} from '../src/lib/core/dense';
+
+/** Query vectors for a dense run: row i of `text`/`image` is query i's part when `has*[i]` is 1. */
+export interface DenseQueries {
+  ids: string[];
+  dim: number;
+  text: Float32Array | null;
+  image: Float32Array | null;
+  hasText: Uint8Array;
+  hasImage: Uint8Array;
+  exclude: (string[] | undefined)[];
+}
+
+/** How a query with both a text and an image is scored (M3Retrieve's two strategies). */
+export type QueryFusion = { mode: 'score'; textWeight: number } | { mode: 'feature' };
+
+/** The dense document matrix of the open task; kept until another key replaces it. */
+let dense: { key: string; index: DenseIndex } | null = null;
 
 /** One ranked list, flattened for cheap structured cloning. */
 export interface RankedList {
@@ -88,6 +114,57 @@ const api = {
       });
       report({ kind: 'search', done: i + 1, total: queries.length });
       // Yield now and then so a terminate() from the page (cancel) is never stuck behind us.
+      if (performance.now() - last > 50) {
+        await new Promise((r) => setTimeout(r, 0));
+        last = performance.now();
+      }
+    }
+    report.flush();
+    return out;
+  },
+
+  /** Whether the worker holds the document matrix with this embedding key (no need to send it again). */
+  hasDense(key: string): boolean {
+    return dense?.key === key;
+  },
+
+  /** Takes ownership of a document matrix (transferred) for dense search. */
+  setDense(key: string, vectors: Float32Array, dim: number, docIds: string[], missing: string[]) {
+    dense = { key, index: createDenseIndex(vectors, dim, docIds, { missing }) };
+  },
+
+  /**
+   * Exact cosine search of every query against the document matrix; queries with a text and an
+   * image are fused as `fusion` says, single-part queries use the part they have.
+   */
+  async denseRun(q: DenseQueries, fusion: QueryFusion, depth: number, onProgress?: (p: Progress) => void) {
+    if (!dense) throw new Error('no document embeddings loaded');
+    const report = throttle(onProgress);
+    const { index } = dense;
+    const out: RankedList[] = [];
+    let last = performance.now();
+    for (let i = 0; i < q.ids.length; i++) {
+      const t = q.hasText[i] && q.text ? q.text.subarray(i * q.dim, (i + 1) * q.dim) : null;
+      const v = q.hasImage[i] && q.image ? q.image.subarray(i * q.dim, (i + 1) * q.dim) : null;
+      const opts = { exclude: q.exclude[i] };
+      let hits: { docId: string; score: number }[] = [];
+      if (t && v) {
+        hits =
+          fusion.mode === 'feature'
+            ? searchDense(index, fuseFeatures(t, v), depth, opts)
+            : topKOfScores(
+                index,
+                fuseScores(scoreAll(index, t), scoreAll(index, v), fusion.textWeight),
+                depth,
+                opts.exclude,
+              );
+      } else if (t || v) hits = searchDense(index, (t ?? v)!, depth, opts);
+      out.push({
+        queryId: q.ids[i],
+        docIds: hits.map((h) => h.docId),
+        scores: Float64Array.from(hits, (h) => h.score),
+      });
+      report({ kind: 'search', done: i + 1, total: q.ids.length });
       if (performance.now() - last > 50) {
         await new Promise((r) => setTimeout(r, 0));
         last = performance.now();

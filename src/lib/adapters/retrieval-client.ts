@@ -1,5 +1,6 @@
 import type { Bm25Params } from '../core/bm25';
-import type { RetrievalWorkerApi } from '../../../workers/retrieval.worker';
+import * as Comlink from 'comlink';
+import type { DenseQueries, QueryFusion, RetrievalWorkerApi } from '../../../workers/retrieval.worker';
 import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
 
 const client = new WorkerClient<RetrievalWorkerApi>(
@@ -27,4 +28,24 @@ export function explainBm25Doc(text: string, docId: string) {
 /** Drops the worker (and its in-memory index), e.g. after the shard is deleted. */
 export function resetRetrieval() {
   client.terminate();
+}
+
+/**
+ * Makes `key`'s document matrix the worker's dense index. The matrix is transferred (the caller
+ * must not use `vectors` afterwards) unless the worker already holds that key.
+ */
+export async function setDenseDocs(
+  key: string,
+  vectors: Float32Array,
+  dim: number,
+  docIds: string[],
+  missing: string[],
+) {
+  if (await client.run((r) => r.hasDense(key))) return;
+  await client.run((r) => r.setDense(key, Comlink.transfer(vectors, [vectors.buffer]), dim, docIds, missing));
+}
+
+/** Dense run over the document matrix set by setDenseDocs. */
+export function runDense(q: DenseQueries, fusion: QueryFusion, depth: number, opts: JobOptions = {}) {
+  return client.run((r) => r.denseRun(q, fusion, depth, proxyProgress(opts.onProgress)), opts.signal);
 }

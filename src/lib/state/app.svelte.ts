@@ -30,6 +30,10 @@ import { queryFacets } from '../core/report';
 import type { Comparison } from '../core/compare';
 import { describeFusion, fuse, fusionLabel, type FusionOptions } from '../core/fusion';
 import { compareInWorker, curvesInWorker } from '../adapters/stats-client';
+import { MODEL_REGISTRY, registryModel, type LoadedEncoder } from '../adapters/encoder-client';
+import type { Dtype, ModelSpec } from '../core/models';
+import type { Device } from '../adapters/backend';
+import { denseAdhoc, densePlan, denseTask, type DenseSettings } from './dense';
 
 /** Default BM25 parameters: Pyserini/Anserini's BEIR baselines (Lucene BM25, k1=0.9, b=0.4). */
 export const DEFAULT_BM25: Bm25Params = { k1: 0.9, b: 0.4, lossyLengths: true };
@@ -77,6 +81,19 @@ export class AppState {
   currentRunId = $state<string | null>(null);
   selectedQueryId = $state<string | null>(null);
   readyMs = $state<number | null>(null);
+  /** Which retriever the run button uses. */
+  retriever = $state<'bm25' | 'dense'>('bm25');
+  /** Dense settings: model (registry id or a custom entry), backend, dtype, query fusion. */
+  denseModelId = $state(MODEL_REGISTRY.models[0]?.id ?? '');
+  denseDevice = $state<'auto' | Device>('auto');
+  denseDtype = $state<'auto' | Dtype>('auto');
+  textWeight = $state(0.5);
+  fusionMode = $state<'both' | 'score' | 'feature'>('both');
+  customModels = $state.raw<ModelSpec[]>([]);
+  /** Debug switch from the URL (`simulate-webgpu-failure=1`): WebGPU loads fail, to show the fallback. */
+  simulateWebGpuFailure = false;
+  /** The encoder in use: model, device, dtype, threads and why (shown in the UI). */
+  encoder = $state.raw<LoadedEncoder | null>(null);
   /** Runs picked for comparison (ids) and the baseline among them. */
   compareIds = $state<string[]>([]);
   baselineId = $state<string | null>(null);
@@ -110,6 +127,18 @@ export class AppState {
     if (params.has('b') && Number.isFinite(b)) this.bm25.b = b;
     const depth = Number(params.get('depth'));
     if (params.has('depth') && Number.isInteger(depth) && depth > 0) this.depth = depth;
+    if (params.get('retriever') === 'dense') this.retriever = 'dense';
+    this.simulateWebGpuFailure = params.get('simulate-webgpu-failure') === '1';
+    const model = params.get('model');
+    if (model) this.denseModelId = model;
+    const device = params.get('device');
+    if (device === 'webgpu' || device === 'wasm' || device === 'auto') this.denseDevice = device;
+    const dtype = params.get('dtype');
+    if (dtype) this.denseDtype = dtype as Dtype;
+    const fusion = params.get('fusion');
+    if (fusion === 'score' || fusion === 'feature' || fusion === 'both') this.fusionMode = fusion;
+    const alpha = Number(params.get('alpha'));
+    if (params.has('alpha') && alpha >= 0 && alpha <= 1) this.textWeight = alpha;
     const url = params.get('shard');
     if (url) {
       const absolute = new URL(url, location.href).href;
@@ -121,7 +150,7 @@ export class AppState {
       if (task && this.shard.summary.manifest.tasks.some((t) => t.id === task)) this.taskId = task;
       await this.prepare();
       // `phase` changed inside the awaits above; TypeScript's narrowing from `= 'idle'` does not know.
-      if (params.get('run') === '1' && (this.phase as AppPhase) === 'ready') await this.runTask();
+      if (params.get('run') === '1' && (this.phase as AppPhase) === 'ready') await this.runSelected();
     }
   }
 
@@ -247,7 +276,7 @@ export class AppState {
         );
       const params = $state.snapshot(this.bm25);
       const config: RetrieverConfig = { kind: 'bm25', ...params };
-      const result = await this.#addRun(
+      const result = await this.addRun(
         {
           id: newRunId(),
           name: describeConfig(config),
@@ -278,12 +307,125 @@ export class AppState {
     }
   }
 
-  /** Runs every task of the shard one after another (tasks BM25 cannot serve are skipped). */
+  /** The dense model picked (registry or custom), if any. */
+  get denseSpec(): ModelSpec | undefined {
+    return registryModel(this.denseModelId) ?? this.customModels.find((m) => m.id === this.denseModelId);
+  }
+
+  /** Whether the selected retriever can run a task (BM25 needs query text; dense needs a part it can embed). */
+  canRun(task: TaskInfo | null = this.task): boolean {
+    if (!task) return false;
+    if (this.retriever === 'bm25') return task.queryModality !== 'image';
+    const spec = this.denseSpec;
+    return !!spec && densePlan(spec, task).canRun;
+  }
+
+  /** Runs the selected retriever on a task. */
+  runSelected(taskId = this.taskId) {
+    return this.retriever === 'dense' ? this.runDenseTask(taskId) : this.runTask(taskId);
+  }
+
+  /** Runs the selected retriever on every task it can serve, one after another. */
   async runAllTasks() {
     for (const t of this.shard?.summary.manifest.tasks ?? []) {
-      if (t.queryModality === 'image') continue;
-      await this.runTask(t.id);
+      if (!this.canRun(t)) continue;
+      this.taskId = t.id;
+      await this.runSelected(t.id);
       if (this.phase !== 'done') return;
+    }
+  }
+
+  /**
+   * Dense run of a task with the selected model: corpus embeddings from cache (or computed and
+   * cached), queries embedded, exact cosine ranking; for image + text queries one run per fusion.
+   */
+  async runDenseTask(taskId = this.taskId) {
+    const s = this.shard;
+    const task = s?.summary.manifest.tasks.find((t) => t.id === taskId);
+    const spec = this.denseSpec;
+    if (!s || !task || !spec) return;
+    const job = new Job(`Dense retrieval with ${spec.label ?? spec.id}`);
+    this.job = job;
+    this.phase = 'running';
+    this.message = null;
+    const t0 = performance.now();
+    try {
+      const docImageRow = new Map(s.docs.filter((d) => d.image).map((d) => [d.image!, d.id]));
+      const settings: DenseSettings = {
+        spec,
+        device: this.denseDevice,
+        dtype: this.denseDtype,
+        textWeight: this.textWeight,
+        fusion: this.fusionMode,
+        depth: this.depth,
+        simulateWebGpuFailure: this.simulateWebGpuFailure,
+      };
+      const out = await denseTask({
+        shardHash: s.summary.hash,
+        task,
+        queries: s.queries.filter((q) => q.task === taskId),
+        docImageRow,
+        settings,
+        job: { signal: job.signal, onProgress: job.onProgress },
+        onEncoder: (e) => (this.encoder = e),
+      });
+      this.encoder = out.encoder;
+      let last: RunResult | null = null;
+      for (const r of out.runs) {
+        const run: Run = new Map();
+        for (const l of r.lists)
+          run.set(
+            l.queryId,
+            l.docIds.map((docId, i) => ({ docId, score: l.scores[i] })),
+          );
+        const config: RetrieverConfig = {
+          kind: 'dense',
+          modelId: spec.id,
+          revision: spec.revision,
+          dtype: out.encoder.dtype,
+          device: out.encoder.device,
+          ...(r.fusion
+            ? {
+                fusion: {
+                  mode: r.fusion.mode,
+                  textWeight: r.fusion.mode === 'score' ? r.fusion.textWeight : 0.5,
+                },
+              }
+            : {}),
+        };
+        last = await this.addRun(
+          {
+            id: newRunId(),
+            name: `${spec.label ?? spec.id}${r.fusion ? (r.fusion.mode === 'score' ? ` · score fusion ${r.fusion.textWeight}` : ' · feature fusion') : ''}`,
+            shardHash: s.summary.hash,
+            shardName: s.summary.name,
+            taskId,
+            config,
+            depth: this.depth,
+            createdAt: new Date().toISOString(),
+            ms: performance.now() - t0,
+            tag: runTag(config),
+          },
+          run,
+        );
+      }
+      const computed = out.embedded.reduce((a, e) => a + e.computedBatches, 0);
+      const reused = out.embedded.reduce((a, e) => a + e.reusedBatches, 0);
+      this.message =
+        `Corpus embeddings: ${reused} batches from cache, ${computed} computed.` +
+        (out.notes.length ? ` ${spec.label ?? spec.id} ${out.notes.join('; ')}.` : '');
+      if (last) this.currentRunId = last.meta.id;
+      this.selectedQueryId = null;
+      this.phase = 'done';
+      performance.mark('loupe:done');
+    } catch (e) {
+      if (isAbortError(e)) {
+        this.message =
+          'Dense run cancelled; the corpus batches embedded so far are kept and reused next time.';
+        this.phase = 'idle';
+      } else this.fail(e, 'Dense retrieval');
+    } finally {
+      if (this.job === job) this.job = null;
     }
   }
 
@@ -308,6 +450,38 @@ export class AppState {
   async adhocSearch(text: string, k = 20) {
     if (!this.shard || this.preparedKey !== this.bm25Key) await this.prepare();
     return searchBm25Adhoc(text, k);
+  }
+
+  /** Ad-hoc dense query (text, image or both) against the selected task's corpus. */
+  async adhocDense(text: string, image: Blob | null, k = 20) {
+    const s = this.shard;
+    const task = this.task;
+    const spec = this.denseSpec;
+    if (!s || !task || !spec) throw new Error('open a shard and pick a model first');
+    const job = new Job(`Searching with ${spec.label ?? spec.id}`);
+    this.job = job;
+    try {
+      return await denseAdhoc({
+        shardHash: s.summary.hash,
+        task,
+        text,
+        image,
+        settings: {
+          spec,
+          device: this.denseDevice,
+          dtype: this.denseDtype,
+          textWeight: this.textWeight,
+          fusion: 'both',
+          depth: k,
+          simulateWebGpuFailure: this.simulateWebGpuFailure,
+        },
+        k,
+        job: { signal: job.signal, onProgress: job.onProgress },
+        onEncoder: (e) => (this.encoder = e),
+      });
+    } finally {
+      if (this.job === job) this.job = null;
+    }
   }
 
   explain(text: string, docId: string) {
@@ -483,7 +657,7 @@ export class AppState {
         params,
         inputs: picked.map((r) => r.meta.id),
       };
-      const result = await this.#addRun(
+      const result = await this.addRun(
         {
           id: newRunId(),
           name: `${fusionLabel(d)} (${picked.map((r) => r.meta.name).join(' + ')})`,
@@ -520,7 +694,7 @@ export class AppState {
   }
 
   /** Scores a run, stores it in IndexedDB and lists it first. */
-  async #addRun(meta: RunMeta, run: Run): Promise<RunResult> {
+  async addRun(meta: RunMeta, run: Run): Promise<RunResult> {
     const result: RunResult = { meta, run, report: this.#report(meta, run) };
     await (await openShardStore()).putArtifact(meta.shardHash, 'run', meta.id, encodeRun(meta, run));
     this.runs = [result, ...this.runs];
@@ -590,7 +764,7 @@ export class AppState {
       tag = firstLine?.trim().split(/\s+/)[5] ?? '';
       const depth = Math.max(...[...run.values()].map((l) => l.length));
       const config: RetrieverConfig = { kind: 'import', fileName: file.name, tag };
-      const result = await this.#addRun(
+      const result = await this.addRun(
         {
           id: newRunId(),
           name: `${file.name} · ${taskId}`,

@@ -1,0 +1,246 @@
+// Dense retrieval for a task: the corpus is embedded once per (shard, model, dtype, part) in the
+// encoder worker (cached in IndexedDB, resumable), queries are embedded, and the retrieval worker
+// ranks by exact cosine. Image + text queries are scored with score fusion and/or feature fusion.
+import type { Query, TaskInfo } from '../core/types';
+import { fuseFeatures } from '../core/dense';
+import { supportsPart, type Dtype, type EmbedPart, type ModelSpec } from '../core/models';
+import type { Device } from '../adapters/backend';
+import { openShardStore } from '../adapters/shard-store';
+import {
+  embedCorpus,
+  embedImages,
+  embedTexts,
+  loadEncoder,
+  type LoadedEncoder,
+} from '../adapters/encoder-client';
+import { runDense, setDenseDocs } from '../adapters/retrieval-client';
+import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
+import type { JobOptions } from '../adapters/worker-client';
+
+export interface DenseSettings {
+  spec: ModelSpec;
+  device: 'auto' | Device;
+  dtype: 'auto' | Dtype;
+  /** Text weight of score fusion (image weight = 1 − it). */
+  textWeight: number;
+  /** Which fusions to run for queries that have a text and an image. */
+  fusion: 'both' | 'score' | 'feature';
+  depth: number;
+  /** Debug switch (URL `simulate-webgpu-failure=1`): make the WebGPU attempt fail, to see the fallback. */
+  simulateWebGpuFailure?: boolean;
+}
+
+/** What a model can do with a task: which query and document parts it uses, and what it ignores. */
+export function densePlan(spec: ModelSpec, task: TaskInfo) {
+  const wantQuery: EmbedPart[] =
+    task.queryModality === 'image+text' ? ['text', 'image'] : [task.queryModality];
+  const wantDocs: EmbedPart[] =
+    task.corpusModality === 'image+text' ? ['text', 'image'] : [task.corpusModality];
+  const queryParts = wantQuery.filter((p) => supportsPart(spec, p));
+  let docParts = wantDocs.filter((p) => supportsPart(spec, p));
+  const notes: string[] = [];
+  // A text-only encoder ranks an image task by the documents' text, as BM25 does.
+  if (docParts.length === 0) {
+    docParts = ['text'];
+    notes.push(`ranks documents by their text: ${spec.label ?? spec.id} has no image tower`);
+  }
+  if (queryParts.length < wantQuery.length)
+    notes.push(
+      queryParts.length
+        ? 'uses the query text only (no image tower)'
+        : 'cannot embed this task’s image-only queries',
+    );
+  return { queryParts, docParts, notes, canRun: queryParts.length > 0 };
+}
+
+export interface DenseOutcome {
+  encoder: LoadedEncoder;
+  /** One ranked-list set per fusion strategy run (a single one when no query has two parts). */
+  runs: { fusion?: QueryFusion; lists: Awaited<ReturnType<typeof runDense>> }[];
+  embedded: { part: EmbedPart; computedBatches: number; reusedBatches: number; missing: number }[];
+  notes: string[];
+}
+
+/** Loads the model (WebGPU or WASM with the reason), embeds what is missing, and ranks the task's queries. */
+export function denseTask(args: DenseTaskArgs): Promise<DenseOutcome> {
+  return denseTaskWith(args, null);
+}
+
+interface DenseTaskArgs {
+  shardHash: string;
+  task: TaskInfo;
+  queries: Query[];
+  docImageRow?: Map<string, string>;
+  settings: DenseSettings;
+  job: JobOptions;
+  onEncoder?: (e: LoadedEncoder) => void;
+}
+
+async function denseTaskWith(args: DenseTaskArgs, adhocImage: Blob | null): Promise<DenseOutcome> {
+  const { spec } = args.settings;
+  const plan = densePlan(spec, args.task);
+  if (!plan.canRun) throw new Error(`${spec.label ?? spec.id} ${plan.notes.join('; ')}`);
+  const encoder = await loadEncoder(spec, {
+    device: args.settings.device,
+    dtype: args.settings.dtype,
+    simulateWebGpuFailure: args.settings.simulateWebGpuFailure,
+    ...args.job,
+  });
+  args.onEncoder?.(encoder);
+  // An explicit dtype and device keep the embedding key stable, so stored batches are reused.
+  const load = { device: encoder.device, dtype: encoder.dtype };
+
+  const parts = new Map<EmbedPart, Awaited<ReturnType<typeof embedCorpus>>>();
+  for (const part of plan.docParts)
+    parts.set(
+      part,
+      await embedCorpus({ shardHash: args.shardHash, spec, part, batchSize: 32, load }, args.job),
+    );
+  const first = parts.values().next().value!;
+  const dim = first.dim;
+  const docIds = first.docIds;
+  let matrix: Float32Array;
+  let missing: string[];
+  if (parts.size === 1) {
+    matrix = first.embeddings;
+    missing = first.missing;
+  } else {
+    // An image + text document is one vector: the normalised sum of its two parts (or the one it has).
+    const t = parts.get('text')!;
+    const v = parts.get('image')!;
+    const tMiss = new Set(t.missing);
+    const vMiss = new Set(v.missing);
+    matrix = new Float32Array(docIds.length * dim);
+    missing = [];
+    docIds.forEach((id, i) => {
+      const tr = t.embeddings.subarray(i * dim, (i + 1) * dim);
+      const vr = v.embeddings.subarray(i * dim, (i + 1) * dim);
+      if (tMiss.has(id) && vMiss.has(id)) missing.push(id);
+      else matrix.set(tMiss.has(id) ? vr : vMiss.has(id) ? tr : fuseFeatures(tr, vr), i * dim);
+    });
+  }
+  const key = [...parts.values()].map((p) => p.key).join('+');
+  const embedded = [...parts].map(([part, r]) => ({
+    part,
+    computedBatches: r.computedBatches,
+    reusedBatches: r.reusedBatches,
+    missing: r.missing.length,
+  }));
+  // Rows of the document images, so a query image that is a corpus image is not embedded twice.
+  const imageRows = parts.get('image');
+  const imageRowOf = new Map<string, number>();
+  if (imageRows && args.docImageRow)
+    for (const [path, docId] of args.docImageRow) {
+      const i = imageRows.docIds.indexOf(docId);
+      if (i >= 0 && !imageRows.missing.includes(docId)) imageRowOf.set(path, i);
+    }
+  const imageCopy = imageRows ? imageRows.embeddings.slice() : null;
+  await setDenseDocs(key, matrix, dim, docIds, missing);
+
+  const qs = args.queries;
+  const q: DenseQueries = {
+    ids: qs.map((x) => x.id),
+    dim,
+    text: null,
+    image: null,
+    hasText: new Uint8Array(qs.length),
+    hasImage: new Uint8Array(qs.length),
+    exclude: qs.map((x) => x.excludeIds),
+  };
+  if (plan.queryParts.includes('text')) {
+    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
+    const vecs = await embedTexts(
+      idx.map((i) => qs[i].text),
+      'query',
+      args.job,
+    );
+    q.text = new Float32Array(qs.length * dim);
+    idx.forEach((qi, j) => {
+      q.text!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
+      q.hasText[qi] = 1;
+    });
+  }
+  if (plan.queryParts.includes('image')) {
+    q.image = new Float32Array(qs.length * dim);
+    const store = await openShardStore();
+    const todo: number[] = [];
+    if (adhocImage) {
+      const vec = await embedImages([adhocImage], args.job);
+      q.image.set(vec.subarray(0, dim), 0);
+      q.hasImage[0] = 1;
+    }
+    qs.forEach((x, i) => {
+      if (!x.image) return;
+      const row = imageRowOf.get(x.image);
+      if (row !== undefined && imageCopy) {
+        q.image!.set(imageCopy.subarray(row * dim, (row + 1) * dim), i * dim);
+        q.hasImage[i] = 1;
+      } else todo.push(i);
+    });
+    if (todo.length) {
+      const blobs = await Promise.all(todo.map((i) => store.getImage(args.shardHash, qs[i].image!)));
+      const ok = todo.filter((_, j) => blobs[j]);
+      const vecs = await embedImages(
+        blobs.filter((b): b is Blob => !!b),
+        args.job,
+      );
+      ok.forEach((qi, j) => {
+        q.image!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
+        q.hasImage[qi] = 1;
+      });
+    }
+  }
+
+  const twoParts = qs.some((_, i) => q.hasText[i] && q.hasImage[i]);
+  const fusions: (QueryFusion | undefined)[] = !twoParts
+    ? [undefined]
+    : args.settings.fusion === 'both'
+      ? [{ mode: 'score', textWeight: args.settings.textWeight }, { mode: 'feature' }]
+      : args.settings.fusion === 'score'
+        ? [{ mode: 'score', textWeight: args.settings.textWeight }]
+        : [{ mode: 'feature' }];
+  const runs: DenseOutcome['runs'] = [];
+  for (const fusion of fusions)
+    runs.push({
+      fusion,
+      lists: await runDense(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job),
+    });
+  return { encoder, runs, embedded, notes: plan.notes };
+}
+
+/**
+ * One ad-hoc query (text, image or both) against a task's corpus with a dense model. The corpus
+ * comes from the embedding cache (computed once if needed). With both parts, both fusions are
+ * returned so the UI can show them side by side.
+ */
+export async function denseAdhoc(args: {
+  shardHash: string;
+  task: TaskInfo;
+  text: string;
+  image: Blob | null;
+  settings: DenseSettings;
+  k: number;
+  job: JobOptions;
+  onEncoder?: (e: LoadedEncoder) => void;
+}) {
+  const hasImage = !!args.image && supportsPart(args.settings.spec, 'image');
+  const hasText = !!args.text.trim();
+  if (!hasText && !hasImage)
+    throw new Error(
+      args.image ? `${args.settings.spec.label ?? args.settings.spec.id} cannot embed images` : 'empty query',
+    );
+  const query: Query = { id: 'adhoc', text: hasText ? args.text : '', task: args.task.id, meta: {} };
+  // The image goes in through a one-off path the task plan cannot know; embed it here.
+  const task: TaskInfo = {
+    ...args.task,
+    queryModality: hasText && hasImage ? 'image+text' : hasImage ? 'image' : 'text',
+  };
+  const out = await denseTaskWith(
+    { ...args, task, queries: [query], settings: { ...args.settings, depth: args.k, fusion: 'both' } },
+    hasImage ? args.image : null,
+  );
+  return out.runs.map((r) => ({
+    fusion: r.fusion,
+    hits: r.lists[0].docIds.map((docId, i) => ({ docId, score: r.lists[0].scores[i] })),
+  }));
+}

@@ -1,0 +1,131 @@
+// Dense and CLIP retrieval through the UI, with the generated models (random weights: the numbers
+// exercise the pipeline, not retrieval quality).
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { launch, pageErrors, type Session } from './browser';
+import { DATA_DIR } from '../paths';
+import { parseRun } from '../../src/lib/core/trec';
+
+const baseUrl = inject('baseUrl');
+
+async function phase(page: Page, ...phases: string[]) {
+  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
+    timeout: 300_000,
+  });
+}
+
+async function downloadText(page: Page, testId: string) {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
+  return readFileSync(await dl.path(), 'utf8');
+}
+
+describe('dense retrieval in the UI', () => {
+  let s: Session;
+  const offsite: string[] = [];
+  beforeAll(async () => {
+    s = await launch();
+    s.page.on('request', (r) => {
+      if (
+        !r.url().startsWith('http://127.0.0.1') &&
+        !r.url().startsWith('blob:') &&
+        !r.url().startsWith('data:')
+      )
+        offsite.push(r.url());
+    });
+  });
+  afterAll(async () => {
+    await s?.dispose();
+  });
+
+  test('vqa-rad with generated CLIP: image+text queries with score and feature fusion, image-to-image with exclusions', async () => {
+    const { page } = s;
+    await page.goto(
+      `${baseUrl}/?shard=/shards/vqa-rad/&task=image-question-to-passage&retriever=dense&model=loupe-test/clip-tiny-random&device=wasm&dtype=fp32&run=1`,
+    );
+    await phase(page, 'done', 'error');
+    expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+    // Backend shown: WASM, fp32, threads (cross-origin isolated → 2), the model.
+    const backend = await page.locator('[data-testid="backend"]').innerText();
+    expect(backend).toMatch(/WASM · fp32 · 2 threads · loupe-test\/clip-tiny-random/);
+    // Both fusion strategies ran: two runs with different configurations.
+    const names = await page.locator('[data-testid="run-name"]').allInnerTexts();
+    expect(names.some((n) => n.includes('score fusion 0.5'))).toBe(true);
+    expect(names.some((n) => n.includes('feature fusion'))).toBe(true);
+    const feature = parseRun(await downloadText(page, 'export-run'), 'run.trec');
+    expect(feature.size).toBe(451);
+    const sidecar = JSON.parse(await downloadText(page, 'export-sidecar'));
+    expect(sidecar.config).toMatchObject({
+      kind: 'dense',
+      modelId: 'loupe-test/clip-tiny-random',
+      dtype: 'fp32',
+      device: 'wasm',
+    });
+    expect(sidecar.config.fusion.mode).toBe('feature');
+    // The first run computed the corpus embeddings; the message says what came from cache.
+    expect(await page.locator('[data-testid="message"]').innerText()).toMatch(/batches from cache/);
+
+    // text-to-image ranks the document images: the image part of the corpus is embedded now.
+    await page.selectOption('[data-testid="task-select"]', 'text-to-image');
+    await page.click('[data-testid="run-task"]');
+    await phase(page, 'done');
+    expect(parseRun(await downloadText(page, 'export-run'), 'run.trec').size).toBe(64);
+
+    // image-to-image: image-only queries; each query's own image is excluded from its ranking.
+    await page.selectOption('[data-testid="task-select"]', 'image-to-image');
+    await page.click('[data-testid="run-task"]');
+    await phase(page, 'done');
+    const i2i = parseRun(await downloadText(page, 'export-run'), 'run.trec');
+    expect(i2i.size).toBe(60);
+    const queries = readFileSync(join(DATA_DIR, 'vqa-rad/queries.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((q) => q.task === 'image-to-image');
+    for (const q of queries) {
+      const ranked = i2i.get(q._id)!.map((d) => d.docId);
+      expect(ranked.length).toBe(100);
+      for (const x of q.exclude_ids) expect(ranked).not.toContain(x);
+    }
+    // The image embeddings of text-to-image are reused: nothing computed.
+    expect(await page.locator('[data-testid="message"]').innerText()).toMatch(/, 0 computed/);
+
+    // Ad-hoc: text + an X-ray, two columns side by side.
+    await page.fill('[data-testid="adhoc-input"]', 'is there a pneumothorax?');
+    await page.setInputFiles(
+      '[data-testid="adhoc-image"]',
+      join(DATA_DIR, 'vqa-rad/images/synpic100132.jpg'),
+    );
+    await page.click('[data-testid="adhoc-submit"]');
+    await expect
+      .poll(() => page.locator('[data-testid="adhoc-column"]').count(), { timeout: 120_000 })
+      .toBe(2);
+    expect(await page.locator('[data-testid="adhoc-column"] h3').allTextContents()).toEqual([
+      'score fusion (text weight 0.5)',
+      'feature fusion',
+    ]);
+    expect(await page.locator('[data-testid="adhoc-column"]').first().locator('li').count()).toBe(20);
+    expect(offsite).toEqual([]);
+    expect(pageErrors(page).join('\n')).toBe('');
+  });
+
+  test('medquad with the generated bert-tiny encoder; a forced WebGPU failure falls back to WASM with the reason', async () => {
+    const { page } = s;
+    await page.goto(
+      `${baseUrl}/?shard=/shards/medquad/&retriever=dense&model=loupe-test/bert-tiny-random&device=webgpu&dtype=fp32&simulate-webgpu-failure=1&run=1`,
+    );
+    await phase(page, 'done', 'error');
+    expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+    expect(await page.getAttribute('[data-testid="backend"]', 'data-device')).toBe('wasm');
+    expect(await page.locator('[data-testid="fallback-reason"]').innerText()).toMatch(
+      /fell back to WASM: .+/,
+    );
+    const run = parseRun(await downloadText(page, 'export-run'), 'run.trec');
+    expect(run.size).toBe(1000);
+    const metrics = JSON.parse(await downloadText(page, 'export-json'));
+    expect(metrics.queries).toBe(1000);
+    expect(metrics.overall.ndcg_cut_10).toBeGreaterThanOrEqual(0);
+    expect(offsite).toEqual([]);
+  });
+});
