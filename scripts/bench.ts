@@ -4,6 +4,8 @@
 //
 //   npm run bench -- --shard ../shared/data/medquad [--task T] [--retriever bm25] [--k1 0.9] [--b 0.4]
 //                    [--depth 100] [--out bench-results] [--no-build]
+//   npm run bench -- --shard ../shared/data/vqa-rad --retriever dense --model loupe-test/clip-tiny-random
+//                    [--device auto|webgpu|wasm] [--dtype fp32|q8|…] [--fusion both|score|feature] [--alpha 0.5]
 import { build, preview } from 'vite';
 import { chromium, type Page } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
@@ -23,6 +25,11 @@ const { values: args } = parseArgs({
     k1: { type: 'string' },
     b: { type: 'string' },
     depth: { type: 'string', default: '100' },
+    model: { type: 'string' },
+    device: { type: 'string', default: 'auto' },
+    dtype: { type: 'string', default: 'auto' },
+    fusion: { type: 'string', default: 'both' },
+    alpha: { type: 'string', default: '0.5' },
     out: { type: 'string', default: 'bench-results' },
     'no-build': { type: 'boolean', default: false },
   },
@@ -32,8 +39,18 @@ if (!args.shard) {
   console.error('usage: npm run bench -- --shard <folder or URL> [--task T] [--retriever bm25]');
   process.exit(2);
 }
-if (args.retriever !== 'bm25') {
-  console.error(`unknown retriever '${args.retriever}': this build has bm25`);
+if (args.retriever !== 'bm25' && args.retriever !== 'dense') {
+  console.error(`unknown retriever '${args.retriever}': use bm25 or dense`);
+  process.exit(2);
+}
+const registry = JSON.parse(
+  readFileSync(resolve(import.meta.dirname, '../models/registry.json'), 'utf8'),
+) as {
+  models: { id: string; kind: string; local?: boolean }[];
+};
+const model = args.retriever === 'dense' ? registry.models.find((m) => m.id === args.model) : undefined;
+if (args.retriever === 'dense' && !model) {
+  console.error(`--model must be one of: ${registry.models.map((m) => m.id).join(', ')}`);
   process.exit(2);
 }
 
@@ -101,6 +118,16 @@ async function saveDownload(p: Page, testId: string, file: string) {
 const common: Record<string, string> = { shard: shardUrl, depth: args.depth! };
 if (args.k1) common.k1 = args.k1;
 if (args.b) common.b = args.b;
+if (model) {
+  Object.assign(common, {
+    retriever: 'dense',
+    model: model.id,
+    device: args.device!,
+    dtype: args.dtype!,
+    fusion: args.fusion!,
+    alpha: args.alpha!,
+  });
+}
 
 try {
   // Cold start: import the shard from its URL, build and cache the BM25 index.
@@ -113,9 +140,10 @@ try {
       queryModality: (o.textContent ?? '').includes('(image →') ? 'image' : 'text',
     })),
   );
-  const selected = args.task
-    ? tasks.filter((t) => t.id === args.task)
-    : tasks.filter((t) => t.queryModality !== 'image');
+  // BM25 and text encoders cannot rank image-only queries; CLIP-style models can.
+  const canRun = (t: { queryModality: string }) =>
+    t.queryModality !== 'image' || (!!model && model.kind !== 'text');
+  const selected = args.task ? tasks.filter((t) => t.id === args.task) : tasks.filter(canRun);
   if (args.task && selected.length === 0)
     throw new Error(`task '${args.task}' not in shard (has: ${tasks.map((t) => t.id).join(', ')})`);
 
@@ -123,58 +151,68 @@ try {
   const shown = ['ndcg_cut_10', 'recall_10', 'recall_100', 'recip_rank', 'map', 'P_10'];
   const lines: string[] = [];
   for (const task of selected) {
-    const outDir = resolve(args.out!, `${basename(shardPath)}-${task.id}-${args.retriever}`);
-    mkdirSync(outDir, { recursive: true });
     const doneAt = await visit({ ...common, task: task.id, run: '1' }, ['done']);
     const t0 = await page.evaluate(() => performance.getEntriesByName('loupe:ready').at(-1)?.startTime ?? 0);
-    await saveDownload(page, 'export-run', join(outDir, 'run.trec'));
-    await saveDownload(page, 'export-qrels', join(outDir, 'qrels.trec'));
-    await saveDownload(page, 'export-json', join(outDir, 'metrics.json'));
-    await saveDownload(page, 'export-csv', join(outDir, 'metrics.csv'));
-    const ui = JSON.parse(readFileSync(join(outDir, 'metrics.json'), 'utf8'));
+    // One visit can make several runs (image + text queries: score fusion and feature fusion).
+    const rows = page.locator(`[data-testid="runs-table"] tbody tr[data-task="${task.id}"]`);
+    const names = await rows.locator('[data-testid="run-name"]').allInnerTexts();
+    for (let r = 0; r < names.length; r++) {
+      await rows.nth(r).locator('[data-testid="run-name"]').click();
+      const slug = names[r].replace(/[^\w.-]+/g, '_').replace(/^_+|_+$/g, '');
+      const outDir = resolve(
+        args.out!,
+        `${basename(shardPath)}-${task.id}-${args.retriever}`,
+        names.length > 1 ? slug : '',
+      );
+      mkdirSync(outDir, { recursive: true });
+      await saveDownload(page, 'export-run', join(outDir, 'run.trec'));
+      await saveDownload(page, 'export-sidecar', join(outDir, 'run.json'));
+      await saveDownload(page, 'export-qrels', join(outDir, 'qrels.trec'));
+      await saveDownload(page, 'export-json', join(outDir, 'metrics.json'));
+      await saveDownload(page, 'export-csv', join(outDir, 'metrics.csv'));
+      const ui = JSON.parse(readFileSync(join(outDir, 'metrics.json'), 'utf8'));
 
-    // Independent check: parse the exported files from disk and score them again.
-    const qrels = parseQrels(readFileSync(join(outDir, 'qrels.trec'), 'utf8'), 'qrels.trec');
-    const run = parseRun(readFileSync(join(outDir, 'run.trec'), 'utf8'), 'run.trec');
-    const again = evaluate(qrels, run, measures, { complete: true }).all;
-    let worst = 0;
-    for (const m of measures) worst = Math.max(worst, Math.abs((again[m] ?? 0) - (ui.overall[m] ?? 0)));
-    let trecEvalNote = 'no trec_eval binary (set TREC_EVAL=/path/to/trec_eval to compare)';
-    if (process.env.TREC_EVAL) {
-      const out = execFileSync(
-        process.env.TREC_EVAL,
-        [
-          '-c',
-          '-m',
-          'ndcg_cut.10',
-          '-m',
-          'recall.100',
-          '-m',
-          'recip_rank',
-          join(outDir, 'qrels.trec'),
-          join(outDir, 'run.trec'),
-        ],
-        { encoding: 'utf8' },
+      // Independent check: parse the exported files from disk and score them again.
+      const qrels = parseQrels(readFileSync(join(outDir, 'qrels.trec'), 'utf8'), 'qrels.trec');
+      const run = parseRun(readFileSync(join(outDir, 'run.trec'), 'utf8'), 'run.trec');
+      const again = evaluate(qrels, run, measures, { complete: true }).all;
+      let worst = 0;
+      for (const m of measures) worst = Math.max(worst, Math.abs((again[m] ?? 0) - (ui.overall[m] ?? 0)));
+      let trecEvalNote = 'no trec_eval binary (set TREC_EVAL=/path/to/trec_eval to compare)';
+      if (process.env.TREC_EVAL) {
+        const args = ['-c', '-m', 'ndcg_cut.10', '-m', 'recall.100', '-m', 'recip_rank'];
+        const out = execFileSync(
+          process.env.TREC_EVAL,
+          [...args, join(outDir, 'qrels.trec'), join(outDir, 'run.trec')],
+          {
+            encoding: 'utf8',
+          },
+        );
+        const te = Object.fromEntries(
+          out
+            .trim()
+            .split('\n')
+            .map((l) => l.split(/\s+/))
+            .map(([m, , v]) => [m, Number(v)]),
+        );
+        const diffs = ['ndcg_cut_10', 'recall_100', 'recip_rank'].map((m) => Math.abs(te[m] - ui.overall[m]));
+        trecEvalNote = `trec_eval: max |diff| ${Math.max(...diffs).toExponential(1)} (4-decimal output)`;
+      }
+      lines.push(
+        `${basename(shardPath)} / ${task.id} · ${names[r]} (${ui.queries} queries, run ${((doneAt - t0) / 1000).toFixed(2)} s)`,
+        '  ' + shown.map((m) => `${measureLabel(m).padStart(11)}`).join(''),
+        '  ' + shown.map((m) => `${ui.overall[m].toFixed(4).padStart(11)}`).join(''),
+        `  re-scored from run.trec: max |diff| ${worst.toExponential(1)} · ${trecEvalNote}`,
+        `  files: ${outDir}`,
       );
-      const te = Object.fromEntries(
-        out
-          .trim()
-          .split('\n')
-          .map((l) => l.split(/\s+/))
-          .map(([m, , v]) => [m, Number(v)]),
-      );
-      const diffs = ['ndcg_cut_10', 'recall_100', 'recip_rank'].map((m) => Math.abs(te[m] - ui.overall[m]));
-      trecEvalNote = `trec_eval: max |diff| ${Math.max(...diffs).toExponential(1)} (4-decimal output)`;
+      if (worst > 1e-12) throw new Error(`re-scoring run.trec disagrees with the UI by ${worst}`);
     }
-    lines.push(
-      `${basename(shardPath)} / ${task.id} (${ui.queries} queries, run ${((doneAt - t0) / 1000).toFixed(2)} s)`,
-      '  ' + shown.map((m) => `${measureLabel(m).padStart(11)}`).join(''),
-      '  ' + shown.map((m) => `${ui.overall[m].toFixed(4).padStart(11)}`).join(''),
-      `  re-scored from run.trec: max |diff| ${worst.toExponential(1)} · ${trecEvalNote}`,
-      `  files: ${outDir}`,
-    );
-    if (worst > 1e-12) throw new Error(`re-scoring run.trec disagrees with the UI by ${worst}`);
   }
+  if (model?.local)
+    lines.push(
+      '',
+      `Note: ${model.id} is a generated model with random weights; its numbers test the pipeline, not retrieval.`,
+    );
   console.log(`\nLoupe headless run · ${args.retriever} · ${shardUrl}`);
   console.log(
     `cold start to ready ${(coldMs / 1000).toFixed(2)} s · warm start to ready ${(warmMs / 1000).toFixed(2)} s\n`,
