@@ -6,6 +6,9 @@
 //                    [--depth 100] [--out bench-results] [--no-build]
 //   npm run bench -- --shard ../shared/data/vqa-rad --retriever dense --model loupe-test/clip-tiny-random
 //                    [--device auto|webgpu|wasm] [--dtype fp32|q8|…] [--fusion both|score|feature] [--alpha 0.5]
+//   npm run bench -- --shard ../shared/data/vqa-rad --task text-to-image \
+//                    --compare 'bm25(k1=0.9,b=0.4);dense(model=loupe-test/clip-tiny-random,dtype=fp32)' [--fuse 'rrf(k=60)']
+//     runs (or reuses) each retriever through the UI's permalink and prints the UI's comparison table.
 import { build, preview } from 'vite';
 import { chromium, type Page } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
@@ -30,6 +33,8 @@ const { values: args } = parseArgs({
     dtype: { type: 'string', default: 'auto' },
     fusion: { type: 'string', default: 'both' },
     alpha: { type: 'string', default: '0.5' },
+    compare: { type: 'string' },
+    fuse: { type: 'string' },
     out: { type: 'string', default: 'bench-results' },
     'no-build': { type: 'boolean', default: false },
   },
@@ -68,6 +73,7 @@ const shardPath = isUrl ? args.shard : `/shards/${basename(resolve(args.shard))}
 const root = resolve(import.meta.dirname, '..');
 
 if (!args['no-build'] || !existsSync(join(root, 'dist/index.html'))) {
+  // --no-build reuses dist/: only for repeated runs right after a build (dist may be stale otherwise).
   console.log('building the site…');
   await build({ root, logLevel: 'warn' });
 }
@@ -129,7 +135,42 @@ if (model) {
   });
 }
 
+/** --compare: the UI's comparison of several retrievers on one task, printed as the UI shows it. */
+async function compareMode() {
+  if (!args.task) throw new Error('--compare needs --task');
+  const q: Record<string, string> = {
+    shard: shardUrl,
+    task: args.task,
+    runs: args.compare!,
+    compare: '1',
+    depth: args.depth!,
+  };
+  if (args.fuse) q.fuse = args.fuse;
+  await visit(q, ['done']);
+  await page.waitForSelector('[data-testid="comparison-table"], [data-testid="message"]', {
+    timeout: 30 * 60_000,
+  });
+  await page.waitForFunction(() => performance.getEntriesByName('loupe:compared').length > 0, null, {
+    timeout: 30 * 60_000,
+  });
+  const table = await page.$$eval('[data-testid="comparison-table"] tr', (trs) =>
+    trs.map((tr) => [...tr.querySelectorAll('th, td')].map((c) => (c.textContent ?? '').trim())),
+  );
+  const link = await page.inputValue('[data-testid="permalink"]').catch(() => '');
+  const widths = table[0].map((_, i) => Math.max(...table.map((r) => (r[i] ?? '').length)));
+  console.log(`\nLoupe comparison · ${args.task} · ${shardUrl}\n`);
+  for (const r of table)
+    console.log(r.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  '));
+  const message = await page.locator('[data-testid="message"]').allInnerTexts();
+  if (message.length) console.log(`\n${message.join('\n')}`);
+  console.log(`\npermalink (this server): ${link}`);
+}
+
 try {
+  if (args.compare) {
+    await compareMode();
+    process.exit(0);
+  }
   // Cold start: import the shard from its URL, build and cache the BM25 index.
   const coldMs = await visit(common, ['ready']);
   // Warm start: the same page again — shard and index come from IndexedDB.

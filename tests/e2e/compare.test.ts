@@ -1,7 +1,8 @@
 // Benchmark mode in Chromium: several runs on one task, fused, compared with CIs and tests, plotted.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
 
@@ -80,5 +81,100 @@ describe('comparing runs', () => {
       .locator('[data-testid="compare"]')
       .screenshot({ path: resolve(import.meta.dirname, '../../docs/compare.png') });
     expect(pageErrors(page).join('\n')).toBe('');
+  });
+
+  test('a permalink runs BM25, a text encoder, CLIP (score and feature fusion) and RRF on every vqa-rad task and compares them', async () => {
+    const { page } = s;
+    const runs = [
+      'bm25(k1=0.9,b=0.4)',
+      'dense(model=loupe-test/bert-tiny-random,dtype=fp32,device=wasm,fusion=both)',
+      'dense(model=loupe-test/clip-tiny-random,dtype=fp32,device=wasm,fusion=both,alpha=0.7)',
+    ].join(';');
+    const expected: Record<string, { runs: number; organ: boolean }> = {
+      // BM25, bert (text only), CLIP score + feature, RRF of the four.
+      'image-question-to-passage': { runs: 5, organ: true },
+      // BM25, bert, CLIP, RRF.
+      'text-to-image': { runs: 4, organ: false },
+      // Only CLIP can rank image-only queries: CLIP, and nothing to fuse it with.
+      'image-to-image': { runs: 1, organ: true },
+    };
+    let link = '';
+    for (const [task, want] of Object.entries(expected)) {
+      const q = new URLSearchParams({
+        shard: '/shards/vqa-rad/',
+        task,
+        runs,
+        fuse: 'rrf(k=60)',
+        compare: '1',
+      });
+      await page.goto(`${baseUrl}/?${q}`);
+      await phase(page, 'done', 'error');
+      expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+      if (want.runs < 2) {
+        expect(await page.locator('[data-testid="message"]').innerText()).toMatch(
+          /Not run on image-to-image/,
+        );
+        continue;
+      }
+      await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 120_000 });
+      const rows = page.locator('[data-testid="comparison-table"] tr[data-measure="ndcg_cut_10"]');
+      expect(await rows.count()).toBe(want.runs);
+      for (const m of await rows.locator('[data-testid="mean"]').allInnerTexts()) {
+        const [mean, lo, hi] = m.match(/[0-9.]+/g)!.map(Number);
+        expect(lo).toBeLessThanOrEqual(mean);
+        expect(hi).toBeGreaterThanOrEqual(mean);
+      }
+      expect(
+        await page.locator('[data-testid="facet-comparison"] tr[data-scope="organ=chest"]').count(),
+      ).toBe(want.organ ? 1 : 0);
+      await expect
+        .poll(() => page.locator('[data-testid="chart"] svg').count(), { timeout: 60_000 })
+        .toBeGreaterThanOrEqual(4);
+      if (task === 'image-question-to-passage') {
+        link = await page.inputValue('[data-testid="permalink"]');
+        await page.locator('[data-testid="compare"]').screenshot({
+          path: resolve(import.meta.dirname, '../../docs/compare.png'),
+        });
+      }
+    }
+
+    // The link the UI offers reopens the same comparison from stored runs (nothing is recomputed).
+    await page.goto(link);
+    await phase(page, 'done');
+    await page.waitForSelector('[data-testid="comparison-table"]');
+    expect(
+      await page.locator('[data-testid="comparison-table"] tr[data-measure="ndcg_cut_10"]').count(),
+    ).toBe(5);
+    expect(await page.locator('[data-testid="run-name"]').count()).toBeGreaterThanOrEqual(5);
+    expect(pageErrors(page).join('\n')).toBe('');
+  });
+
+  test('a run exported and imported again compares as identical: difference 0, p = 1', async () => {
+    const { page } = s;
+    await page.goto(`${baseUrl}/?shard=/shards/vqa-rad/&task=text-to-image&runs=bm25(k1=0.9,b=0.4)`);
+    await phase(page, 'done');
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="export-run"]')]);
+    const file = join(mkdtempSync(join(tmpdir(), 'loupe-rt-')), 'bm25.trec');
+    writeFileSync(file, readFileSync(await dl.path()));
+    const rowsOfTask = page.locator('[data-testid="runs-table"] tbody tr[data-task="text-to-image"]');
+    const before = await rowsOfTask.count();
+    const original = await page.locator('[data-testid="runs-table"] tr.current').getAttribute('data-run');
+    await page.setInputFiles('[data-testid="import-run"]', file);
+    await expect.poll(() => rowsOfTask.count()).toBe(before + 1);
+    const imported = await page.locator('[data-testid="runs-table"] tr.current').getAttribute('data-run');
+    expect(imported).not.toBe(original);
+    for (const box of await page.locator('[data-testid="compare-pick"]').all()) await box.uncheck();
+    await page.check(`[data-testid="compare-pick"][data-run="${imported}"]`);
+    await page.check(`[data-testid="compare-pick"][data-run="${original}"]`);
+    await page.check(`[data-testid="baseline-pick"][data-run="${original}"]`);
+    await page.click('[data-testid="compare-run"]');
+    await page.waitForSelector('[data-testid="comparison-table"]');
+    for (const m of ['ndcg_cut_10', 'recall_100', 'recip_rank', 'map', 'P_10']) {
+      const row = page.locator(
+        `[data-testid="comparison-table"] tr[data-measure="${m}"][data-run="${imported}"]`,
+      );
+      expect(await row.locator('[data-testid="diff"]').innerText()).toBe('0.0000 [0.0000, 0.0000]');
+      expect(await row.locator('[data-testid="p-rand"]').innerText()).toBe('1.0000 (1.0000)');
+    }
   });
 });

@@ -30,10 +30,31 @@ import { queryFacets } from '../core/report';
 import type { Comparison } from '../core/compare';
 import { describeFusion, fuse, fusionLabel, type FusionOptions } from '../core/fusion';
 import { compareInWorker, curvesInWorker } from '../adapters/stats-client';
-import { MODEL_REGISTRY, registryModel, type LoadedEncoder } from '../adapters/encoder-client';
+import {
+  MODEL_REGISTRY,
+  RERANKER_REGISTRY,
+  encoderBackend,
+  loadEncoder,
+  registryModel,
+  rerankPairs,
+  rerankerModel,
+  type LoadOptions,
+  type LoadedEncoder,
+} from '../adapters/encoder-client';
+import { pairText, rerankRun as rerankTopN } from '../core/rerank';
 import type { Dtype, ModelSpec } from '../core/models';
 import type { Device } from '../adapters/backend';
 import { denseAdhoc, densePlan, denseTask, type DenseSettings } from './dense';
+import {
+  formatFuseSpec,
+  formatRunSpec,
+  parseFuseSpec,
+  parseRunSpecs,
+  specMatches,
+  specOf,
+  type FuseSpec,
+  type RunSpec,
+} from '../core/permalink';
 
 /** Default BM25 parameters: Pyserini/Anserini's BEIR baselines (Lucene BM25, k1=0.9, b=0.4). */
 export const DEFAULT_BM25: Bm25Params = { k1: 0.9, b: 0.4, lossyLengths: true };
@@ -90,6 +111,9 @@ export class AppState {
   textWeight = $state(0.5);
   fusionMode = $state<'both' | 'score' | 'feature'>('both');
   customModels = $state.raw<ModelSpec[]>([]);
+  /** Reranking settings: cross-encoder (registry id) and how many documents per query it reorders. */
+  rerankModelId = $state(RERANKER_REGISTRY[0]?.id ?? '');
+  rerankTopN = $state(20);
   /** Debug switch from the URL (`simulate-webgpu-failure=1`): WebGPU loads fail, to show the fallback. */
   simulateWebGpuFailure = false;
   /** The encoder in use: model, device, dtype, threads and why (shown in the UI). */
@@ -140,17 +164,28 @@ export class AppState {
     const alpha = Number(params.get('alpha'));
     if (params.has('alpha') && alpha >= 0 && alpha <= 1) this.textWeight = alpha;
     const url = params.get('shard');
-    if (url) {
-      const absolute = new URL(url, location.href).href;
-      const hit = this.cached.find((s) => s.sourceLabel === absolute);
-      if (hit) await this.open(hit.hash);
-      else await this.importFrom({ kind: 'url', url: absolute });
+    const cachedHash = params.get('cached');
+    if (cachedHash && !url) {
+      if (!this.cached.some((c) => c.hash === cachedHash)) {
+        this.message = 'The shard of this link is not cached in this browser; load it first.';
+        return;
+      }
+      await this.open(cachedHash);
+    }
+    if (url || (cachedHash && this.shard)) {
+      if (url) {
+        const absolute = new URL(url, location.href).href;
+        const hit = this.cached.find((s) => s.sourceLabel === absolute);
+        if (hit) await this.open(hit.hash);
+        else await this.importFrom({ kind: 'url', url: absolute });
+      }
       if (!this.shard) return;
       const task = params.get('task');
       if (task && this.shard.summary.manifest.tasks.some((t) => t.id === task)) this.taskId = task;
       await this.prepare();
       // `phase` changed inside the awaits above; TypeScript's narrowing from `= 'idle'` does not know.
-      if (params.get('run') === '1' && (this.phase as AppPhase) === 'ready') await this.runSelected();
+      if (params.has('runs')) await this.openPermalink(params);
+      else if (params.get('run') === '1' && (this.phase as AppPhase) === 'ready') await this.runSelected();
     }
   }
 
@@ -429,6 +464,132 @@ export class AppState {
     }
   }
 
+  /**
+   * Why a run cannot be reranked with a cross-encoder (null when it can): cross-encoders read
+   * (query text, document text) pairs, so the run's task needs text queries and text documents.
+   */
+  rerankBlocker(r: RunResult | null): string | null {
+    const s = this.shard;
+    if (!s || !r) return 'open a shard and pick a run first.';
+    if (RERANKER_REGISTRY.length === 0) return 'the model registry lists no cross-encoder.';
+    const task = s.summary.manifest.tasks.find((t) => t.id === r.meta.taskId);
+    if (!task) return `task ${r.meta.taskId} is not in this shard.`;
+    if (task.queryModality !== 'text' || task.corpusModality !== 'text')
+      return (
+        `cross-encoders read text pairs, and task ${task.id} has ${task.queryModality} queries and ` +
+        `${task.corpusModality} documents.`
+      );
+    return null;
+  }
+
+  /**
+   * Reranks the top N documents of each query of a stored run with a cross-encoder (on the dense
+   * backend setting) into a new stored run; documents below N keep their order after them
+   * (core/rerank.ts). Progress counts (query, document) pairs; cancel stores nothing.
+   */
+  async rerankRun(runId: string, modelId: string, topN: number) {
+    const s = this.shard;
+    const input = this.runs.find((r) => r.meta.id === runId) ?? null;
+    const spec = rerankerModel(modelId);
+    const blocked = this.rerankBlocker(input);
+    if (blocked || !s || !input) {
+      this.message = `Cannot rerank: ${blocked}`;
+      return;
+    }
+    if (!spec) {
+      this.message = `Cannot rerank: ${modelId} is not a cross-encoder of the registry.`;
+      return;
+    }
+    if (!Number.isInteger(topN) || topN < 1) {
+      this.message = 'Cannot rerank: N must be a whole number of at least 1.';
+      return;
+    }
+    const label = spec.label ?? spec.id;
+    const job = new PairsJob(`Reranking with ${label}`);
+    this.job = job;
+    this.phase = 'running';
+    this.message = null;
+    const t0 = performance.now();
+    try {
+      const dtype =
+        this.denseDtype === 'auto' || spec.dtypes.includes(this.denseDtype) ? this.denseDtype : 'auto';
+      const encoder = await loadEncoder(spec, {
+        device: this.denseDevice,
+        dtype,
+        simulateWebGpuFailure: this.simulateWebGpuFailure,
+        signal: job.signal,
+        onProgress: job.onProgress,
+      });
+      this.encoder = encoder;
+      // Later loads (after a cancel or a WebGPU failure) keep what this one chose.
+      const chosen: LoadOptions = { device: encoder.device, dtype: encoder.dtype };
+      const t1 = performance.now();
+      const result = await rerankTopN(input.run, {
+        topN,
+        queryText: (q) => s.queryById.get(q)?.text,
+        docText: (d) => {
+          const doc = s.docById.get(d);
+          return doc ? pairText(doc) : undefined;
+        },
+        score: (q, docs) =>
+          rerankPairs(
+            spec,
+            q.text,
+            docs.map((d) => d.text),
+            { signal: job.signal, load: chosen },
+          ),
+        onProgress: (done, total) => job.pairs(done, total, performance.now() - t1),
+      });
+      // A WebGPU failure during the run moved the model to WASM: record where it really ran.
+      const backend = await encoderBackend().catch(() => null);
+      const config: RetrieverConfig = {
+        kind: 'rerank',
+        modelId: spec.id,
+        revision: spec.revision,
+        dtype: backend?.dtype ?? encoder.dtype,
+        device: backend?.device ?? encoder.device,
+        topN,
+        input: input.meta.id,
+      };
+      const added = await this.addRun(
+        {
+          id: newRunId(),
+          name: `${input.meta.name} · top ${topN} reranked by ${label}`,
+          shardHash: s.summary.hash,
+          shardName: s.summary.name,
+          taskId: input.meta.taskId,
+          config,
+          depth: input.meta.depth,
+          createdAt: new Date().toISOString(),
+          ms: performance.now() - t0,
+          tag: runTag(config),
+        },
+        result.run,
+      );
+      const notes = [
+        result.queriesWithoutText.length
+          ? `${result.queriesWithoutText.length} queries without text kept as they were`
+          : '',
+        result.docsWithoutText
+          ? `${result.docsWithoutText} top-${topN} documents without text kept below the reranked ones`
+          : '',
+      ].filter(Boolean);
+      this.message =
+        `Reranked ${result.pairs.toLocaleString('en')} pairs in ${((performance.now() - t1) / 1000).toFixed(1)} s.` +
+        (notes.length ? ` ${notes.join('; ')}.` : '');
+      this.currentRunId = added.meta.id;
+      this.selectedQueryId = null;
+      this.phase = 'done';
+    } catch (e) {
+      if (isAbortError(e)) {
+        this.message = 'Reranking cancelled; no run was stored.';
+        this.phase = 'idle';
+      } else this.fail(e, 'Reranking');
+    } finally {
+      if (this.job === job) this.job = null;
+    }
+  }
+
   cancelJob() {
     this.job?.cancel();
   }
@@ -565,6 +726,157 @@ export class AppState {
       for (const v of f.values) rows.push(line(f.key, v.value, v.queries, v.means));
     for (const [qid, m] of r.report.perQuery) rows.push(line('query', qid, 1, m));
     return rows.join('\n') + '\n';
+  }
+
+  // ---- permalinks ----
+
+  /**
+   * Reopens a shared comparison: each retriever of `runs=` is taken from the stored runs when one
+   * with the same configuration exists, else run now; `fuse=` fuses them; `compare=1` compares them
+   * against the run at index `baseline` (default 0).
+   */
+  async openPermalink(params: URLSearchParams) {
+    let specs: RunSpec[];
+    let fuseSpec: FuseSpec | null = null;
+    try {
+      specs = parseRunSpecs(params.get('runs') ?? '');
+      if (params.get('fuse')) fuseSpec = parseFuseSpec(params.get('fuse')!);
+    } catch (e) {
+      this.fail(e, 'Reading the link');
+      return;
+    }
+    const ids: string[] = [];
+    const skipped: string[] = [];
+    for (const spec of specs) {
+      // A retriever that cannot serve this task (BM25 or a text encoder on image-only queries) is skipped.
+      const task = this.task;
+      const dense = spec.kind === 'dense' ? (registryModel(spec.model) ?? null) : null;
+      if (
+        task &&
+        (spec.kind === 'bm25'
+          ? task.queryModality === 'image'
+          : dense
+            ? !densePlan(dense, task).canRun
+            : true)
+      ) {
+        skipped.push(formatRunSpec(spec));
+        continue;
+      }
+      let found = this.taskRuns.filter((r) => specMatches(spec, r.meta.config));
+      if (!found.length) {
+        const before = new Set(this.runs.map((r) => r.meta.id));
+        if (spec.kind === 'bm25') {
+          this.retriever = 'bm25';
+          this.bm25 = { ...this.bm25, k1: spec.k1, b: spec.b };
+          await this.runTask();
+        } else {
+          this.retriever = 'dense';
+          this.denseModelId = spec.model;
+          this.denseDtype = spec.dtype as Dtype | 'auto';
+          this.denseDevice = spec.device as Device | 'auto';
+          this.fusionMode = spec.fusion;
+          this.textWeight = spec.alpha;
+          await this.runDenseTask();
+        }
+        if ((this.phase as AppPhase) !== 'done') return;
+        found = this.runs.filter((r) => !before.has(r.meta.id));
+      }
+      // The newest run of each configuration (a dense `both` spec has a score and a feature run).
+      const seen = new Set<string>();
+      for (const r of found) {
+        const key = JSON.stringify(r.meta.config);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        if (!ids.includes(r.meta.id)) ids.push(r.meta.id);
+      }
+    }
+    this.compareIds = ids;
+    if (fuseSpec && ids.length >= 2) {
+      const method = fuseSpec.method;
+      const existing = this.taskRuns.find(
+        (r) =>
+          r.meta.config.kind === 'fusion' &&
+          r.meta.config.method === method &&
+          (fuseSpec.k === undefined || r.meta.config.params.k === fuseSpec.k) &&
+          r.meta.config.inputs.length === ids.length &&
+          r.meta.config.inputs.every((x) => ids.includes(x)),
+      );
+      if (existing) ids.push(existing.meta.id);
+      else {
+        const before = new Set(this.runs.map((r) => r.meta.id));
+        const norm = fuseSpec.normalization ?? 'minmax';
+        await this.fuseRuns(
+          method === 'rrf'
+            ? { method, k: fuseSpec.k ?? 60 }
+            : method === 'linear'
+              ? { method, normalization: norm, weights: ids.map(() => 1 / ids.length) }
+              : { method, normalization: norm },
+        );
+        ids.push(...this.runs.filter((r) => !before.has(r.meta.id)).map((r) => r.meta.id));
+      }
+      this.compareIds = ids;
+    }
+    // baseline=<a runs= spec> or baseline=fuse; default: the first run.
+    const want = params.get('baseline');
+    let baseline: string | undefined;
+    if (want === 'fuse') baseline = ids.at(-1);
+    else if (want) {
+      try {
+        const [spec] = parseRunSpecs(want);
+        baseline = ids.find(
+          (id) => spec && specMatches(spec, this.runs.find((r) => r.meta.id === id)!.meta.config),
+        );
+      } catch {
+        // An unreadable baseline falls back to the first run.
+      }
+    }
+    this.baselineId = baseline ?? ids[0] ?? null;
+    if (ids.length) this.currentRunId = ids[0];
+    this.phase = 'done';
+    if (skipped.length)
+      this.message = `Not run on ${this.taskId} (cannot serve its queries): ${skipped.join('; ')}.`;
+    if (params.get('compare') === '1' && ids.length >= 2) await this.compare();
+  }
+
+  /** A URL that reopens the current comparison (null when a compared run cannot be described). */
+  permalink(): string | null {
+    const s = this.shard;
+    if (!s) return null;
+    const picked = this.taskRuns.filter((r) => this.compareIds.includes(r.meta.id));
+    const specs: string[] = [];
+    let fuse: string | null = null;
+    for (const r of picked) {
+      const c = r.meta.config;
+      if (c.kind === 'fusion') {
+        const k = c.params.k;
+        fuse = formatFuseSpec({
+          method: c.method as FuseSpec['method'],
+          ...(typeof k === 'number' ? { k } : {}),
+        });
+        continue;
+      }
+      const spec = specOf(c);
+      if (!spec) return null;
+      const f = formatRunSpec(spec);
+      if (!specs.includes(f)) specs.push(f);
+    }
+    const u = new URL(location.origin + location.pathname);
+    // A URL shard reopens anywhere; a folder or zip shard only where it is cached (by content hash).
+    if (/^https?:\/\//.test(s.summary.sourceLabel)) u.searchParams.set('shard', s.summary.sourceLabel);
+    else u.searchParams.set('cached', s.summary.hash);
+    u.searchParams.set('task', this.taskId);
+    u.searchParams.set('runs', specs.join(';'));
+    if (fuse) u.searchParams.set('fuse', fuse);
+    const base = picked.find((r) => r.meta.id === this.baselineId);
+    if (base) {
+      const spec = specOf(base.meta.config);
+      u.searchParams.set(
+        'baseline',
+        spec ? formatRunSpec(spec) : base.meta.config.kind === 'fusion' ? 'fuse' : '',
+      );
+    }
+    u.searchParams.set('compare', '1');
+    return u.href;
   }
 
   // ---- comparison and fusion ----
@@ -790,6 +1102,29 @@ export class AppState {
     } catch (e) {
       this.fail(e, `Importing ${file.name}`);
     }
+  }
+}
+
+/** A job whose bar follows (query, document) pairs scored once scoring starts (model loading before). */
+class PairsJob extends Job {
+  #done = $state(0);
+  #total = $state(0);
+
+  /** Scoring progress: pairs done of total, `ms` since scoring started. */
+  pairs(done: number, total: number, ms: number) {
+    this.#done = done;
+    this.#total = total;
+    const rate = ms > 0 ? (done / ms) * 1000 : 0;
+    this.onProgress({
+      kind: 'status',
+      message:
+        `Reranking: ${done.toLocaleString('en')} / ${total.toLocaleString('en')} pairs` +
+        (rate > 0 ? ` · ${rate.toFixed(0)} pairs/s` : ''),
+    });
+  }
+
+  override get fraction(): number | null {
+    return this.#total > 0 ? this.#done / this.#total : super.fraction;
   }
 }
 
