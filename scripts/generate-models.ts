@@ -1,7 +1,8 @@
 // Generates test models with deterministic random weights in the exact Hugging Face hub layout that
 // transformers.js loads (config.json, tokenizer files, onnx/<name>.onnx and onnx/<name>_quantized.onnx).
 // Real architectures and shapes, so compute cost, tokenisation, loading and caching are real; the
-// weights are random, so similarities are meaningless.
+// weights are random, so similarities are meaningless. Bi-encoders (BERT, CLIP) and BERT cross-encoders
+// (BertForSequenceClassification: query/document pairs → `logits`, for reranking).
 //
 //   npx tsx scripts/generate-models.ts [--set ci|bench|all] [--out models/generated] [--force]
 //
@@ -65,8 +66,26 @@ export interface ClipVisionShape {
   channels: number;
   eps: number;
 }
+/**
+ * A BERT cross-encoder (`BertForSequenceClassification`): the BERT encoder, a pooler (dense + tanh on
+ * the [CLS] token) and a linear classifier to `labels.length` logits; ONNX output `logits` [batch, labels].
+ */
+export interface CrossEncoderHead {
+  /** id2label, in label-id order. */
+  labels: string[];
+  /** Written to config.json as `sbert_ce_default_activation_function` when set (as sentence-transformers does). */
+  sbertActivation?: string;
+}
 export type ModelSpec =
   | { id: string; kind: 'bert'; seed: number; shape: BertShape; note: string }
+  | {
+      id: string;
+      kind: 'bert-cross-encoder';
+      seed: number;
+      shape: BertShape;
+      head: CrossEncoderHead;
+      note: string;
+    }
   | {
       id: string;
       kind: 'clip';
@@ -165,14 +184,56 @@ export const MODELS: ModelSpec[] = [
     projection: 512,
     note: 'the shape of openai/clip-vit-base-patch16',
   },
+  {
+    id: 'loupe-test/cross-encoder-tiny-random',
+    kind: 'bert-cross-encoder',
+    seed: 301,
+    shape: {
+      vocab: BERT_VOCAB,
+      hidden: 32,
+      layers: 2,
+      heads: 2,
+      intermediate: 64,
+      maxPositions: 512,
+      typeVocab: 2,
+      eps: 1e-12,
+    },
+    head: { labels: ['LABEL_0'] },
+    note: 'tiny BERT cross-encoder (one logit) for fast reranking tests (same tokenizer as minilm-l6-random)',
+  },
+  {
+    id: 'loupe-test/ms-marco-minilm-l6-random',
+    kind: 'bert-cross-encoder',
+    seed: 302,
+    shape: {
+      vocab: BERT_VOCAB,
+      hidden: 384,
+      layers: 6,
+      heads: 12,
+      intermediate: 1536,
+      maxPositions: 512,
+      typeVocab: 2,
+      eps: 1e-12,
+    },
+    head: { labels: ['LABEL_0'], sbertActivation: 'torch.nn.modules.linear.Identity' },
+    note: 'the shape of cross-encoder/ms-marco-MiniLM-L-6-v2 (BertForSequenceClassification, one logit)',
+  },
 ];
 
 export const SETS: Record<'ci' | 'bench' | 'all', string[]> = {
-  ci: ['loupe-test/bert-tiny-random', 'loupe-test/clip-tiny-random', 'loupe-test/minilm-l6-random'],
+  ci: [
+    'loupe-test/bert-tiny-random',
+    'loupe-test/clip-tiny-random',
+    'loupe-test/minilm-l6-random',
+    'loupe-test/cross-encoder-tiny-random',
+    'loupe-test/ms-marco-minilm-l6-random',
+  ],
   bench: [
     'loupe-test/bert-tiny-random',
     'loupe-test/clip-tiny-random',
     'loupe-test/minilm-l6-random',
+    'loupe-test/cross-encoder-tiny-random',
+    'loupe-test/ms-marco-minilm-l6-random',
     'loupe-test/clip-vit-b16-random',
   ],
   all: MODELS.map((m) => m.id),
@@ -519,8 +580,11 @@ function bertWeights(store: WeightStore, s: BertShape): void {
   }
 }
 
-function bertGraph(store: WeightStore, s: BertShape, q8: boolean): GraphBuilder {
-  const g = new GraphBuilder(store, q8);
+/**
+ * The BERT encoder on inputs input_ids, attention_mask, token_type_ids; returns the last hidden state
+ * [batch, seq, hidden], named `lastName` when given.
+ */
+function bertEncoder(g: GraphBuilder, s: BertShape, lastName?: string): string {
   const dims = ['batch_size', 'sequence_length'];
   const ids = g.input('input_ids', T.INT64, dims);
   const mask = g.input('attention_mask', T.INT64, dims);
@@ -555,16 +619,46 @@ function bertGraph(store: WeightStore, s: BertShape, q8: boolean): GraphBuilder 
     const h = g.gelu(g.linear(x, `${p}.intermediate.dense`));
     const o = g.linear(h, `${p}.output.dense`);
     const last = l === s.layers - 1;
-    x = g.layerNorm(
-      g.op1('Add', [o, x]),
-      `${p}.output.LayerNorm`,
-      s.eps,
-      last ? 'last_hidden_state' : undefined,
-    );
+    x = g.layerNorm(g.op1('Add', [o, x]), `${p}.output.LayerNorm`, s.eps, last ? lastName : undefined);
   }
-  if (s.layers === 0) x = g.op1('Identity', [x], {}, 'last_hidden_state');
+  if (s.layers === 0 && lastName) x = g.op1('Identity', [x], {}, lastName);
+  return x;
+}
+
+function bertGraph(store: WeightStore, s: BertShape, q8: boolean): GraphBuilder {
+  const g = new GraphBuilder(store, q8);
+  bertEncoder(g, s, 'last_hidden_state');
   g.output('last_hidden_state', T.FLOAT, ['batch_size', 'sequence_length', s.hidden]);
   return g;
+}
+
+function crossEncoderWeights(store: WeightStore, s: BertShape, labels: number): void {
+  bertWeights(store, s);
+  store.normal('pooler.dense.weight', [s.hidden, s.hidden]);
+  store.fill('pooler.dense.bias', [s.hidden], 0);
+  store.normal('classifier.weight', [s.hidden, labels]);
+  store.fill('classifier.bias', [labels], 0);
+}
+
+/** BertForSequenceClassification: encoder, pooler (dense + tanh on [CLS]), classifier → `logits` [batch, labels]. */
+function crossEncoderGraph(store: WeightStore, s: BertShape, labels: number, q8: boolean): GraphBuilder {
+  const g = new GraphBuilder(store, q8);
+  const last = bertEncoder(g, s);
+  const cls = g.op1('Gather', [last, g.i64([0], [])], { axis: 1 });
+  const pooled = g.op1('Tanh', [g.linear(cls, 'pooler.dense')]);
+  g.linear(pooled, 'classifier', true, 'logits');
+  g.output('logits', T.FLOAT, ['batch_size', labels]);
+  return g;
+}
+
+function crossEncoderConfig(s: BertShape, head: CrossEncoderHead): object {
+  return {
+    ...bertConfig(s),
+    architectures: ['BertForSequenceClassification'],
+    id2label: Object.fromEntries(head.labels.map((l, i) => [String(i), l])),
+    label2id: Object.fromEntries(head.labels.map((l, i) => [l, i])),
+    ...(head.sbertActivation ? { sbert_ce_default_activation_function: head.sbertActivation } : {}),
+  };
 }
 
 function bertConfig(s: BertShape): object {
@@ -1310,12 +1404,19 @@ function upToDate(dir: string, specHash: string): Manifest | null {
 }
 
 function modelCard(spec: ModelSpec, tokenizerStats: string): string {
+  const bert = (s: BertShape): string =>
+    `BERT, hidden ${s.hidden}, ${s.layers} layers, ${s.heads} heads, ` +
+    `intermediate ${s.intermediate}, vocab ${s.vocab}`;
   const shape =
     spec.kind === 'bert'
-      ? `BERT, hidden ${spec.shape.hidden}, ${spec.shape.layers} layers, ${spec.shape.heads} heads, ` +
-        `intermediate ${spec.shape.intermediate}, vocab ${spec.shape.vocab}`
-      : `CLIP, text hidden ${spec.text.hidden} × ${spec.text.layers} layers, vision ViT hidden ${spec.vision.hidden} × ` +
-        `${spec.vision.layers} layers (patch ${spec.vision.patchSize}, ${spec.vision.imageSize}px), projection ${spec.projection}`;
+      ? bert(spec.shape)
+      : spec.kind === 'bert-cross-encoder'
+        ? `${bert(spec.shape)}; BertForSequenceClassification head (pooler dense + tanh on [CLS], ` +
+          `classifier to ${spec.head.labels.length} logit${spec.head.labels.length === 1 ? '' : 's'})`
+        : `CLIP, text hidden ${spec.text.hidden} × ${spec.text.layers} layers, vision ViT hidden ${spec.vision.hidden} × ` +
+          `${spec.vision.layers} layers (patch ${spec.vision.patchSize}, ${spec.vision.imageSize}px), projection ${spec.projection}`;
+  const meaningless =
+    spec.kind === 'bert-cross-encoder' ? 'relevance scores are meaningless' : 'similarities are meaningless';
   return [
     `# ${spec.id}`,
     '',
@@ -1323,7 +1424,7 @@ function modelCard(spec: ModelSpec, tokenizerStats: string): string {
     `${shape}. Tokenizer: ${tokenizerStats}, learned from the benchmark shards' text.`,
     '',
     'The weights are deterministic random numbers (normal, std 0.02; LayerNorm 1/0): shapes, compute cost,',
-    'tokenisation and loading are real, similarities are meaningless. onnx/*_quantized.onnx: dynamic uint8',
+    `tokenisation and loading are real, ${meaningless}. onnx/*_quantized.onnx: dynamic uint8`,
     'quantization of the MatMul weights and the token embedding table.',
     '',
   ].join('\n');
@@ -1332,10 +1433,12 @@ function modelCard(spec: ModelSpec, tokenizerStats: string): string {
 const json = (v: unknown): string => JSON.stringify(v, null, 2) + '\n';
 
 function tokenizerFor(spec: ModelSpec, src: SourceText, cache: boolean): BuiltTokenizer {
-  const key = `${spec.kind}:${src.fingerprint}`;
+  // BERT bi-encoders and cross-encoders share one WordPiece vocabulary.
+  const wordPiece = spec.kind === 'bert' || spec.kind === 'bert-cross-encoder';
+  const key = `${wordPiece ? 'bert' : spec.kind}:${src.fingerprint}`;
   let tok = cache ? tokenizerCache.get(key) : undefined;
   if (!tok) {
-    tok = spec.kind === 'bert' ? buildWordPiece(src) : buildClipBpe(src);
+    tok = wordPiece ? buildWordPiece(src) : buildClipBpe(src);
     if (cache) tokenizerCache.set(key, tok);
   }
   return tok;
@@ -1382,6 +1485,11 @@ export function generateModels(options: GenerateOptions = {}): GeneratedModel[] 
       put('config.json', json(bertConfig(spec.shape)));
       bertWeights(store, spec.shape);
       graphs.push(['model', (q8) => bertGraph(store, spec.shape, q8)]);
+    } else if (spec.kind === 'bert-cross-encoder') {
+      const labels = spec.head.labels.length;
+      put('config.json', json(crossEncoderConfig(spec.shape, spec.head)));
+      crossEncoderWeights(store, spec.shape, labels);
+      graphs.push(['model', (q8) => crossEncoderGraph(store, spec.shape, labels, q8)]);
     } else {
       put('config.json', json(clipConfig(spec)));
       put('preprocessor_config.json', json(CLIP_PREPROCESSOR));

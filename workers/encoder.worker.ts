@@ -1,10 +1,12 @@
-// Encoder worker: loads text and CLIP/SigLIP encoders with transformers.js (WebGPU when it works,
-// WASM otherwise), embeds texts and images, and embeds a cached shard's corpus batch by batch with
-// every batch stored in IndexedDB, so a cancelled, reloaded or closed run resumes where it stopped.
+// Encoder worker: loads text and CLIP/SigLIP encoders and cross-encoders (rerankers) with
+// transformers.js (WebGPU when it works, WASM otherwise), embeds texts and images, embeds a cached
+// shard's corpus batch by batch with every batch stored in IndexedDB (so a cancelled, reloaded or
+// closed run resumes where it stopped), and scores query–document pairs with a cross-encoder.
 /// <reference types="vite/client" />
 import * as Comlink from 'comlink';
 import {
   AutoModel,
+  AutoModelForSequenceClassification,
   AutoProcessor,
   AutoTokenizer,
   CLIPTextModelWithProjection,
@@ -28,8 +30,10 @@ import {
   LOCAL_MODELS_PATH,
   WEBGPU_FAILED,
   embeddingKey,
+  isCrossEncoder,
   modelPath,
   prefixFor,
+  rerankScore,
   supportsPart,
   type Dtype,
   type EmbedPart,
@@ -37,6 +41,7 @@ import {
   type ModelSpec,
 } from '../src/lib/core/models';
 import type { Doc, Progress } from '../src/lib/core/types';
+import { clipWords } from '../src/lib/core/rerank';
 import { throttle } from '../src/lib/core/throttle';
 import { chooseBackend, probeBackend, wasmThreads, type Device } from '../src/lib/adapters/backend';
 import { openShardStore, type ShardStore } from '../src/lib/adapters/shard-store';
@@ -153,9 +158,13 @@ interface Encoder {
   device: Device;
   dtype: Dtype;
   threads: number;
+  /** Vector size; for a cross-encoder, logits per pair. */
   dim: number;
   tokenizer: PreTrainedTokenizer;
+  /** The text tower; for a cross-encoder, its sequence-classification model. */
   textModel: PreTrainedModel;
+  /** Cross-encoders: the token an untruncated pair ends with (its template's last special token). */
+  pairEnd?: bigint;
   visionModel?: PreTrainedModel;
   processor?: Processor;
   /** Set when the GPU device behind this encoder was lost: it must not be used again. */
@@ -215,6 +224,21 @@ function errorText(e: unknown): string {
   return (e as Error)?.message ?? String(e);
 }
 
+function sizeMismatch(spec: ModelSpec, dim: number, source: string): string {
+  return isCrossEncoder(spec)
+    ? `${spec.id}: the model gives ${dim} logits per pair, ${source} says ${spec.dim}`
+    : `${spec.id}: the model gives ${dim}-dimensional vectors, ${source} says ${spec.dim}`;
+}
+
+/** A cross-encoder's activation must fit its number of logits (one for none/sigmoid, two or more for softmax). */
+function checkActivation(spec: ModelSpec, labels: number): void {
+  const a = spec.activation ?? 'none';
+  if (a === 'softmax-positive' ? labels < 2 : labels !== 1)
+    throw new Error(
+      `${spec.id}: activation "${a}" does not fit a model with ${labels} logit${labels === 1 ? '' : 's'} per pair`,
+    );
+}
+
 /**
  * Throttled progress that forwards at once the first tick of each kind, the first and last tick of
  * each downloaded file and every status message, so short phases (a small local file) are still seen.
@@ -264,6 +288,10 @@ async function createEncoder(
   let processor: Processor | undefined;
   if (spec.kind === 'text') {
     textModel = await AutoModel.from_pretrained(name, modelOpts);
+  } else if (spec.kind === 'cross-encoder') {
+    // The model itself, not the text-classification pipeline: that pipeline applies a softmax over
+    // the labels, which turns every score of a one-logit reranker into 1.
+    textModel = await AutoModelForSequenceClassification.from_pretrained(name, modelOpts);
   } else {
     const [TextCls, VisionCls] =
       spec.kind === 'clip'
@@ -293,8 +321,15 @@ async function createEncoder(
     if (device === 'webgpu') await watchDevice(enc);
     // Warm-up: the first run compiles kernels (WebGPU shaders, WASM code paths) and checks the output size.
     report({ kind: 'status', message: `Warming up ${spec.label ?? spec.id} on ${device.toUpperCase()}` });
-    const t = await embedTextBatch(enc, spec, ['warm up'], 'query');
-    enc.dim = t.length;
+    if (spec.kind === 'cross-encoder') {
+      const ids = tokenizer('warm up', { text_pair: 'warm up' }).input_ids as Tensor;
+      enc.pairEnd = (ids.data as BigInt64Array).at(-1);
+      enc.dim = (await pairLogits(enc, spec, 'warm up', ['warm up'])).labels;
+      checkActivation(spec, enc.dim);
+    } else {
+      const t = await embedTextBatch(enc, spec, ['warm up'], 'query');
+      enc.dim = t.length;
+    }
     if (enc.visionModel) {
       const grey = new Uint8ClampedArray(WARMUP_IMAGE_SIZE * WARMUP_IMAGE_SIZE * 3).fill(128);
       const v = await embedImageBatch(enc, spec, [
@@ -303,10 +338,7 @@ async function createEncoder(
       if (v.length !== enc.dim)
         throw new Error(`${spec.id}: image vectors have ${v.length} dimensions, text vectors ${enc.dim}`);
     }
-    if (spec.dim > 0 && enc.dim !== spec.dim)
-      throw new Error(
-        `${spec.id}: the model gives ${enc.dim}-dimensional vectors, the registry says ${spec.dim}`,
-      );
+    if (spec.dim > 0 && enc.dim !== spec.dim) throw new Error(sizeMismatch(spec, enc.dim, 'the registry'));
     if (enc.lost) throw new Error(`the GPU device was lost: ${enc.lost}`);
   } catch (e) {
     await disposeEncoder(enc);
@@ -405,8 +437,8 @@ async function load(
     cached = r.cached;
   }
   report.flush();
-  if (spec.dim > 0 && enc.dim !== spec.dim)
-    throw new Error(`${spec.id}: the model gives ${enc.dim}-dimensional vectors, the spec says ${spec.dim}`);
+  if (spec.dim > 0 && enc.dim !== spec.dim) throw new Error(sizeMismatch(spec, enc.dim, 'the spec'));
+  if (isCrossEncoder(spec)) checkActivation(spec, enc.dim);
   active = enc;
   activeSpec = spec;
   activeFallbackReason = fallbackReason;
@@ -481,6 +513,8 @@ async function embedTextBatch(
   texts: string[],
   role: EmbedRole,
 ): Promise<Float32Array> {
+  if (isCrossEncoder(spec) || isCrossEncoder(enc.spec))
+    throw new Error(`${spec.id} is a cross-encoder: it scores query–document pairs and cannot embed`);
   const prefix = prefixFor(spec, role);
   const maxTokens = spec.maxTokens ?? DEFAULT_MAX_TOKENS;
   const inputs = enc.tokenizer(
@@ -518,6 +552,64 @@ async function embedImageBatch(enc: Encoder, spec: ModelSpec, images: RawImage[]
   const vecs = floatData(t).slice();
   if (spec.normalize) l2normalizeRows(vecs, vecs.length / images.length);
   return vecs;
+}
+
+/**
+ * A cross-encoder's logits for (query, doc) pairs: `[CLS] query [SEP] doc [SEP]` (the tokenizer's pair
+ * template, token types 0 then 1), padded to the longest pair and truncated at maxTokens.
+ *
+ * transformers.js truncates a pair by cutting the end of the whole sequence, which drops the closing
+ * [SEP]; it is put back on every truncated row, so a long document is cut as Python's `longest_first` /
+ * `only_second` cut it (the query stays whole unless it alone is longer than maxTokens).
+ */
+async function pairLogits(
+  enc: Encoder,
+  spec: ModelSpec,
+  query: string,
+  docs: string[],
+): Promise<{ logits: Float32Array; labels: number }> {
+  const maxTokens = spec.maxTokens ?? DEFAULT_MAX_TOKENS;
+  const inputs = enc.tokenizer(
+    docs.map(() => spec.queryPrefix + query),
+    {
+      // Words beyond maxTokens cannot be in the pair: clipping first spares tokenizing long documents.
+      text_pair: docs.map((d) => spec.docPrefix + clipWords(d, maxTokens)),
+      padding: true,
+      truncation: true,
+      max_length: maxTokens,
+    },
+  ) as Record<string, Tensor>;
+  const ids = inputs.input_ids;
+  const [n, len] = ids.dims as number[];
+  const end = enc.pairEnd;
+  if (end !== undefined) {
+    const idData = ids.data as BigInt64Array;
+    const mask = inputs.attention_mask.data as BigInt64Array;
+    for (let i = 0; i < n; i++) {
+      const last = i * len + len - 1;
+      if (mask[last] !== 0n && idData[last] !== end) idData[last] = end;
+    }
+  }
+  const out = (await enc.textModel(inputs)) as Record<string, Tensor>;
+  const t = out.logits;
+  if (!t) throw new Error(`${spec.id}: the model has no logits output`);
+  const labels = (t.dims as number[])[1] ?? 1;
+  return { logits: floatData(t), labels };
+}
+
+/** Scores one batch of pairs with the spec's activation. */
+async function scorePairBatch(
+  enc: Encoder,
+  spec: ModelSpec,
+  query: string,
+  docs: string[],
+): Promise<Float32Array> {
+  const { logits, labels } = await pairLogits(enc, spec, query, docs);
+  checkActivation(spec, labels);
+  const scores = new Float32Array(docs.length);
+  for (let i = 0; i < docs.length; i++)
+    scores[i] = rerankScore(logits, i * labels, labels, spec.activation ?? 'none');
+  return scores;
 }
 
 async function decode(blob: Blob, label: string): Promise<RawImage> {
@@ -593,6 +685,42 @@ async function embedImages(blobs: Blob[], batchSize = 16, onProgress?: OnProgres
   return Comlink.transfer(out, [out.buffer]);
 }
 
+/**
+ * Scores (query, doc) pairs with the active cross-encoder, which must have been loaded for `spec`'s
+ * files (load() first); the spec gives the prefixes, the truncation length and the activation.
+ * Returns one score per document, higher = more relevant (transferred).
+ */
+async function rerank(
+  spec: ModelSpec,
+  query: string,
+  docs: string[],
+  batchSize = 32,
+  onProgress?: OnProgress,
+) {
+  checkBatchSize(batchSize);
+  if (!isCrossEncoder(spec)) throw new Error(`${spec.id} is not a cross-encoder: it cannot rerank`);
+  const report = throttle(onProgress);
+  const out = new Float32Array(docs.length);
+  for (let i = 0; i < docs.length; i += batchSize) {
+    const part = docs.slice(i, i + batchSize);
+    const scores = await onActive((enc) => {
+      if (
+        !isCrossEncoder(enc.spec) ||
+        modelPath(enc.spec) !== modelPath(spec) ||
+        enc.spec.revision !== spec.revision
+      )
+        throw new Error(
+          `the active model is ${enc.spec.id}, not the cross-encoder ${spec.id}: load it first`,
+        );
+      return scorePairBatch(enc, spec, query, part);
+    });
+    out.set(scores, i);
+    report({ kind: 'status', message: `Reranking: ${i + part.length} / ${docs.length} pairs` });
+  }
+  report.flush();
+  return Comlink.transfer(out, [out.buffer]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Corpus embedding with resume
 
@@ -635,6 +763,8 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   const t0 = performance.now();
   const { shardHash, spec, part } = req;
   checkBatchSize(req.batchSize);
+  if (isCrossEncoder(spec))
+    throw new Error(`${spec.id} is a cross-encoder: it scores query–document pairs and cannot embed`);
   if (!supportsPart(spec, part)) throw new Error(`${spec.id} is a text encoder: it cannot embed images`);
   const report = phased(onProgress);
   report({ kind: 'status', message: 'Reading shard from IndexedDB' });
@@ -794,6 +924,8 @@ const api = {
   embedImages,
   /** Embeds a cached shard's documents (text or image part), reusing every stored batch. */
   embedCorpus,
+  /** Scores (query, document) pairs with the active cross-encoder (loaded for that spec); transferred. */
+  rerank,
   /** Frees every loaded model. */
   async unload(): Promise<void> {
     const all = [...encoders.values()];

@@ -1,11 +1,13 @@
 // The generated test models (scripts/generate-models.ts) load and run through the real transformers.js
-// code path in Node: hub layout, tokenizers, fp32 and q8 ONNX graphs, CLIP text and vision towers.
+// code path in Node: hub layout, tokenizers, fp32 and q8 ONNX graphs, CLIP text and vision towers,
+// BERT cross-encoders (sequence classification on query–document pairs).
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  AutoModelForSequenceClassification,
   AutoProcessor,
   AutoTokenizer,
   CLIPTextModelWithProjection,
@@ -15,11 +17,14 @@ import {
   pipeline,
 } from '@huggingface/transformers';
 import { DEFAULT_OUT, SETS, generateModels } from '../../scripts/generate-models';
+import { clipWords } from '../../src/lib/core/rerank';
 import { DATA_DIR } from '../paths';
 
 const MINILM = 'loupe-test/minilm-l6-random';
 const BERT_TINY = 'loupe-test/bert-tiny-random';
 const CLIP_TINY = 'loupe-test/clip-tiny-random';
+const CE_TINY = 'loupe-test/cross-encoder-tiny-random';
+const CE_MINILM = 'loupe-test/ms-marco-minilm-l6-random';
 const DTYPES = ['fp32', 'q8'] as const;
 const SENTENCE = 'Hypertension and type 2 diabetes increase the risk of myocardial infarction.';
 const TEXTS = ['What causes chest pain?', SENTENCE, 'MRI of the brain'];
@@ -168,6 +173,118 @@ describe('clip-tiny-random', () => {
   );
 });
 
+describe.each([
+  [CE_TINY, 32],
+  [CE_MINILM, 384],
+])('%s cross-encoder', (id, hidden) => {
+  const QUERY = 'what causes chest pain?';
+  const DOCS = [
+    'Angina is chest pain caused by reduced blood flow to the heart muscle.',
+    'MRI of the brain',
+    SENTENCE,
+  ];
+
+  it('is a one-label BertForSequenceClassification of the expected shape', () => {
+    const config = JSON.parse(readFileSync(join(DEFAULT_OUT, id, 'config.json'), 'utf8'));
+    expect(config).toMatchObject({
+      architectures: ['BertForSequenceClassification'],
+      model_type: 'bert',
+      hidden_size: hidden,
+      id2label: { '0': 'LABEL_0' },
+      label2id: { LABEL_0: 0 },
+      type_vocab_size: 2,
+      vocab_size: 30522,
+    });
+    if (id === CE_MINILM)
+      expect(config).toMatchObject({
+        num_hidden_layers: 6,
+        num_attention_heads: 12,
+        intermediate_size: 1536,
+      });
+  });
+
+  it('tokenizes pairs as [CLS] query [SEP] document [SEP] with token types 0 then 1', async () => {
+    const tok = await AutoTokenizer.from_pretrained(id);
+    const enc = tok([QUERY, QUERY], { text_pair: DOCS.slice(0, 2), padding: true, truncation: true });
+    const ids = enc.input_ids.tolist() as bigint[][];
+    const types = enc.token_type_ids!.tolist() as bigint[][];
+    const mask = enc.attention_mask.tolist() as bigint[][];
+    const queryLen = tok(QUERY).input_ids.dims[1] as number; // [CLS] query [SEP]
+    for (let r = 0; r < 2; r++) {
+      const n = mask[r].filter((m) => m === 1n).length;
+      expect(ids[r][0]).toBe(101n);
+      expect(ids[r][queryLen - 1]).toBe(102n);
+      expect(ids[r][n - 1]).toBe(102n);
+      expect(types[r].slice(0, queryLen).every((t) => t === 0n)).toBe(true);
+      expect(types[r].slice(queryLen, n).every((t) => t === 1n)).toBe(true);
+      // Padding: [PAD] ids, no attention.
+      expect(ids[r].slice(n).every((t) => t === 0n)).toBe(true);
+    }
+    expect(tok.decode(ids[1].map(Number), { skip_special_tokens: true })).toBe(
+      `${QUERY} ${DOCS[1].toLowerCase()}`,
+    );
+    // transformers.js truncates a pair by cutting the whole sequence: the closing [SEP] goes too
+    // (Python's longest_first keeps it). The encoder worker puts it back on truncated rows.
+    const cut = tok(QUERY, { text_pair: DOCS[0], truncation: true, max_length: 12 }).input_ids.tolist()[0];
+    expect(cut).toHaveLength(12);
+    expect(cut[queryLen - 1]).toBe(102n);
+    expect(cut[11]).not.toBe(102n);
+  });
+
+  it('clipping documents to maxTokens words before tokenizing changes no pair (medquad)', async () => {
+    const tok = await AutoTokenizer.from_pretrained(id);
+    const docs = readFileSync(join(DATA_DIR, 'medquad/corpus.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .slice(0, 120)
+      .map((l) => JSON.parse(l) as { title: string; text: string })
+      .map((d) => `${d.title} ${d.text}`);
+    for (const max of [16, 128, 512]) {
+      const pairs = (texts: string[]) =>
+        tok(
+          texts.map(() => QUERY),
+          { text_pair: texts, padding: true, truncation: true, max_length: max },
+        ).input_ids.tolist();
+      const clipped = docs.map((d) => clipWords(d, max));
+      if (max < 512) expect(clipped.some((c, i) => c.length < docs[i].length)).toBe(true);
+      expect(pairs(clipped)).toEqual(pairs(docs));
+    }
+  });
+
+  it.each(DTYPES)(
+    '%s: logits [n, 1], finite, identical across two loads, padding-invariant',
+    async (dtype) => {
+      const tok = await AutoTokenizer.from_pretrained(id);
+      const batch = tok(
+        DOCS.map(() => QUERY),
+        { text_pair: DOCS, padding: true, truncation: true, max_length: 128 },
+      );
+      const runs: number[][] = [];
+      for (let load = 0; load < 2; load++) {
+        const model = await AutoModelForSequenceClassification.from_pretrained(id, { dtype, device: 'cpu' });
+        const { logits } = await model(batch);
+        expect(logits.dims).toEqual([DOCS.length, 1]);
+        const data = Array.from(logits.data as Float32Array);
+        expect(allFinite(data)).toBe(true);
+        runs.push(data);
+        if (load === 0) {
+          // The shortest pair alone (no padding) scores as it does inside the padded batch (q8 only
+          // roughly: dynamic quantization takes its activation ranges from the whole batch).
+          const alone = await model(tok(QUERY, { text_pair: DOCS[1] }));
+          expect(alone.logits.dims).toEqual([1, 1]);
+          const diff = Math.abs((alone.logits.data as Float32Array)[0] - data[1]);
+          expect(diff).toBeLessThan(dtype === 'fp32' ? 1e-5 : 5e-3);
+        }
+        await model.dispose();
+      }
+      expect(runs[1]).toEqual(runs[0]);
+      // Random weights, but not a constant: the pairs do not all get the same logit.
+      expect(new Set(runs[0]).size).toBeGreaterThan(1);
+    },
+    120_000,
+  );
+});
+
 describe('determinism', () => {
   const dirs: string[] = [];
   afterAll(() => {
@@ -175,7 +292,7 @@ describe('determinism', () => {
   });
 
   it('generating the tiny models twice gives byte-identical files', () => {
-    const tiny = [BERT_TINY, CLIP_TINY];
+    const tiny = [BERT_TINY, CLIP_TINY, CE_TINY];
     const trees = [0, 1].map(() => {
       const out = mkdtempSync(join(tmpdir(), 'loupe-models-'));
       dirs.push(out);

@@ -7,6 +7,9 @@
 // in the chain every later session and run waits on). This client terminates it, loads the model
 // again on WASM in a fresh worker, and repeats the call there; the reason is returned as
 // `fallbackReason`.
+//
+// Cross-encoders (rerankers) load through the same worker and model cache; `rerankPairs` scores a
+// query's candidate documents with one, with the same WebGPU → WASM fallback.
 import type {
   EmbedCorpusRequest,
   EmbedCorpusResult,
@@ -17,6 +20,8 @@ import type {
 import registryJson from '../../../models/registry.json';
 import {
   WEBGPU_FAILED,
+  isCrossEncoder,
+  modelPath,
   parseRegistry,
   type Dtype,
   type EmbedRole,
@@ -24,16 +29,32 @@ import {
   type Registry,
 } from '../core/models';
 import type { ProgressFn } from '../core/types';
-import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
+import { WorkerClient, isAbortError, proxyProgress, type JobOptions } from './worker-client';
 
 export type { EmbedCorpusRequest, EmbedCorpusResult, LoadOptions, LoadedEncoder };
 
-/** The bundled model registry (models/registry.json), validated. */
-export const MODEL_REGISTRY: Registry = parseRegistry(registryJson);
+const PARSED_REGISTRY: Registry = parseRegistry(registryJson);
 
-/** A registry entry by id. */
+/**
+ * The bundled model registry (models/registry.json), validated: its embedding models (text, CLIP,
+ * SigLIP); `errors` covers every entry, cross-encoders included.
+ */
+export const MODEL_REGISTRY: Registry = {
+  ...PARSED_REGISTRY,
+  models: PARSED_REGISTRY.models.filter((m) => !isCrossEncoder(m)),
+};
+
+/** The registry's cross-encoders (rerankers), in registry order. */
+export const RERANKER_REGISTRY: readonly ModelSpec[] = PARSED_REGISTRY.models.filter(isCrossEncoder);
+
+/** An embedding model of the registry by id. */
 export function registryModel(id: string): ModelSpec | undefined {
   return MODEL_REGISTRY.models.find((m) => m.id === id);
+}
+
+/** A cross-encoder of the registry by id. */
+export function rerankerModel(id: string): ModelSpec | undefined {
+  return RERANKER_REGISTRY.find((m) => m.id === id);
 }
 
 const client = new WorkerClient<EncoderWorkerApi>(
@@ -154,6 +175,39 @@ export async function embedCorpus(
     active = null;
     const retry = { ...req, load: wasmRetry(req.load ?? {}, e.message) };
     return done(retry, await run(retry));
+  }
+}
+
+/** Whether the worker's active model is `spec`'s files (same path, revision and kind). */
+function isActive(spec: ModelSpec): boolean {
+  const a = active?.spec;
+  return !!a && modelPath(a) === modelPath(spec) && a.revision === spec.revision && a.kind === spec.kind;
+}
+
+/**
+ * Scores a query against candidate document texts with a cross-encoder: one score per document
+ * (higher = more relevant; the spec's activation applied). Loads the model first unless it is the
+ * worker's active one (`load` gives device and dtype for that load). Cancel terminates the worker;
+ * after a WebGPU failure the worker is restarted, the model loaded on WASM and the call repeated.
+ */
+export async function rerankPairs(
+  spec: ModelSpec,
+  query: string,
+  docs: string[],
+  opts: JobOptions & { batchSize?: number; load?: LoadOptions } = {},
+): Promise<Float32Array> {
+  if (!isCrossEncoder(spec)) throw new Error(`${spec.id} is not a cross-encoder`);
+  if (docs.length === 0) return new Float32Array(0);
+  try {
+    if (!isActive(spec)) await load(spec, opts.load ?? {}, opts.onProgress, opts.signal);
+    return await onActiveModel(
+      (r) => r.rerank(spec, query, docs, opts.batchSize ?? 32, proxyProgress(opts.onProgress)),
+      opts.signal,
+    );
+  } catch (e) {
+    // A cancel terminated the worker: the next call must load the model again.
+    if (isAbortError(e)) active = null;
+    throw e;
   }
 }
 

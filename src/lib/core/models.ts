@@ -1,9 +1,28 @@
 // Encoder model specs: what a registry entry (models/registry.json) or a user-typed custom entry
-// must say for the encoder worker to load it and embed with the right pooling and prefixes, and the
-// cache key of corpus embeddings. Pure: no DOM, no I/O.
+// must say for the encoder worker to load it and embed with the right pooling and prefixes (or, for
+// a cross-encoder, score query–document pairs with the right activation), and the cache key of
+// corpus embeddings. Pure: no DOM, no I/O.
 
-/** Which towers a model has: a text encoder, or a CLIP/SigLIP dual encoder (text + image). */
-export type EncoderKind = 'text' | 'clip' | 'siglip';
+/**
+ * Which towers a model has: a text encoder, a CLIP/SigLIP dual encoder (text + image), or a
+ * `cross-encoder` (a reranker: one sequence-classification model reading a query and a document
+ * together and giving relevance logits; it embeds nothing).
+ */
+export type EncoderKind = 'text' | 'clip' | 'siglip' | 'cross-encoder';
+
+/**
+ * How a cross-encoder's logits become one relevance score per (query, document) pair:
+ * - `none`: the raw logit (models with one label). What sentence-transformers' CrossEncoder.predict
+ *   returns for models whose config sets `sbert_ce_default_activation_function` to Identity (the
+ *   cross-encoder/ms-marco-* family).
+ * - `sigmoid`: σ(logit) (one label), in (0, 1): sentence-transformers' default for one-label models
+ *   without that config key, and what BGE's `normalize=True` gives. Monotone, so the ranking is the
+ *   same as by the raw logit; but in float32 σ saturates at 1 for logits above ~17, which can turn
+ *   distinct logits into ties, so `none` is preferred for ranking.
+ * - `softmax-positive`: softmax over the labels, the probability of the last label (the "relevant"
+ *   class of two-label models). Not the same ranking as any single logit.
+ */
+export type RerankActivation = 'none' | 'sigmoid' | 'softmax-positive';
 
 /** How one vector is made from a model's output: mean over the attention mask, the [CLS] token, or the model's own projection. */
 export type Pooling = 'mean' | 'cls' | 'model';
@@ -17,7 +36,8 @@ export type EmbedPart = 'text' | 'image';
 /** Whether a text is embedded as a query or as a document (they may get different prefixes). */
 export type EmbedRole = 'query' | 'document';
 
-export const ENCODER_KINDS: readonly EncoderKind[] = ['text', 'clip', 'siglip'];
+export const ENCODER_KINDS: readonly EncoderKind[] = ['text', 'clip', 'siglip', 'cross-encoder'];
+export const RERANK_ACTIVATIONS: readonly RerankActivation[] = ['none', 'sigmoid', 'softmax-positive'];
 export const POOLINGS: readonly Pooling[] = ['mean', 'cls', 'model'];
 export const DTYPES: readonly Dtype[] = ['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16'];
 
@@ -33,15 +53,21 @@ export interface ModelSpec {
   /** Hub branch, tag or 40-hex commit ("main" unless a commit was checked). */
   revision: string;
   kind: EncoderKind;
-  /** `model` (the model's projected output) is the only pooling for CLIP and SigLIP. */
+  /**
+   * `model` (the model's projected output) is the only pooling for CLIP and SigLIP; a cross-encoder's
+   * is `model` too (its own classification head).
+   */
   pooling: Pooling;
-  /** L2-normalise every vector (then inner product = cosine). */
+  /** L2-normalise every vector (then inner product = cosine). Always false for a cross-encoder. */
   normalize: boolean;
-  /** Prepended to query texts (e.g. "query: "). */
+  /** Prepended to query texts (e.g. "query: "); for a cross-encoder, to the first text of each pair. */
   queryPrefix: string;
-  /** Prepended to document texts (e.g. "passage: "). */
+  /** Prepended to document texts (e.g. "passage: "); for a cross-encoder, to the second text of each pair. */
   docPrefix: string;
-  /** Embedding size; 0 for a custom entry whose size is learnt when it loads. */
+  /**
+   * Embedding size; for a cross-encoder the number of logits per pair (its labels). 0 for a custom
+   * entry whose size is learnt when it loads.
+   */
   dim: number;
   /** Weight variants published for the model; the first is the default on WASM. */
   dtypes: Dtype[];
@@ -57,6 +83,8 @@ export interface ModelSpec {
   maxTokens?: number;
   /** Pad every text to maxTokens (SigLIP was trained that way). */
   padToMax?: boolean;
+  /** Cross-encoders only (required there): how the logits become one score per pair. */
+  activation?: RerankActivation;
   label?: string;
 }
 
@@ -102,8 +130,12 @@ export function validateModelSpec(x: unknown): SpecResult {
   if (!POOLINGS.includes(pooling)) errors.push(`pooling must be one of ${POOLINGS.join(', ')}`);
   else if ((kind === 'clip' || kind === 'siglip') && pooling !== 'model')
     errors.push(`a ${kind} model's pooling must be "model" (its projected output)`);
+  else if (kind === 'cross-encoder' && pooling !== 'model')
+    errors.push('a cross-encoder\'s pooling must be "model" (its classification head)');
   else if (kind === 'text' && pooling === 'model') errors.push('a text model needs "mean" or "cls" pooling');
   const normalize = bool('normalize');
+  if (kind === 'cross-encoder' && normalize)
+    errors.push('a cross-encoder gives scores, not vectors: normalize must be false');
   const queryPrefix = str('queryPrefix', true);
   const docPrefix = str('docPrefix', true);
   const dim = x.dim;
@@ -140,6 +172,20 @@ export function validateModelSpec(x: unknown): SpecResult {
     if (typeof x.label !== 'string') errors.push('label must be a string');
     else optional.label = x.label;
   }
+  if (kind === 'cross-encoder') {
+    const a = x.activation as RerankActivation;
+    if (!RERANK_ACTIVATIONS.includes(a))
+      errors.push(`a cross-encoder needs an activation: one of ${RERANK_ACTIVATIONS.join(', ')}`);
+    else {
+      optional.activation = a;
+      if (typeof dim === 'number' && dim > 0) {
+        if (a !== 'softmax-positive' && dim !== 1)
+          errors.push(`activation "${a}" needs a one-logit model (dim 1), not dim ${dim}`);
+        if (a === 'softmax-positive' && dim < 2)
+          errors.push('activation "softmax-positive" needs at least two logits (dim ≥ 2)');
+      }
+    }
+  } else if (x.activation !== undefined) errors.push('activation is for cross-encoders only');
   if (errors.length > 0) return { ok: false, errors };
   return {
     ok: true,
@@ -174,11 +220,14 @@ export interface CustomModelInput {
   dim?: number;
   dtypes?: Dtype[];
   maxTokens?: number;
+  /** Cross-encoders: default `none` (the raw logit). */
+  activation?: RerankActivation;
 }
 
 /**
  * Validates a user-typed model: fills defaults (revision "main", mean pooling for text models,
- * normalised, no prefixes, fp32 + q8 weights, dim learnt on load) and marks it unverified.
+ * normalised, no prefixes, fp32 + q8 weights, dim learnt on load; a cross-encoder is not normalised
+ * and scores by the raw logit) and marks it unverified.
  * Whitespace around the hub id is ignored; a pasted hub URL is reduced to `owner/name`.
  */
 export function customModelSpec(input: CustomModelInput): SpecResult {
@@ -193,7 +242,7 @@ export function customModelSpec(input: CustomModelInput): SpecResult {
     revision: input.revision?.trim() || 'main',
     kind,
     pooling: input.pooling ?? (kind === 'text' ? 'mean' : 'model'),
-    normalize: input.normalize ?? true,
+    normalize: input.normalize ?? kind !== 'cross-encoder',
     queryPrefix: input.queryPrefix ?? '',
     docPrefix: input.docPrefix ?? '',
     dim: input.dim ?? 0,
@@ -202,6 +251,7 @@ export function customModelSpec(input: CustomModelInput): SpecResult {
     verified: false,
     note: 'Added by hand; pooling and prefixes are as typed, not checked against the model card.',
     ...(input.maxTokens !== undefined ? { maxTokens: input.maxTokens } : {}),
+    ...(kind === 'cross-encoder' ? { activation: input.activation ?? 'none' } : {}),
   });
 }
 
@@ -249,9 +299,39 @@ export function prefixFor(spec: Pick<ModelSpec, 'queryPrefix' | 'docPrefix'>, ro
   return role === 'query' ? spec.queryPrefix : spec.docPrefix;
 }
 
-/** Whether a spec can embed that part of a document (images need a CLIP/SigLIP vision tower). */
+/**
+ * Whether a spec can embed that part of a document (images need a CLIP/SigLIP vision tower; a
+ * cross-encoder embeds nothing).
+ */
 export function supportsPart(spec: Pick<ModelSpec, 'kind'>, part: EmbedPart): boolean {
+  if (spec.kind === 'cross-encoder') return false;
   return part === 'text' || spec.kind !== 'text';
+}
+
+/** Whether a spec is a reranker (scores query–document pairs) rather than an embedding model. */
+export function isCrossEncoder(spec: Pick<ModelSpec, 'kind'>): boolean {
+  return spec.kind === 'cross-encoder';
+}
+
+/**
+ * One relevance score from a pair's logits (`n` of them, at `offset` in `logits`) with the spec's
+ * activation; see RerankActivation. Computed in double precision.
+ */
+export function rerankScore(
+  logits: ArrayLike<number>,
+  offset: number,
+  n: number,
+  activation: RerankActivation,
+): number {
+  if (activation === 'softmax-positive') {
+    let max = -Infinity;
+    for (let j = 0; j < n; j++) max = Math.max(max, logits[offset + j]);
+    let sum = 0;
+    for (let j = 0; j < n; j++) sum += Math.exp(logits[offset + j] - max);
+    return Math.exp(logits[offset + n - 1] - max) / sum;
+  }
+  const x = logits[offset];
+  return activation === 'sigmoid' ? 1 / (1 + Math.exp(-x)) : x;
 }
 
 /**

@@ -15,7 +15,18 @@ export type RetrieverConfig =
       fusion?: { mode: 'score' | 'feature'; textWeight: number };
     }
   | { kind: 'fusion'; method: string; params: Record<string, number | string>; inputs: string[] }
-  | { kind: 'import'; fileName: string; tag: string };
+  | { kind: 'import'; fileName: string; tag: string }
+  | {
+      /** The top N of run `input` reordered by a cross-encoder (core/rerank.ts); the rest kept below. */
+      kind: 'rerank';
+      modelId: string;
+      revision: string;
+      dtype: string;
+      device: string;
+      topN: number;
+      /** Id of the reranked run. */
+      input: string;
+    };
 
 /** STORED_RUN_VERSION: bump when the encoding changes; older records are dropped on read. */
 export const STORED_RUN_VERSION = 1;
@@ -57,12 +68,20 @@ export function encodeRun(meta: RunMeta, run: Run): StoredRun {
       scores.push(d.score);
     }
   });
-  return { ...meta, version: STORED_RUN_VERSION, queryIds, counts, docIds, scores: Float64Array.from(scores) };
+  return {
+    ...meta,
+    version: STORED_RUN_VERSION,
+    queryIds,
+    counts,
+    docIds,
+    scores: Float64Array.from(scores),
+  };
 }
 
 /** Decodes a stored run; throws on a record that does not add up (the caller drops it). */
 export function decodeRun(s: StoredRun): { meta: RunMeta; run: Run } {
-  if (s.version !== STORED_RUN_VERSION) throw new Error(`stored run format ${s.version} is not ${STORED_RUN_VERSION}`);
+  if (s.version !== STORED_RUN_VERSION)
+    throw new Error(`stored run format ${s.version} is not ${STORED_RUN_VERSION}`);
   let total = 0;
   for (const c of s.counts) total += c;
   if (s.counts.length !== s.queryIds.length || total !== s.docIds.length || total !== s.scores.length)
@@ -89,6 +108,8 @@ export function runTag(c: RetrieverConfig): string {
       return `loupe-${c.method}-${c.inputs.length}runs`;
     case 'import':
       return c.tag.replace(/\s+/g, '_') || 'imported';
+    case 'rerank':
+      return `loupe-rerank${c.topN}-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}`;
   }
 }
 
@@ -103,5 +124,7 @@ export function describeConfig(c: RetrieverConfig): string {
       return `${c.method} of ${c.inputs.length} runs`;
     case 'import':
       return `imported from ${c.fileName}`;
+    case 'rerank':
+      return `top ${c.topN} reranked by ${c.modelId} (${c.dtype}, ${c.device})`;
   }
 }
