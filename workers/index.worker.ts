@@ -1,0 +1,738 @@
+// Index worker: dense search over one embedding matrix. Approximate search is HNSW (hnswlib-wasm);
+// exact search runs on WebGPU when a hardware adapter exists, else in JS, and is the ground truth
+// recall is measured against. The HNSW graph is persisted in Loupe's own IndexedDB (a shard artifact), never
+// trusted on load: any header mismatch or checksum failure means a rebuild.
+//
+// Getting the graph's bytes: hnswlib-wasm only saves and loads through its emscripten file system,
+// and its build does not export `FS` (it is in the glue's list of unexported symbols). What it does
+// do is mirror that file system into an IndexedDB database named after the mount point
+// (`/hnswlib-index`, store `FILE_DATA`, one `{ timestamp, mode, contents }` row per file path) on
+// every writeIndex, and read it back on a `syncFS(true)`. So: save = writeIndex → wait for its sync →
+// take the row's bytes → delete the row → syncFS(true) (which also drops the in-memory copy); load =
+// put a row → syncFS(true) → readIndex → delete the row → syncFS(true). That database is only a
+// staging area: nothing stays in it, and debris of a killed worker is swept at start-up.
+import * as Comlink from 'comlink';
+import { openDB } from 'idb';
+import { loadHnswlib, type HierarchicalNSW, type HnswlibModule } from 'hnswlib-wasm';
+import {
+  exactScore,
+  exactSearch,
+  indexTieBreak,
+  normalizeRows,
+  recallAtK,
+  trecTieBreak,
+  type Exclusions,
+  type KnnResult,
+  type Matrix,
+} from '../src/lib/core/exact';
+import { TopK, type TieBreak } from '../src/lib/core/topk';
+import { throttle } from '../src/lib/core/throttle';
+import type { Progress } from '../src/lib/core/types';
+import { openShardStore } from '../src/lib/adapters/shard-store';
+import {
+  createGpuExact,
+  probeWebGpu,
+  type GpuExact,
+  type GpuProbe,
+  type GpuSearchStats,
+} from '../src/lib/adapters/gpu-exact';
+
+// Defaults: keep equal to INDEX_DEFAULTS in src/lib/adapters/index-client.ts (the e2e test checks).
+/** DEFAULT_M: HNSW graph degree (links per node per layer; 2·M on the base layer). */
+export const DEFAULT_M = 16;
+/** DEFAULT_EF_CONSTRUCTION: candidate list size while inserting. */
+export const DEFAULT_EF_CONSTRUCTION = 200;
+/**
+ * DEFAULT_EF_SEARCH: candidate list size while searching. Tuned on the clustered benchmark sets for
+ * recall@10 ≥ 0.99 against exact search: 64 suffices at 4k vectors (1.000) but gives 0.963 at
+ * 100k × 384, where 128 gives 0.996 (scripts/bench-index.ts).
+ */
+export const DEFAULT_EF_SEARCH = 128;
+/** DEFAULT_SEED: hnswlib's level-assignment seed. */
+export const DEFAULT_SEED = 100;
+/** INDEX_FORMAT_VERSION: version of the persisted artifact (header + bytes). Bump on any change. */
+export const INDEX_FORMAT_VERSION = 1;
+/** ADD_BATCH: vectors per addPoints call (one progress tick; the wrapper rescans its label table per call). */
+export const ADD_BATCH = 512;
+/** OVERFETCH_MAX: exclusion lists up to this length are handled by over-fetching, longer ones by a filter. */
+export const OVERFETCH_MAX = 64;
+/** RECALL_SAMPLE: corpus rows used as queries by recallAgainstExact when none are given. */
+export const RECALL_SAMPLE = 200;
+
+/** hnswlib-wasm's IDBFS mirror: database = mount point, one object store. */
+const STAGING_DB = '/hnswlib-index';
+const STAGING_STORE = 'FILE_DATA';
+const STAGING_PREFIX = 'loupe-';
+/** Regular file, rw-rw-rw- (the mode IDBFS rows carry). */
+const FILE_MODE = 0o100666;
+
+export type Space = 'cosine' | 'ip';
+
+export interface HnswParams {
+  M: number;
+  efConstruction: number;
+  seed: number;
+}
+
+export interface BuildRequest {
+  /** What produced the vectors (model, revision, dtype, pooling…): part of the cache key. */
+  key: string;
+  /** Content hash of the cached shard the vectors belong to; without it nothing is persisted. */
+  shard?: string;
+  /** n × dim, row-major. Transferred: the worker owns (and, for cosine, normalises) it. */
+  vectors: Float32Array;
+  dim: number;
+  space: Space;
+  M?: number;
+  efConstruction?: number;
+  seed?: number;
+  efSearch?: number;
+  /** Document ids, for trec_eval's tie order (id descending); default: index order. */
+  docIds?: string[];
+  /** Build even when a valid cached index exists (benchmarks). */
+  force?: boolean;
+}
+
+/** The persisted artifact's header; everything in it is checked before the bytes are used. */
+export interface IndexHeader {
+  format: 'loupe-hnsw';
+  version: number;
+  byteLength: number;
+  count: number;
+  dim: number;
+  space: Space;
+  M: number;
+  efConstruction: number;
+  seed: number;
+  /** Hex SHA-256 of the serialized graph. */
+  sha256: string;
+  /** Hex SHA-256 of the (normalised) vectors it was built from. */
+  vectorsSha256: string;
+  createdAt: number;
+}
+
+export interface IndexArtifact {
+  header: IndexHeader;
+  bytes: ArrayBuffer;
+}
+
+export interface BuildResult {
+  source: 'built' | 'cache';
+  /** Why the cached index was not used, when there was one to look for. */
+  cacheMiss?: string;
+  n: number;
+  dim: number;
+  space: Space;
+  params: HnswParams;
+  efSearch: number;
+  persisted: boolean;
+  /** Where it is persisted: shard artifact kind and key. */
+  artifact?: { shard: string; kind: string; key: string };
+  /** Serialized graph size in bytes (0 when not serialized). */
+  bytes: number;
+  timings: { totalMs: number; addMs?: number; serializeMs?: number; storeMs?: number; loadMs?: number };
+}
+
+export interface SearchOptions {
+  /** `exclude[q]`: document indices never returned for query q. */
+  exclude?: number[][];
+  /** Replace hnswlib's scores by exact float inner products of the returned ids (default true). */
+  rescore?: boolean;
+}
+
+export interface SearchResult {
+  result: KnnResult;
+  efSearch: number;
+  /** Search time inside the worker (excludes messaging). */
+  ms: number;
+}
+
+export type ExactBackend = 'webgpu' | 'js';
+
+export interface ExactResult {
+  result: KnnResult;
+  backend: ExactBackend;
+  /** Why WebGPU was not used, when it was not. */
+  reason?: string;
+  /** Software adapter (SwiftShader): correct, but its speed says nothing about real GPUs. */
+  fallbackAdapter?: boolean;
+  gpu?: GpuSearchStats;
+  ms: number;
+}
+
+export interface RecallPoint {
+  efSearch: number;
+  recall: number;
+  ms: number;
+  qps: number;
+}
+
+export interface RecallReport {
+  k: number;
+  queries: number;
+  exactBackend: ExactBackend;
+  exactMs: number;
+  points: RecallPoint[];
+}
+
+export type IndexInfo =
+  | { open: false }
+  | {
+      open: true;
+      n: number;
+      dim: number;
+      space: Space;
+      params: HnswParams;
+      efSearch: number;
+      vectorBytes: number;
+    };
+
+interface Open {
+  index: HierarchicalNSW;
+  vectors: Matrix;
+  space: Space;
+  params: HnswParams;
+  efSearch: number;
+  tieBreak: TieBreak;
+  gpu?: Promise<GpuExact>;
+  /** The maxChunkDocs `gpu` was uploaded with (undefined: the device's limit). */
+  gpuChunkDocs?: number;
+}
+
+let libPromise: Promise<HnswlibModule> | null = null;
+/** The WebGPU adapter probe, once per worker (for the choice; devices come from fresh adapters). */
+let probePromise: Promise<GpuProbe> | null = null;
+let open: Open | null = null;
+
+type Fsm = {
+  isSynced(): boolean;
+  syncFS(populate: boolean, cb: () => void): void;
+};
+const fsm = (lib: HnswlibModule) =>
+  (lib as unknown as { EmscriptenFileSystemManager: Fsm }).EmscriptenFileSystemManager;
+
+/** Embind objects live in the wasm heap until deleted. */
+const free = (x: unknown) => (x as { delete?: () => void })?.delete?.();
+
+function lib(): Promise<HnswlibModule> {
+  libPromise ??= (async () => {
+    const l = await loadHnswlib('IDBFS');
+    await waitSynced(l, 30_000);
+    await withStaging(() => sweepStaging(l));
+    return l;
+  })().catch((e: unknown) => {
+    libPromise = null;
+    throw e;
+  });
+  return libPromise;
+}
+
+async function waitSynced(l: HnswlibModule, timeoutMs: number): Promise<void> {
+  const t0 = performance.now();
+  while (!fsm(l).isSynced()) {
+    if (performance.now() - t0 > timeoutMs) throw new Error('hnswlib-wasm file system sync timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function syncFromIdb(l: HnswlibModule): Promise<void> {
+  return new Promise((resolve, reject) => {
+    try {
+      fsm(l).syncFS(true, () => resolve());
+    } catch (e) {
+      reject(e);
+    }
+  });
+}
+
+/** Serialises staging-area use across workers and tabs (a sync in one would delete another's rows). */
+function withStaging<T>(fn: () => Promise<T>): Promise<T> {
+  const locks = (globalThis.navigator as Navigator | undefined)?.locks;
+  return locks ? locks.request('loupe-hnswlib-staging', fn) : fn();
+}
+
+const stagingPath = (name: string) => `${STAGING_DB}/${name}`;
+
+async function stagingDb() {
+  // Created (version 21, with a `timestamp` index) by hnswlib-wasm's first sync; opened as is.
+  return openDB(STAGING_DB);
+}
+
+/** Deletes our rows left by a worker that died mid-save or mid-load, and their in-memory copies. */
+async function sweepStaging(l: HnswlibModule): Promise<void> {
+  const db = await stagingDb();
+  try {
+    if (!db.objectStoreNames.contains(STAGING_STORE)) return;
+    const keys = (await db.getAllKeys(STAGING_STORE)) as string[];
+    const ours = keys.filter((k) => typeof k === 'string' && k.startsWith(stagingPath(STAGING_PREFIX)));
+    if (ours.length) {
+      const tx = db.transaction(STAGING_STORE, 'readwrite');
+      await Promise.all([...ours.map((k) => tx.store.delete(k)), tx.done]);
+    }
+  } finally {
+    db.close();
+  }
+  // Also drops files the start-up sync copied in from rows another worker has since removed.
+  await syncFromIdb(l);
+}
+
+/** The graph's bytes, taken out of hnswlib-wasm's file system (see the top of this file). */
+async function serialize(l: HnswlibModule, index: HierarchicalNSW): Promise<Uint8Array<ArrayBuffer>> {
+  return withStaging(async () => {
+    const name = `${STAGING_PREFIX}${crypto.randomUUID()}.bin`;
+    await waitSynced(l, 60_000);
+    // Synchronous save into the in-memory file system; it starts the IDB mirror sync itself.
+    index.writeIndex(name);
+    await waitSynced(l, 600_000);
+    const db = await stagingDb();
+    try {
+      const row = (await db.get(STAGING_STORE, stagingPath(name))) as { contents?: Uint8Array } | undefined;
+      if (!row?.contents) throw new Error('hnswlib-wasm did not write the index file');
+      // The row's array may view a larger buffer (IDB clones whole buffers): copy exactly.
+      const bytes = row.contents.slice();
+      await db.delete(STAGING_STORE, stagingPath(name));
+      return bytes;
+    } finally {
+      db.close();
+      await syncFromIdb(l); // drops the in-memory copy of the file
+    }
+  });
+}
+
+/** A graph from bytes, put into hnswlib-wasm's file system and read there. */
+async function deserialize(
+  l: HnswlibModule,
+  bytes: Uint8Array,
+  dim: number,
+  n: number,
+): Promise<HierarchicalNSW> {
+  return withStaging(async () => {
+    const name = `${STAGING_PREFIX}${crypto.randomUUID()}.bin`;
+    await waitSynced(l, 60_000);
+    const db = await stagingDb();
+    try {
+      await db.put(
+        STAGING_STORE,
+        { timestamp: new Date(), mode: FILE_MODE, contents: bytes },
+        stagingPath(name),
+      );
+      await syncFromIdb(l);
+      const index = new l.HierarchicalNSW('ip', dim, '');
+      try {
+        index.readIndex(name, Math.max(1, n));
+      } catch (e) {
+        free(index);
+        throw new Error(`hnswlib could not read the index: ${describe(l, e)}`);
+      }
+      return index;
+    } finally {
+      await db.delete(STAGING_STORE, stagingPath(name)).catch(() => undefined);
+      db.close();
+      await syncFromIdb(l);
+    }
+  });
+}
+
+/** A C++ exception from embind arrives as a number (a pointer); this gets its message. */
+function describe(l: HnswlibModule, e: unknown): string {
+  if (typeof e === 'number') {
+    const get = (l as unknown as { getExceptionMessage?: (p: number) => [string, string] | string })
+      .getExceptionMessage;
+    try {
+      const m = get?.(e);
+      if (m) return Array.isArray(m) ? m.filter(Boolean).join(': ') : m;
+    } catch {
+      /* fall through */
+    }
+    return `C++ exception ${e}`;
+  }
+  return (e as Error)?.message ?? String(e);
+}
+
+async function sha256Hex(data: ArrayBufferView | ArrayBuffer): Promise<string> {
+  const d = new Uint8Array(await crypto.subtle.digest('SHA-256', data as BufferSource));
+  return Array.from(d, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** The shard-artifact key of a graph: (embeddings key, space, M, efConstruction). */
+export function hnswArtifactKey(key: string, space: Space, M: number, efConstruction: number): string {
+  return `${key}|space=${space}|M=${M}|efC=${efConstruction}`;
+}
+
+/**
+ * Fields of hnswlib's own binary header that must agree with ours (wasm32: size_t is 4 bytes):
+ * offset 8 cur_element_count, 36 maxM0_, 40 M_, 52 ef_construction_.
+ */
+function hnswlibHeader(bytes: Uint8Array): {
+  count: number;
+  maxM0: number;
+  M: number;
+  efConstruction: number;
+} {
+  if (bytes.length < 56) throw new Error('index bytes are shorter than hnswlib’s header');
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return {
+    count: dv.getUint32(8, true),
+    maxM0: dv.getUint32(36, true),
+    M: dv.getUint32(40, true),
+    efConstruction: dv.getUint32(52, true),
+  };
+}
+
+/** Why a stored artifact cannot be used for this request, or null when it can. */
+async function checkArtifact(
+  art: unknown,
+  want: Omit<IndexHeader, 'format' | 'byteLength' | 'sha256' | 'createdAt'>,
+): Promise<string | null> {
+  const a = art as Partial<IndexArtifact> | null;
+  const h = a?.header;
+  if (!h || typeof h !== 'object' || !(a?.bytes instanceof ArrayBuffer)) return 'stored entry is malformed';
+  if (h.format !== 'loupe-hnsw' || h.version !== want.version)
+    return `format ${String(h.format)} v${h.version} (expected v${want.version})`;
+  for (const f of ['count', 'dim', 'space', 'M', 'efConstruction', 'seed'] as const)
+    if (h[f] !== want[f]) return `${f} is ${String(h[f])}, expected ${String(want[f])}`;
+  if (h.vectorsSha256 !== want.vectorsSha256) return 'built from different vectors';
+  if (h.byteLength !== a.bytes.byteLength)
+    return `${a.bytes.byteLength} bytes stored, header says ${h.byteLength}`;
+  if ((await sha256Hex(a.bytes)) !== h.sha256) return 'checksum mismatch (corrupted bytes)';
+  const inner = hnswlibHeader(new Uint8Array(a.bytes));
+  if (inner.count !== want.count || inner.M !== want.M || inner.efConstruction !== want.efConstruction)
+    return 'hnswlib header disagrees with ours';
+  return null;
+}
+
+function closeOpen(): void {
+  if (!open) return;
+  free(open.index);
+  void open.gpu?.then((g) => g.destroy()).catch(() => undefined);
+  open = null;
+}
+
+function requireOpen(): Open {
+  if (!open) throw new Error('no index: call build() first');
+  return open;
+}
+
+function asMatrix(data: Float32Array, dim: number, what: string): Matrix {
+  if (!Number.isInteger(dim) || dim <= 0) throw new RangeError(`dimension must be a positive integer`);
+  if (data.length % dim !== 0)
+    throw new RangeError(`${what}: ${data.length} values is not a multiple of ${dim}`);
+  return { data, n: data.length / dim, dim };
+}
+
+const api = {
+  /**
+   * Makes an HNSW index over `vectors` ready: the persisted one when its header and checksum match
+   * this request exactly, else a fresh build (in batches, with progress), which is then persisted.
+   */
+  async build(req: BuildRequest, onProgress?: (p: Progress) => void): Promise<BuildResult> {
+    const t0 = performance.now();
+    const report = throttle(onProgress);
+    const l = await lib();
+    closeOpen();
+    const params: HnswParams = {
+      M: req.M ?? DEFAULT_M,
+      efConstruction: req.efConstruction ?? DEFAULT_EF_CONSTRUCTION,
+      seed: req.seed ?? DEFAULT_SEED,
+    };
+    const efSearch = req.efSearch ?? DEFAULT_EF_SEARCH;
+    const vectors = asMatrix(req.vectors, req.dim, 'vectors');
+    const { n, dim } = vectors;
+    if (req.docIds && req.docIds.length !== n)
+      throw new RangeError(`${req.docIds.length} document ids for ${n} vectors`);
+    // Cosine = inner product of normalised rows: normalise once here, and use hnswlib's 'ip' space.
+    if (req.space === 'cosine') normalizeRows(vectors);
+    const tieBreak = req.docIds ? trecTieBreak(req.docIds) : indexTieBreak;
+    const out: BuildResult = {
+      source: 'built',
+      n,
+      dim,
+      space: req.space,
+      params,
+      efSearch,
+      persisted: false,
+      bytes: 0,
+      timings: { totalMs: 0 },
+    };
+
+    const store = req.shard ? await openShardStore({ sweep: false }) : null;
+    const artifactKey = hnswArtifactKey(req.key, req.space, params.M, params.efConstruction);
+    if (req.shard) out.artifact = { shard: req.shard, kind: 'hnsw', key: artifactKey };
+    const want = {
+      version: INDEX_FORMAT_VERSION,
+      count: n,
+      dim,
+      space: req.space,
+      ...params,
+      vectorsSha256: req.shard ? await sha256Hex(vectors.data) : '',
+    };
+    let index: HierarchicalNSW | null = null;
+    try {
+      if (store && req.shard && !req.force) {
+        report({ kind: 'status', message: 'Looking for a cached HNSW index' });
+        const tl = performance.now();
+        try {
+          const art = await store.getArtifact<IndexArtifact>(req.shard, 'hnsw', artifactKey);
+          const why = art === undefined ? 'no cached index' : await checkArtifact(art, want);
+          if (why === null) {
+            index = await deserialize(l, new Uint8Array(art!.bytes), dim, n);
+            if (index.getCurrentCount() !== n || index.getNumDimensions() !== dim) {
+              free(index);
+              index = null;
+              out.cacheMiss = 'hnswlib read a different element count or dimension';
+            } else {
+              out.source = 'cache';
+              out.persisted = true;
+              out.bytes = art!.bytes.byteLength;
+            }
+          } else out.cacheMiss = why;
+        } catch (e) {
+          // A cached index that cannot be read is rebuilt, never trusted.
+          out.cacheMiss = `unreadable cached index: ${describe(l, e)}`;
+          if (index) free(index);
+          index = null;
+        }
+        out.timings.loadMs = performance.now() - tl;
+      }
+
+      if (!index) {
+        const ta = performance.now();
+        index = new l.HierarchicalNSW('ip', dim, '');
+        index.initIndex(Math.max(1, n), params.M, params.efConstruction, params.seed);
+        report({ kind: 'index', done: 0, total: n });
+        for (let s = 0; s < n; s += ADD_BATCH) {
+          const e = Math.min(n, s + ADD_BATCH);
+          const items: Float32Array[] = [];
+          const labels: number[] = [];
+          for (let i = s; i < e; i++) {
+            items.push(vectors.data.subarray(i * dim, (i + 1) * dim));
+            labels.push(i);
+          }
+          try {
+            index.addPoints(items, labels, false);
+          } catch (err) {
+            throw new Error(`hnswlib addPoints failed: ${describe(l, err)}`);
+          }
+          report({ kind: 'index', done: e, total: n });
+        }
+        out.timings.addMs = performance.now() - ta;
+        if (store && req.shard) {
+          report({ kind: 'status', message: 'Saving the HNSW index' });
+          const ts = performance.now();
+          const bytes = await serialize(l, index);
+          out.timings.serializeMs = performance.now() - ts;
+          const tw = performance.now();
+          const inner = hnswlibHeader(bytes);
+          if (inner.count !== n || inner.M !== params.M || inner.efConstruction !== params.efConstruction)
+            throw new Error('hnswlib wrote a header that disagrees with the build parameters');
+          const header: IndexHeader = {
+            format: 'loupe-hnsw',
+            ...want,
+            byteLength: bytes.byteLength,
+            sha256: await sha256Hex(bytes),
+            createdAt: Date.now(),
+          };
+          await store.putArtifact(req.shard, 'hnsw', artifactKey, {
+            header,
+            bytes: bytes.buffer,
+          } satisfies IndexArtifact);
+          out.timings.storeMs = performance.now() - tw;
+          out.persisted = true;
+          out.bytes = bytes.byteLength;
+        }
+      }
+    } catch (e) {
+      if (index) free(index);
+      throw e;
+    } finally {
+      await store?.close();
+    }
+    index.setEfSearch(efSearch);
+    open = { index, vectors, space: req.space, params, efSearch, tieBreak };
+    report({ kind: 'index', done: n, total: n });
+    report.flush();
+    out.timings.totalMs = performance.now() - t0;
+    return out;
+  },
+
+  /**
+   * HNSW top-k for each query (n × dim, row-major). Exclusions: lists up to OVERFETCH_MAX long are
+   * honoured by asking hnswlib for k + |exclude| and dropping them (the k best non-excluded are
+   * among those), longer ones by hnswlib's filter callback (called per visited node, so slower).
+   */
+  search(queries: Float32Array, k: number, efSearch?: number, opts: SearchOptions = {}): SearchResult {
+    const o = requireOpen();
+    const q = asMatrix(o.space === 'cosine' ? queries.slice() : queries, o.vectors.dim, 'queries');
+    if (o.space === 'cosine') normalizeRows(q);
+    const ef = efSearch ?? o.efSearch;
+    const t0 = performance.now();
+    const result = hnswSearch(o, q, k, ef, opts);
+    const ms = performance.now() - t0;
+    // The worker gives up these buffers: the caller owns them after the transfer.
+    return Comlink.transfer({ result, efSearch: ef, ms }, [result.indices.buffer, result.scores.buffer]);
+  },
+
+  /**
+   * Exact top-k, same answers on either backend. 'auto': WebGPU on a hardware adapter, else JS (the
+   * result says which, and why not WebGPU); 'webgpu' forces it (a software adapter included).
+   */
+  async exactSearch(
+    queries: Float32Array,
+    k: number,
+    opts: { exclude?: number[][]; backend?: 'auto' | ExactBackend; maxChunkDocs?: number } = {},
+  ): Promise<ExactResult> {
+    const o = requireOpen();
+    const q = asMatrix(o.space === 'cosine' ? queries.slice() : queries, o.vectors.dim, 'queries');
+    if (o.space === 'cosine') normalizeRows(q);
+    const r = await exact(o, q, k, opts.exclude, opts.backend ?? 'auto', opts.maxChunkDocs);
+    return Comlink.transfer(r, [r.result.indices.buffer, r.result.scores.buffer]);
+  },
+
+  /**
+   * Recall@k of HNSW against exact search, at the open index's efSearch or at each of `efSearch`.
+   * Without `queries`, RECALL_SAMPLE corpus rows are the queries, each excluded from its own results
+   * (so a vector finding itself does not count).
+   */
+  async recallAgainstExact(
+    k: number,
+    opts: { queries?: Float32Array; efSearch?: number[]; backend?: 'auto' | ExactBackend } = {},
+  ): Promise<RecallReport> {
+    const o = requireOpen();
+    let q: Matrix;
+    let exclude: number[][] | undefined;
+    if (opts.queries) {
+      q = asMatrix(o.space === 'cosine' ? opts.queries.slice() : opts.queries, o.vectors.dim, 'queries');
+      if (o.space === 'cosine') normalizeRows(q);
+    } else {
+      const { n, dim } = o.vectors;
+      const m = Math.min(RECALL_SAMPLE, n);
+      const rows = Array.from({ length: m }, (_, i) => Math.floor((i * n) / m));
+      q = { data: new Float32Array(m * dim), n: m, dim };
+      rows.forEach((r, i) => q.data.set(o.vectors.data.subarray(r * dim, r * dim + dim), i * dim));
+      exclude = rows.map((r) => [r]);
+    }
+    const truth = await exact(o, q, k, exclude, opts.backend ?? 'auto');
+    const points: RecallPoint[] = [];
+    for (const ef of opts.efSearch ?? [o.efSearch]) {
+      const t0 = performance.now();
+      const approx = hnswSearch(o, q, k, ef, { exclude, rescore: false });
+      const ms = performance.now() - t0;
+      points.push({ efSearch: ef, recall: recallAtK(approx, truth.result, k), ms, qps: (q.n * 1000) / ms });
+    }
+    return { k, queries: q.n, exactBackend: truth.backend, exactMs: truth.ms, points };
+  },
+
+  /** What is open. */
+  async info(): Promise<IndexInfo> {
+    if (!open) return { open: false as const };
+    return {
+      open: true as const,
+      n: open.vectors.n,
+      dim: open.vectors.dim,
+      space: open.space,
+      params: open.params,
+      efSearch: open.efSearch,
+      vectorBytes: open.vectors.data.byteLength,
+    };
+  },
+
+  /** Bytes of the wasm heap (hnswlib's memory, graph and its own copy of the vectors). */
+  async wasmHeapBytes(): Promise<number> {
+    const l = await lib();
+    return (l as unknown as { HEAPU8?: Uint8Array }).HEAPU8?.byteLength ?? 0;
+  },
+
+  /** Frees the index (wasm memory) and any GPU buffers. */
+  close(): void {
+    closeOpen();
+  },
+};
+
+function hnswSearch(o: Open, q: Matrix, k: number, ef: number, opts: SearchOptions): KnnResult {
+  const { n, dim } = o.vectors;
+  if (!Number.isInteger(k) || k < 0) throw new RangeError(`k must be a non-negative integer, got ${k}`);
+  const nq = q.n;
+  const result: KnnResult = {
+    k,
+    nq,
+    indices: new Int32Array(nq * k).fill(-1),
+    scores: new Float32Array(nq * k).fill(-Infinity),
+    counts: new Uint32Array(nq),
+  };
+  if (k === 0 || n === 0) return result;
+  o.index.setEfSearch(ef);
+  const rescore = opts.rescore ?? true;
+  for (let i = 0; i < nq; i++) {
+    const v = q.data.subarray(i * dim, (i + 1) * dim);
+    const ex = opts.exclude?.[i];
+    let r: { distances: number[]; neighbors: number[] };
+    let drop: Set<number> | null = null;
+    if (!ex || ex.length === 0) r = o.index.searchKnn(v, Math.min(k, n), undefined);
+    else if (ex.length <= OVERFETCH_MAX) {
+      drop = new Set(ex);
+      r = o.index.searchKnn(v, Math.min(k + drop.size, n), undefined);
+    } else {
+      const set = new Set(ex);
+      r = o.index.searchKnn(v, Math.min(k, n), (label: number) => !set.has(label));
+    }
+    const top = new TopK(k, o.tieBreak);
+    for (let j = 0; j < r.neighbors.length; j++) {
+      const d = r.neighbors[j];
+      if (drop?.has(d)) continue;
+      // 'ip' distance is 1 − q·d in float32.
+      top.push(rescore ? exactScore(o.vectors, d, q, i) : Math.fround(1 - r.distances[j]), d);
+    }
+    const hits = top.drain();
+    hits.forEach((h, j) => {
+      result.indices[i * k + j] = h.index;
+      result.scores[i * k + j] = h.score;
+    });
+    result.counts[i] = hits.length;
+  }
+  return result;
+}
+
+async function exact(
+  o: Open,
+  q: Matrix,
+  k: number,
+  exclude: Exclusions | undefined,
+  backend: 'auto' | ExactBackend,
+  maxChunkDocs?: number,
+): Promise<ExactResult> {
+  let reason: string | undefined;
+  if (backend !== 'js') {
+    try {
+      probePromise ??= probeWebGpu();
+      const probe = await probePromise;
+      if (!probe.ok) throw new Error(probe.reason);
+      // A software adapter (SwiftShader, WARP) emulates the GPU on the CPU: correct but far slower
+      // than the JS path, so 'auto' only takes real hardware.
+      if (backend === 'auto' && probe.fallbackAdapter)
+        throw new Error(`the WebGPU adapter is a software fallback (${probe.description}); JS is faster`);
+      if (o.gpu && o.gpuChunkDocs !== maxChunkDocs) {
+        // Another chunking asked for (tests exercise the cross-chunk merge): upload again.
+        void o.gpu.then((g) => g.destroy()).catch(() => undefined);
+        o.gpu = undefined;
+      }
+      o.gpuChunkDocs = maxChunkDocs;
+      // A fresh adapter: an adapter gives out one device only.
+      o.gpu ??= createGpuExact(o.vectors, { maxChunkDocs });
+      const g = await o.gpu.catch((e: unknown) => {
+        o.gpu = undefined;
+        throw e;
+      });
+      const { result, stats } = await g.search(q, { k, tieBreak: o.tieBreak, exclude });
+      return { result, backend: 'webgpu', fallbackAdapter: g.fallbackAdapter, gpu: stats, ms: stats.ms };
+    } catch (e) {
+      if (backend === 'webgpu') throw e;
+      reason = (e as Error)?.message ?? String(e);
+    }
+  }
+  const t0 = performance.now();
+  const result = exactSearch(o.vectors, q, { k, tieBreak: o.tieBreak, exclude });
+  return { result, backend: 'js', reason, ms: performance.now() - t0 };
+}
+
+export type IndexWorkerApi = typeof api;
+Comlink.expose(api);
