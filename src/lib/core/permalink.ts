@@ -126,7 +126,8 @@ export function specOf(c: RetrieverConfig): RunSpec | null {
  */
 export function specMatches(spec: RunSpec, c: RetrieverConfig): boolean {
   if (spec.kind === 'bm25') return c.kind === 'bm25' && c.k1 === spec.k1 && c.b === spec.b;
-  if (c.kind !== 'dense' || c.modelId !== spec.model) return false;
+  // Permalinks describe exact runs; an approximate (HNSW) run is not a match.
+  if (c.kind !== 'dense' || c.modelId !== spec.model || c.ann) return false;
   if (spec.dtype !== 'auto' && c.dtype !== spec.dtype) return false;
   if (spec.device !== 'auto' && c.device !== spec.device) return false;
   if (!c.fusion) return true;

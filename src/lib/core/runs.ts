@@ -13,6 +13,8 @@ export type RetrieverConfig =
       device: string;
       /** Which query parts were used and how they were combined (image + text queries). */
       fusion?: { mode: 'score' | 'feature'; textWeight: number };
+      /** Approximate search (HNSW) instead of exact, with its recall@10 against exact on this run. */
+      ann?: { kind: 'hnsw'; M: number; efConstruction: number; efSearch: number; recallAt10: number };
     }
   | { kind: 'fusion'; method: string; params: Record<string, number | string>; inputs: string[] }
   | { kind: 'import'; fileName: string; tag: string }
@@ -103,7 +105,7 @@ export function runTag(c: RetrieverConfig): string {
     case 'bm25':
       return `loupe-bm25-k1_${c.k1}-b_${c.b}`;
     case 'dense':
-      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}`;
+      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}`;
     case 'fusion':
       return `loupe-${c.method}-${c.inputs.length}runs`;
     case 'import':
@@ -119,7 +121,7 @@ export function describeConfig(c: RetrieverConfig): string {
     case 'bm25':
       return `BM25 k1=${c.k1} b=${c.b}`;
     case 'dense':
-      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? ` · ${c.fusion.mode} fusion, text weight ${c.fusion.textWeight}` : ''}`;
+      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? ` · ${c.fusion.mode} fusion, text weight ${c.fusion.textWeight}` : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}`;
     case 'fusion':
       return `${c.method} of ${c.inputs.length} runs`;
     case 'import':

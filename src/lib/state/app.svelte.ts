@@ -45,6 +45,7 @@ import { pairText, rerankRun as rerankTopN } from '../core/rerank';
 import type { Dtype, ModelSpec } from '../core/models';
 import type { Device } from '../adapters/backend';
 import { denseAdhoc, densePlan, denseTask, type DenseSettings } from './dense';
+import { INDEX_DEFAULTS } from '../adapters/index-client';
 import {
   formatFuseSpec,
   formatRunSpec,
@@ -110,6 +111,13 @@ export class AppState {
   denseDtype = $state<'auto' | Dtype>('auto');
   textWeight = $state(0.5);
   fusionMode = $state<'both' | 'score' | 'feature'>('both');
+  /** Exact dense search, or HNSW with these parameters (the exact run is kept too, as ground truth). */
+  denseSearch = $state<'exact' | 'hnsw'>('exact');
+  ann = $state<{ M: number; efConstruction: number; efSearch: number }>({
+    M: INDEX_DEFAULTS.M,
+    efConstruction: INDEX_DEFAULTS.efConstruction,
+    efSearch: INDEX_DEFAULTS.efSearch,
+  });
   customModels = $state.raw<ModelSpec[]>([]);
   /** Reranking settings: cross-encoder (registry id) and how many documents per query it reorders. */
   rerankModelId = $state(RERANKER_REGISTRY[0]?.id ?? '');
@@ -161,6 +169,11 @@ export class AppState {
     if (dtype) this.denseDtype = dtype as Dtype;
     const fusion = params.get('fusion');
     if (fusion === 'score' || fusion === 'feature' || fusion === 'both') this.fusionMode = fusion;
+    if (params.get('index') === 'hnsw') this.denseSearch = 'hnsw';
+    for (const k of ['M', 'efConstruction', 'efSearch'] as const) {
+      const v = Number(params.get(k));
+      if (params.has(k) && Number.isInteger(v) && v > 0) this.ann[k] = v;
+    }
     const alpha = Number(params.get('alpha'));
     if (params.has('alpha') && alpha >= 0 && alpha <= 1) this.textWeight = alpha;
     const url = params.get('shard');
@@ -394,6 +407,7 @@ export class AppState {
         fusion: this.fusionMode,
         depth: this.depth,
         simulateWebGpuFailure: this.simulateWebGpuFailure,
+        ...(this.denseSearch === 'hnsw' ? { ann: $state.snapshot(this.ann) } : {}),
       };
       const out = await denseTask({
         shardHash: s.summary.hash,
@@ -427,11 +441,22 @@ export class AppState {
                 },
               }
             : {}),
+          ...(r.ann
+            ? {
+                ann: {
+                  kind: 'hnsw' as const,
+                  M: r.ann.M,
+                  efConstruction: r.ann.efConstruction,
+                  efSearch: r.ann.efSearch,
+                  recallAt10: r.ann.recallAt10,
+                },
+              }
+            : {}),
         };
         last = await this.addRun(
           {
             id: newRunId(),
-            name: `${spec.label ?? spec.id}${r.fusion ? (r.fusion.mode === 'score' ? ` · score fusion ${r.fusion.textWeight}` : ' · feature fusion') : ''}`,
+            name: `${spec.label ?? spec.id}${r.fusion ? (r.fusion.mode === 'score' ? ` · score fusion ${r.fusion.textWeight}` : ' · feature fusion') : ''}${r.ann ? ` · HNSW ef=${r.ann.efSearch} (recall@10 vs exact ${r.ann.recallAt10.toFixed(3)})` : ''}`,
             shardHash: s.summary.hash,
             shardName: s.summary.name,
             taskId,

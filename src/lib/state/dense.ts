@@ -16,6 +16,14 @@ import {
 import { runDense, setDenseDocs } from '../adapters/retrieval-client';
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../adapters/worker-client';
+import { buildIndex, searchIndex } from '../adapters/index-client';
+
+/** HNSW parameters of an approximate dense run. */
+export interface AnnSettings {
+  M: number;
+  efConstruction: number;
+  efSearch: number;
+}
 
 export interface DenseSettings {
   spec: ModelSpec;
@@ -28,6 +36,8 @@ export interface DenseSettings {
   depth: number;
   /** Debug switch (URL `simulate-webgpu-failure=1`): make the WebGPU attempt fail, to see the fallback. */
   simulateWebGpuFailure?: boolean;
+  /** Search with HNSW (single-vector queries: one part, or feature fusion) instead of exact. */
+  ann?: AnnSettings;
 }
 
 /** What a model can do with a task: which query and document parts it uses, and what it ignores. */
@@ -53,10 +63,12 @@ export function densePlan(spec: ModelSpec, task: TaskInfo) {
   return { queryParts, docParts, notes, canRun: queryParts.length > 0 };
 }
 
+type Lists = Awaited<ReturnType<typeof runDense>>;
+
 export interface DenseOutcome {
   encoder: LoadedEncoder;
   /** One ranked-list set per fusion strategy run (a single one when no query has two parts). */
-  runs: { fusion?: QueryFusion; lists: Awaited<ReturnType<typeof runDense>> }[];
+  runs: { fusion?: QueryFusion; lists: Lists; ann?: AnnSettings & { recallAt10: number } }[];
   embedded: { part: EmbedPart; computedBatches: number; reusedBatches: number; missing: number }[];
   notes: string[];
 }
@@ -135,6 +147,8 @@ async function denseTaskWith(args: DenseTaskArgs, adhocImage: Blob | null): Prom
       if (i >= 0 && !imageRows.missing.includes(docId)) imageRowOf.set(path, i);
     }
   const imageCopy = imageRows ? imageRows.embeddings.slice() : null;
+  // The index worker gets its own copy: the retrieval worker takes ownership of `matrix`.
+  const annDocs = args.settings.ann ? matrix.slice() : null;
   await setDenseDocs(key, matrix, dim, docIds, missing);
 
   const qs = args.queries;
@@ -205,6 +219,69 @@ async function denseTaskWith(args: DenseTaskArgs, adhocImage: Blob | null): Prom
       fusion,
       lists: await runDense(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job),
     });
+  const ann = args.settings.ann;
+  if (ann && annDocs) {
+    const single = runs.filter((r) => !r.fusion || r.fusion.mode === 'feature');
+    if (single.length < runs.length)
+      plan.notes.push('uses exact search for score fusion (two searches per query)');
+    await buildIndex(
+      {
+        key,
+        shard: args.shardHash,
+        vectors: annDocs,
+        dim,
+        space: 'cosine',
+        M: ann.M,
+        efConstruction: ann.efConstruction,
+        efSearch: ann.efSearch,
+        docIds,
+      },
+      args.job,
+    );
+    // One vector per query: its single part, or the feature-fused pair.
+    const qm = new Float32Array(qs.length * dim);
+    qs.forEach((_, i) => {
+      const t = q.hasText[i] && q.text ? q.text.subarray(i * dim, (i + 1) * dim) : null;
+      const v = q.hasImage[i] && q.image ? q.image.subarray(i * dim, (i + 1) * dim) : null;
+      if (t && v) qm.set(fuseFeatures(t, v), i * dim);
+      else if (t || v) qm.set((t ?? v)!, i * dim);
+    });
+    const docIndex = new Map(docIds.map((id, i) => [id, i]));
+    const missingIdx = missing.map((id) => docIndex.get(id)!);
+    const exclude = qs.map((x) => [
+      ...(x.excludeIds ?? []).flatMap((id) => docIndex.get(id) ?? []),
+      ...missingIdx,
+    ]);
+    const { result } = await searchIndex(qm, args.settings.depth, ann.efSearch, {
+      exclude,
+      signal: args.job.signal,
+    });
+    for (const r of single) {
+      const exactTop = new Map(r.lists.map((l) => [l.queryId, l.docIds.slice(0, 10)]));
+      let recall = 0;
+      let counted = 0;
+      const lists: Lists = qs.map((x, i) => {
+        // Queries with no part embedded return nothing in either run.
+        if (!q.hasText[i] && !q.hasImage[i])
+          return { queryId: x.id, docIds: [], scores: new Float64Array(0) };
+        const n = result.counts[i];
+        const ids: string[] = [];
+        const scores = new Float64Array(n);
+        for (let j = 0; j < n; j++) {
+          ids.push(docIds[result.indices[i * result.k + j]]);
+          scores[j] = result.scores[i * result.k + j];
+        }
+        const truth = exactTop.get(x.id) ?? [];
+        if (truth.length) {
+          const got = new Set(ids.slice(0, 10));
+          recall += truth.filter((d) => got.has(d)).length / truth.length;
+          counted++;
+        }
+        return { queryId: x.id, docIds: ids, scores };
+      });
+      runs.push({ fusion: r.fusion, lists, ann: { ...ann, recallAt10: counted ? recall / counted : 1 } });
+    }
+  }
   return { encoder, runs, embedded, notes: plan.notes };
 }
 
