@@ -59,5 +59,10 @@ describe('approximate dense search', () => {
     expect(Math.abs(ann.overall.ndcg_cut_10 - exact.overall.ndcg_cut_10)).toBeLessThanOrEqual(
       10 * (1 - recall) + 1e-9,
     );
+    // Comparing the exact and the HNSW run shows the recall-vs-speed curve of the index.
+    for (const box of await page.locator('[data-testid="compare-pick"]').all()) await box.check();
+    await page.click('[data-testid="compare-run"]');
+    await page.waitForSelector('[data-chart="ann-recall-qps"] svg', { timeout: 120_000 });
+    expect(await page.locator('[data-chart="ann-recall-qps"] svg circle').count()).toBe(6);
   });
 });

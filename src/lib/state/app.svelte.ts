@@ -131,6 +131,11 @@ export class AppState {
   baselineId = $state<string | null>(null);
   comparison = $state.raw<Comparison | null>(null);
   curves = $state.raw<{ id: string; curves: Record<string, number[]> }[] | null>(null);
+  /** Recall@10 vs queries/s of the last HNSW run's index over ef (shown with the comparison plots). */
+  annCurve = $state.raw<{
+    label: string;
+    points: { efSearch: number; recall: number; qps: number }[];
+  } | null>(null);
   #imageUrls = new Map<string, string>();
 
   get currentRun(): RunResult | null {
@@ -419,6 +424,8 @@ export class AppState {
         onEncoder: (e) => (this.encoder = e),
       });
       this.encoder = out.encoder;
+      if (out.annCurve)
+        this.annCurve = { label: `${spec.label ?? spec.id} on ${taskId}`, points: out.annCurve.points };
       let last: RunResult | null = null;
       for (const r of out.runs) {
         const run: Run = new Map();

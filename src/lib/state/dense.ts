@@ -16,7 +16,7 @@ import {
 import { runDense, setDenseDocs } from '../adapters/retrieval-client';
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../adapters/worker-client';
-import { buildIndex, searchIndex } from '../adapters/index-client';
+import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../adapters/index-client';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {
@@ -69,6 +69,8 @@ export interface DenseOutcome {
   encoder: LoadedEncoder;
   /** One ranked-list set per fusion strategy run (a single one when no query has two parts). */
   runs: { fusion?: QueryFusion; lists: Lists; ann?: AnnSettings & { recallAt10: number } }[];
+  /** With HNSW: recall@10 against exact search and queries/s for ef = 16…512 on this task's queries. */
+  annCurve?: RecallReport;
   embedded: { part: EmbedPart; computedBatches: number; reusedBatches: number; missing: number }[];
   notes: string[];
 }
@@ -256,6 +258,12 @@ async function denseTaskWith(args: DenseTaskArgs, adhocImage: Blob | null): Prom
       exclude,
       signal: args.job.signal,
     });
+    const annCurve = await recallAgainstExact(10, {
+      queries: qm,
+      efSearch: [16, 32, 64, 128, 256, 512],
+      backend: 'js',
+      signal: args.job.signal,
+    });
     for (const r of single) {
       const exactTop = new Map(r.lists.map((l) => [l.queryId, l.docIds.slice(0, 10)]));
       let recall = 0;
@@ -281,6 +289,7 @@ async function denseTaskWith(args: DenseTaskArgs, adhocImage: Blob | null): Prom
       });
       runs.push({ fusion: r.fusion, lists, ann: { ...ann, recallAt10: counted ? recall / counted : 1 } });
     }
+    return { encoder, runs, embedded, notes: plan.notes, annCurve };
   }
   return { encoder, runs, embedded, notes: plan.notes };
 }
