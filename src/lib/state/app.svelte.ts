@@ -321,27 +321,17 @@ export class AppState {
     const t0 = performance.now();
     try {
       const lists = await runBm25Task(taskId, this.depth, { signal: job.signal, onProgress: job.onProgress });
-      const run: Run = new Map();
-      for (const l of lists)
-        run.set(
-          l.queryId,
-          l.docIds.map((docId, i) => ({ docId, score: l.scores[i] })),
-        );
+      const run = listsToRun(lists);
       const params = $state.snapshot(this.bm25);
       const config: RetrieverConfig = { kind: 'bm25', ...params };
       const result = await this.addRun(
-        {
-          id: newRunId(),
+        this.#meta({
           name: describeConfig(config),
-          shardHash: s.summary.hash,
-          shardName: s.summary.name,
           taskId,
           config,
           depth: this.depth,
-          createdAt: new Date().toISOString(),
           ms: performance.now() - t0,
-          tag: runTag(config),
-        },
+        }),
         run,
       );
       this.currentRunId = result.meta.id;
@@ -428,12 +418,7 @@ export class AppState {
         this.annCurve = { label: `${spec.label ?? spec.id} on ${taskId}`, points: out.annCurve.points };
       let last: RunResult | null = null;
       for (const r of out.runs) {
-        const run: Run = new Map();
-        for (const l of r.lists)
-          run.set(
-            l.queryId,
-            l.docIds.map((docId, i) => ({ docId, score: l.scores[i] })),
-          );
+        const run = listsToRun(r.lists);
         const config: RetrieverConfig = {
           kind: 'dense',
           modelId: spec.id,
@@ -461,18 +446,13 @@ export class AppState {
             : {}),
         };
         last = await this.addRun(
-          {
-            id: newRunId(),
+          this.#meta({
             name: `${spec.label ?? spec.id}${r.fusion ? (r.fusion.mode === 'score' ? ` · score fusion ${r.fusion.textWeight}` : ' · feature fusion') : ''}${r.ann ? ` · HNSW ef=${r.ann.efSearch} (recall@10 vs exact ${r.ann.recallAt10.toFixed(3)})` : ''}`,
-            shardHash: s.summary.hash,
-            shardName: s.summary.name,
             taskId,
             config,
             depth: this.depth,
-            createdAt: new Date().toISOString(),
             ms: performance.now() - t0,
-            tag: runTag(config),
-          },
+          }),
           run,
         );
       }
@@ -584,18 +564,13 @@ export class AppState {
         input: input.meta.id,
       };
       const added = await this.addRun(
-        {
-          id: newRunId(),
+        this.#meta({
           name: `${input.meta.name} · top ${topN} reranked by ${label}`,
-          shardHash: s.summary.hash,
-          shardName: s.summary.name,
           taskId: input.meta.taskId,
           config,
           depth: input.meta.depth,
-          createdAt: new Date().toISOString(),
           ms: performance.now() - t0,
-          tag: runTag(config),
-        },
+        }),
         result.run,
       );
       const notes = [
@@ -1002,18 +977,13 @@ export class AppState {
         inputs: picked.map((r) => r.meta.id),
       };
       const result = await this.addRun(
-        {
-          id: newRunId(),
+        this.#meta({
           name: `${fusionLabel(d)} (${picked.map((r) => r.meta.name).join(' + ')})`,
-          shardHash: s.summary.hash,
-          shardName: s.summary.name,
           taskId: this.taskId,
           config,
           depth: Math.max(...[...run.values()].map((l) => l.length), 0),
-          createdAt: new Date().toISOString(),
           ms: 0,
-          tag: runTag(config),
-        },
+        }),
         run,
       );
       this.currentRunId = result.meta.id;
@@ -1024,6 +994,19 @@ export class AppState {
   }
 
   // ---- runs as stored objects ----
+
+  /** Metadata of a new run of the open shard. */
+  #meta(m: Pick<RunMeta, 'name' | 'taskId' | 'config' | 'depth' | 'ms'>): RunMeta {
+    const s = this.shard!;
+    return {
+      id: newRunId(),
+      shardHash: s.summary.hash,
+      shardName: s.summary.name,
+      createdAt: new Date().toISOString(),
+      tag: runTag(m.config),
+      ...m,
+    };
+  }
 
   #report(meta: RunMeta, run: Run): TaskReport {
     const s = this.shard!;
@@ -1109,18 +1092,7 @@ export class AppState {
       const depth = Math.max(...[...run.values()].map((l) => l.length));
       const config: RetrieverConfig = { kind: 'import', fileName: file.name, tag };
       const result = await this.addRun(
-        {
-          id: newRunId(),
-          name: `${file.name} · ${taskId}`,
-          shardHash: s.summary.hash,
-          shardName: s.summary.name,
-          taskId,
-          config,
-          depth,
-          createdAt: new Date().toISOString(),
-          ms: 0,
-          tag: runTag(config),
-        },
+        this.#meta({ name: `${file.name} · ${taskId}`, taskId, config, depth, ms: 0 }),
         run,
       );
       this.currentRunId = result.meta.id;
@@ -1158,6 +1130,11 @@ class PairsJob extends Job {
   override get fraction(): number | null {
     return this.#total > 0 ? this.#done / this.#total : super.fraction;
   }
+}
+
+/** Ranked lists from a worker (parallel id/score arrays) as a Run. */
+function listsToRun(lists: { queryId: string; docIds: string[]; scores: ArrayLike<number> }[]): Run {
+  return new Map(lists.map((l) => [l.queryId, l.docIds.map((docId, i) => ({ docId, score: l.scores[i] }))]));
 }
 
 function newRunId(): string {
