@@ -1,0 +1,169 @@
+// Vite dev server + headless Chromium around tests/browser/bench-harness.html, for scripts/parity.ts
+// and scripts/bench-encode.ts: one fresh browser (profile, renderer, encoder worker) per
+// configuration, and /proc readings of its processes (RSS, peak RSS, CPU time).
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { createServer, type ViteDevServer } from 'vite';
+import type { BenchHarness } from '../../tests/browser/bench-harness';
+import { CHROMIUM, CHROMIUM_ARGS } from '../../tests/e2e/browser';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+/** Starts the Vite dev server (the harness pages are not part of the build) on 127.0.0.1. */
+export async function startDevServer(): Promise<{ server: ViteDevServer; base: string }> {
+  const server = await createServer({
+    configFile: join(ROOT, 'vite.config.ts'),
+    root: ROOT,
+    // No HMR and no file watching: other people editing the tree must not reload the page mid-run.
+    server: { port: 0, host: '127.0.0.1', strictPort: false, hmr: false, watch: null },
+    logLevel: 'warn',
+  });
+  await server.listen();
+  const address = server.httpServer?.address();
+  if (!address || typeof address === 'string') throw new Error('vite did not bind a TCP port');
+  return { server, base: `http://127.0.0.1:${address.port}` };
+}
+
+type Result<K extends keyof BenchHarness> = Awaited<ReturnType<BenchHarness[K]>>;
+
+/** Calls `window.benchHarness[fn](...args)` in the page. */
+export function call<K extends keyof BenchHarness>(
+  page: Page,
+  fn: K,
+  ...args: Parameters<BenchHarness[K]>
+): Promise<Result<K>> {
+  return page.evaluate(([fn, args]) => (window.benchHarness[fn] as (...a: unknown[]) => unknown)(...args), [
+    fn,
+    args,
+  ] as const) as Promise<Result<K>>;
+}
+
+export async function openHarness(page: Page, base: string): Promise<void> {
+  await page.goto(`${base}/tests/browser/bench-harness.html`);
+  await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+}
+
+export interface BrowserSession {
+  context: BrowserContext;
+  page: Page;
+  profileDir: string;
+  /** The browser process tree, read from /proc. */
+  procs(): ChromiumProc[];
+  close(): Promise<void>;
+}
+
+/** A fresh Chromium (new profile) on the harness page. */
+export async function launchHarness(base: string, log?: (s: string) => void): Promise<BrowserSession> {
+  const profileDir = mkdtempSync(join(tmpdir(), 'loupe-encbench-'));
+  const context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM,
+    // Eager memory measurement: otherwise measureUserAgentSpecificMemory waits for a GC (up to 20 s).
+    args: [...CHROMIUM_ARGS, '--enable-blink-features=ForceEagerMeasureMemory'],
+    headless: true,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on('pageerror', (e) => log?.(`page error: ${String(e)}`));
+  page.on('crash', () => log?.('page crashed'));
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning')
+      log?.(`console ${m.type()}: ${m.text()} (${m.location().url || '?'})`);
+  });
+  await openHarness(page, base);
+  return {
+    context,
+    page,
+    profileDir,
+    procs: () => chromiumProcs(profileDir),
+    close: async () => {
+      await context.close().catch(() => undefined);
+      rmSync(profileDir, { recursive: true, force: true });
+    },
+  };
+}
+
+// ---- /proc ---------------------------------------------------------------------------------------
+
+export interface ChromiumProc {
+  pid: number;
+  /** `browser`, `renderer`, `gpu-process`, `utility`, `zygote`… */
+  type: string;
+  rssBytes: number;
+  /** Peak RSS of the process so far (VmHWM). */
+  hwmBytes: number;
+  /** User + system CPU time in seconds. */
+  cpuSeconds: number;
+  threads: number;
+}
+
+const CLK_TCK = 100;
+
+function readProc(pid: number): { ppid: number; cmd: string; status: string; stat: string[] } | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return {
+      ppid: Number(rest[1]),
+      cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8'),
+      status: readFileSync(`/proc/${pid}/status`, 'utf8'),
+      stat: rest,
+    };
+  } catch {
+    return null;
+  }
+}
+
+const kb = (status: string, key: string): number => {
+  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(status);
+  return m ? Number(m[1]) * 1024 : 0;
+};
+
+/** The browser process launched on `profileDir` and all its descendants. */
+export function chromiumProcs(profileDir: string): ChromiumProc[] {
+  const all = new Map<number, NonNullable<ReturnType<typeof readProc>>>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const p = readProc(Number(name));
+    if (p) all.set(Number(name), p);
+  }
+  const roots = [...all]
+    .filter(([, p]) => p.cmd.includes(`--user-data-dir=${profileDir}`))
+    .map(([pid]) => pid);
+  const inTree = new Set<number>(roots);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const [pid, p] of all)
+      if (!inTree.has(pid) && inTree.has(p.ppid)) {
+        inTree.add(pid);
+        grew = true;
+      }
+  }
+  return [...inTree].map((pid) => {
+    const p = all.get(pid)!;
+    const type = /--type=([a-z-]+)/.exec(p.cmd)?.[1] ?? 'browser';
+    // stat fields (0-based after the name): 11 utime, 12 stime, 17 num_threads.
+    return {
+      pid,
+      type,
+      rssBytes: kb(p.status, 'VmRSS'),
+      hwmBytes: kb(p.status, 'VmHWM'),
+      cpuSeconds: (Number(p.stat[11]) + Number(p.stat[12])) / CLK_TCK,
+      threads: Number(p.stat[17]),
+    };
+  });
+}
+
+/** The renderer processes of a session (the page and its workers live there). */
+export function renderers(procs: ChromiumProc[]): ChromiumProc[] {
+  return procs.filter((p) => p.type === 'renderer');
+}
+
+/** CPU seconds of the renderers + the GPU process (WebGPU work runs there). */
+export function busySeconds(procs: ChromiumProc[]): number {
+  return procs
+    .filter((p) => p.type === 'renderer' || p.type === 'gpu-process')
+    .reduce((s, p) => s + p.cpuSeconds, 0);
+}
