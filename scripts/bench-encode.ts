@@ -481,6 +481,8 @@ function wasmFeatures(): Record<string, { bytes: number; validatesWithoutRelaxed
 // ---------------------------------------------------------------------------------------------
 // Report
 
+/** A row whose cores busy fell well short of its thread count: another process took CPU meanwhile. */
+const contended = (threads: number, cores: number) => (cores < 0.9 * threads ? ' ⚠' : '');
 const fmt = (x: number | undefined, d = 1) => (x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(d));
 const mib = (b: number | null | undefined) => (b ? `${(b / 1048576).toFixed(0)} MiB` : '—');
 
@@ -510,7 +512,7 @@ function markdown(r: {
           ? 'Chromium WASM'
           : 'Chromium WebGPU (SwiftShader)*';
     md.push(
-      `| ${name} | ${t.dtype} | ${t.threads} | ${fmt(t.docsPerSecB1)} | ${fmt(t.docsPerSecB32)}${t.bigBatch && t.bigBatch !== 32 ? ` (batch ${t.bigBatch}, ${t.docs} docs)` : ''} | ${fmt(t.msPerQuery, 2)} | ${fmt(t.coresB32, 2)} | ${mem} | ${fmt(t.loadMs, 0)} |`,
+      `| ${name} | ${t.dtype} | ${t.threads} | ${fmt(t.docsPerSecB1)} | ${fmt(t.docsPerSecB32)}${t.bigBatch && t.bigBatch !== 32 ? ` (batch ${t.bigBatch}, ${t.docs} docs)` : ''} | ${fmt(t.msPerQuery, 2)} | ${fmt(t.coresB32, 2)}${t.side === 'webgpu' ? '' : contended(t.threads, t.coresB32)} | ${mem} | ${fmt(t.loadMs, 0)} |`,
     );
   }
   md.push('', '| ratio WASM ÷ native (throughput) | value |', '| --- | --- |');
@@ -536,7 +538,7 @@ function markdown(r: {
           : `tab ${mib(i.uaMemoryBytes)}, renderer RSS peak ${mib(i.peakRssBytes)}` +
             (i.gpuProcessPeakRssBytes ? `, GPU proc ${mib(i.gpuProcessPeakRssBytes)}` : '');
       md.push(
-        `| ${name} | ${i.dtype} | ${i.threads} | ${fmt(i.imagesPerSec, 2)}${i.batch && i.batch !== IMAGE_BATCH ? ` (${i.images} images, batch ${i.batch})` : ''} | ${fmt(i.modelOnlyImagesPerSec, 2)} | ${fmt(i.cores, 2)} | ${mem} |`,
+        `| ${name} | ${i.dtype} | ${i.threads} | ${fmt(i.imagesPerSec, 2)}${i.batch && i.batch !== IMAGE_BATCH ? ` (${i.images} images, batch ${i.batch})` : ''} | ${fmt(i.modelOnlyImagesPerSec, 2)} | ${fmt(i.cores, 2)}${i.side === 'webgpu' ? '' : contended(i.threads, i.cores)} | ${mem} |`,
       );
     }
   }
@@ -559,11 +561,15 @@ function markdown(r: {
             ? 'onnxruntime-web, plain SIMD build'
             : 'onnxruntime-web, asyncify build (what transformers.js loads)';
       md.push(
-        `| ${name} | ${b.dtype} | ${b.threads} | ${fmt(b.docsPerSecB32)} | ${fmt(b.cores, 2)} | ${native && b.build !== 'native' ? (b.docsPerSecB32 / native.docsPerSecB32).toFixed(2) : ''} |`,
+        `| ${name} | ${b.dtype} | ${b.threads} | ${fmt(b.docsPerSecB32)} | ${fmt(b.cores, 2)}${contended(b.threads, b.cores)} | ${native && b.build !== 'native' ? (b.docsPerSecB32 / native.docsPerSecB32).toFixed(2) : ''} |`,
       );
     }
   }
-  md.push('', '\\* SwiftShader is a CPU emulation of a GPU: WebGPU speed here says nothing about real GPUs.');
+  md.push(
+    '',
+    '\\* SwiftShader is a CPU emulation of a GPU: WebGPU speed here says nothing about real GPUs.',
+    '⚠ cores busy well below the thread count: another process took CPU during that measurement (shared machine); re-measure it.',
+  );
   return md.join('\n');
 }
 

@@ -253,7 +253,8 @@ function markdown(r: {
 }): string {
   const md: string[] = [];
   md.push(
-    `Text: ${r.texts.docs} medquad documents + ${r.texts.queries} queries; browser worker vs native onnxruntime-node, same ONNX file.`,
+    `Text: ${r.texts.docs} medquad documents + ${r.texts.queries} queries (WebGPU: the first ${r.texts.webgpuTexts}); ` +
+      'browser encoder worker vs native onnxruntime-node on the same ONNX file, same tokenizer, mean pooling + L2.',
     '',
     '| model | dtype | browser device | texts | min cosine | mean cosine | max abs diff |',
     '| --- | --- | --- | --- | --- | --- | --- |',
