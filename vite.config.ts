@@ -122,6 +122,6 @@ export default defineConfig({
   server: { host: '127.0.0.1', headers: ISOLATION_HEADERS },
   preview: { host: '127.0.0.1', headers: ISOLATION_HEADERS },
   worker: { format: 'es' },
-  optimizeDeps: { exclude: ['@huggingface/transformers', 'onnxruntime-web', 'hnswlib-wasm'] },
+  optimizeDeps: { exclude: ['@huggingface/transformers', 'onnxruntime-web'] },
   build: { target: 'es2022', sourcemap: true },
 });

@@ -2,11 +2,13 @@
 //   (a) native hnswlib (Debian python3-hnswlib, /usr/bin/python3, 1 thread): build time, QPS and
 //       recall@k at each efSearch;
 //   (b) faiss IndexFlatIP (python3-faiss, 1 thread, OpenBLAS): exact search time, and the ground truth;
-//   (c) hnswlib-wasm in headless Chromium through our index worker: the same measurements;
+//   (c) Loupe's HNSW engine (the same hnswlib release compiled to wasm with SIMD by
+//       scripts/build-wasm.sh) in headless Chromium through our index worker: the same measurements;
 //   (d) our exact search in Chromium: JS, and WebGPU (SwiftShader here: a CPU emulation, so its time
 //       says nothing about GPUs; it is reported for completeness and checked for equal answers);
 //   plus memory (browser measurement, wasm heap, Chromium RSS, python max RSS), a 1M × dim int8
-//   exact-search attempt, and an inspection of the hnswlib-wasm binary (SIMD, assertions).
+//   exact-search attempt, and an inspection of the engine's wasm binary (SIMD, assertions).
+// Installs the native anchors (Debian python3-hnswlib, python3-faiss) when they are missing.
 // Writes bench-results/index-<n>x<dim>.{md,svg,json}.
 //
 //   npx tsx scripts/bench-index.ts [--n 100000] [--dim 384] [--queries 1000] [--k 10]
@@ -189,7 +191,7 @@ function rendererCpuSeconds(profileDir: string): number {
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 // ---------------------------------------------------------------------------------------------
-// hnswlib-wasm binary inspection
+// The engine's wasm binary, inspected
 
 interface WasmInspection {
   wasmBytes: number;
@@ -197,12 +199,12 @@ interface WasmInspection {
   functions: number;
   instructions: number;
   simdInstructions: number;
-  hasTargetFeatures: boolean;
+  /** Functions with at least one SIMD instruction. */
+  simdFunctions: number;
   assertFailImported: boolean;
-  distance: { name: string; instructions: number; simd: number; f32mul: number; f32add: number }[];
   glueAssertCalls: number;
   glueAssertionsBuild: boolean;
-  makefileFlags: string[];
+  buildFlags: string;
 }
 
 /** Decodes every function body of a wasm module, counting instructions (SIMD separately). */
@@ -357,106 +359,44 @@ function inspectWasm(b: Uint8Array) {
   return { sections, imports, names, perFn, functions: nf };
 }
 
-function inspectHnswlibWasm(): WasmInspection {
-  const dist = join(ROOT, 'node_modules/hnswlib-wasm/dist');
-  const glueFile = readdirSync(dist).find((f) => /^hnswlib-[0-9a-f]+\.js$/.test(f))!;
-  const glue = readFileSync(join(dist, glueFile), 'latin1');
-  const m = /data:application\/octet-stream;base64,([A-Za-z0-9+/=]+)/.exec(glue);
-  if (!m) throw new Error('no inlined wasm in the hnswlib-wasm glue');
-  const bytes = new Uint8Array(Buffer.from(m[1], 'base64'));
+function inspectEngineWasm(): WasmInspection {
+  const dir = join(ROOT, 'src/lib/wasm/generated');
+  const bytes = new Uint8Array(readFileSync(join(dir, 'hnsw.wasm')));
+  const glue = readFileSync(join(dir, 'hnsw.mjs'), 'utf8');
   const w = inspectWasm(bytes);
-  const makefile = readFileSync(join(ROOT, 'node_modules/hnswlib-wasm/makefile'), 'utf8');
+  const script = readFileSync(join(ROOT, 'scripts/build-wasm.sh'), 'utf8');
+  const flags = /^emcc (-std[^\n]*?)(?: -I| \\)/m.exec(script)?.[1] ?? '';
   return {
     wasmBytes: bytes.length,
     sections: w.sections.map((s) => s.name ?? s.id),
     functions: w.functions,
     instructions: w.perFn.reduce((s, f) => s + f.total, 0),
     simdInstructions: w.perFn.reduce((s, f) => s + f.simd, 0),
-    hasTargetFeatures: w.sections.some((s) => s.name === 'target_features'),
-    assertFailImported: w.imports.includes('env.__assert_fail'),
-    distance: w.perFn
-      .map((f) => ({ ...f, name: w.names.get(f.idx) ?? '' }))
-      .filter((f) => /^hnswlib::(InnerProduct|L2Sqr)/.test(f.name))
-      .map(({ name, total, simd, f32mul, f32add }) => ({ name, instructions: total, simd, f32mul, f32add })),
+    simdFunctions: w.perFn.filter((f) => f.simd > 0).length,
+    assertFailImported: w.imports.some((i) => i.endsWith('__assert_fail')),
     glueAssertCalls: (glue.match(/\bassert\(/g) ?? []).length,
     glueAssertionsBuild: glue.includes('unexportedRuntimeSymbol') || glue.includes('missingLibrarySymbol'),
-    makefileFlags: [...makefile.matchAll(/^CFLAGS \+?= (.+)$/gm)]
-      .map((x) => x[1].trim())
-      .filter((x) => !x.startsWith('#')),
+    buildFlags: flags,
   };
 }
 
-/**
- * What SIMD alone is worth for hnswlib's distance, measured in V8 (Node's, the engine Chromium
- * uses): two hand-assembled wasm kernels of the inner product, the scalar one-accumulator loop
- * hnswlib compiles to without -msimd128, and the f32x4 loop its SSE kernel compiles to with
- * -msimd128 -msse. CPU nanoseconds per `dim`-float distance over rows of a 16 MiB block.
- */
-function simdDistanceMicrobench(dim: number): { scalarNs: number; simdNs: number; speedup: number } {
-  const leb = (x: number) => {
-    const out: number[] = [];
-    do {
-      let b = x & 127;
-      x >>>= 7;
-      if (x) b |= 128;
-      out.push(b);
-    } while (x);
-    return out;
+/** Installs Debian's python3-hnswlib and python3-faiss when /usr/bin/python3 cannot import them. */
+function ensureNativeAnchors(): void {
+  const probe = () =>
+    spawnSync(PYTHON, ['-c', 'import numpy, hnswlib, faiss'], { encoding: 'utf8' }).status === 0;
+  if (probe()) return;
+  log('installing the native anchors: apt-get install python3-hnswlib python3-faiss');
+  const sudo = process.getuid?.() === 0 ? [] : ['sudo'];
+  const run = (args: string[]) => {
+    const r = spawnSync(sudo[0] ?? args[0], sudo.length ? args : args.slice(1), {
+      stdio: 'inherit',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
+    if (r.status !== 0) throw new Error(`${args.join(' ')} failed (${r.status})`);
   };
-  const section = (id: number, body: number[]) => [id, ...leb(body.length), ...body];
-  const addr = (ptr: number) => [0x20, ptr, 0x20, 3, 0x41, 2, 0x74, 0x6a]; // local[ptr] + i * 4
-  // block; loop; exit when i >= n; acc += a[i] * b[i]; i += step; continue.
-  // prettier-ignore
-  const loop = (load: number[], mul: number[], add: number[], step: number) => [
-    0x02, 0x40, 0x03, 0x40,
-    0x20, 3, 0x20, 2, 0x4f, 0x0d, 1,
-    0x20, 4, ...addr(0), ...load, ...addr(1), ...load, ...mul, ...add, 0x21, 4,
-    0x20, 3, 0x41, step, 0x6a, 0x21, 3, 0x0c, 0, 0x0b, 0x0b,
-  ];
-  // prettier-ignore
-  const scalar = [2, 1, 0x7f, 1, 0x7d, ...loop([0x2a, 2, 0], [0x94], [0x92], 1), 0x20, 4, 0x0b];
-  const lane = (l: number) => [0x20, 4, 0xfd, 0x1f, l];
-  // prettier-ignore
-  const simd = [2, 1, 0x7f, 1, 0x7b, ...loop([0xfd, 0, 4, 0], [0xfd, 0xe6, 1], [0xfd, 0xe4, 1], 4),
-    ...lane(0), ...lane(1), 0x92, ...lane(2), 0x92, ...lane(3), 0x92, 0x0b];
-  const body = (f: number[]) => [...leb(f.length), ...f];
-  // prettier-ignore
-  const bytes = new Uint8Array([
-    0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
-    ...section(1, [1, 0x60, 3, 0x7f, 0x7f, 0x7f, 1, 0x7d]), // (i32 a, i32 b, i32 n) → f32
-    ...section(3, [2, 0, 0]),
-    ...section(5, [1, 0, ...leb(257)]), // one memory, 257 pages, no maximum
-    ...section(7, [3, 3, ...Buffer.from('mem'), 2, 0, 3, ...Buffer.from('dot'), 0, 0, 3, ...Buffer.from('dt4'), 0, 1]),
-    ...section(10, [2, ...body(scalar), ...body(simd)]),
-  ]);
-  const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes));
-  const { mem, dot, dt4 } = inst.exports as {
-    mem: WebAssembly.Memory;
-    dot: (a: number, b: number, n: number) => number;
-    dt4: (a: number, b: number, n: number) => number;
-  };
-  const rows = Math.floor((16 << 20) / (dim * 4));
-  const f = new Float32Array(mem.buffer, 0, rows * dim);
-  const gen = clusteredVectors(dim, { seed: 3 }).generate(rows);
-  f.set(gen.data);
-  const run = (fn: (a: number, b: number, n: number) => number) => {
-    let best = Infinity;
-    let sink = 0;
-    for (let r = 0; r < 5; r++) {
-      // CPU time of this process (µs), not wall-clock: other jobs on the machine do not count.
-      const c0 = process.cpuUsage();
-      for (let i = 0; i < 200_000; i++) sink += fn(0, ((i * 7919) % rows) * dim * 4, dim);
-      const c = process.cpuUsage(c0);
-      best = Math.min(best, ((c.user + c.system) * 1e3) / 200_000);
-    }
-    if (!Number.isFinite(sink)) throw new Error('distance kernel returned garbage');
-    return best;
-  };
-  if (Math.abs(dot(0, dim * 4, dim) - dt4(0, dim * 4, dim)) > 1e-4)
-    throw new Error('SIMD and scalar kernels disagree');
-  const scalarNs = run(dot);
-  const simdNs = run(dt4);
-  return { scalarNs, simdNs, speedup: scalarNs / simdNs };
+  run(['apt-get', 'update', '-qq']);
+  run(['apt-get', 'install', '-y', '-qq', 'python3-hnswlib', 'python3-faiss', 'python3-numpy']);
+  if (!probe()) throw new Error(`${PYTHON} still cannot import numpy, hnswlib and faiss`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -584,12 +524,9 @@ async function main() {
   results.generateMs = performance.now() - t;
 
   log('wasm inspection');
-  const wasm = inspectHnswlibWasm();
+  const wasm = inspectEngineWasm();
   results.wasm = wasm;
-
-  log('wasm distance kernels: scalar vs SIMD (V8, Node)');
-  const simd = simdDistanceMicrobench(DIM);
-  results.simdDistance = simd;
+  ensureNativeAnchors();
 
   log('native: faiss flat + hnswlib (python, 1 thread)');
   t = performance.now();
@@ -665,7 +602,7 @@ async function main() {
       return [r, rendererCpuSeconds(profileDir) - c0];
     };
 
-    log('hnswlib-wasm: build in the index worker');
+    log('wasm engine: build in the index worker');
     results.loadBeforeBrowser = loadavg()[0];
     const [b, buildCpu] = await cpuOf(() =>
       call(page, 'build', {
@@ -698,7 +635,6 @@ async function main() {
       );
     }
     browser.hnsw = wasmPoints;
-    browser.embindOverhead = await call(page, 'embindOverhead', DIM);
 
     log('exact search in Chromium: JS');
     const exactJs = { wall: Infinity, cpu: Infinity, agreementWithFaiss: 0 };
@@ -803,7 +739,7 @@ async function main() {
     `Seeded clustered vectors (50 clusters, rank-64 subspaces, noise 1, normalised; seed ${SEED}); inner product. ` +
       `HNSW M=${M}, efConstruction=${EF_CONSTRUCTION}, seed ${HNSW_SEED}, one thread everywhere. Ground truth: faiss IndexFlatIP. ` +
       `Native: Debian python3-hnswlib 0.6 (SSE build) and python3-faiss ${native.faiss_version} (OpenBLAS) under /usr/bin/python3. ` +
-      `Browser: hnswlib-wasm 0.8.2 in our index worker, headless Chromium ${String(browser.version ?? '')}. ` +
+      `Browser: the same hnswlib release compiled to wasm with 128-bit SIMD (scripts/build-wasm.sh) in our index worker, headless Chromium ${String(browser.version ?? '')}. ` +
       `Times are the best of ${REPEATS} runs. **CPU** = CPU time of the measured process (python: process_time; ` +
       `browser: the renderer that hosts the worker, from /proc), which other jobs on the machine do not inflate; ` +
       `**wall** = elapsed time. Load average during the run: ${loadavg()
@@ -856,7 +792,7 @@ async function main() {
   );
   md.push(`| … of which the index worker | ${mb(mem.workerBytes)} |`);
   md.push(
-    `| hnswlib-wasm heap (wasm memory: graph + its copy of the vectors) | ${mb(browser.wasmHeapBytes as number)} |`,
+    `| engine wasm heap (wasm memory: graph + its copy of the vectors) | ${mb(browser.wasmHeapBytes as number)} |`,
   );
   md.push(`| vectors (float32) | ${mb(N * DIM * 4)} |`);
   md.push('');
@@ -870,26 +806,15 @@ async function main() {
     md.push('```');
     md.push('');
   }
-  md.push('hnswlib-wasm binary (decoded by this script):');
+  md.push('The engine binary (decoded by this script):');
   md.push('');
   md.push(
-    `- wasm ${wasm.wasmBytes.toLocaleString('en')} bytes, ${wasm.functions} functions, ${wasm.instructions.toLocaleString('en')} instructions, **${wasm.simdInstructions} SIMD (0xFD) instructions**; sections: ${wasm.sections.join(', ')} (no \`target_features\`/\`producers\`).`,
+    `- wasm ${wasm.wasmBytes.toLocaleString('en')} bytes, ${wasm.functions} functions, ${wasm.instructions.toLocaleString('en')} instructions, **${wasm.simdInstructions} SIMD (0xFD) instructions** in ${wasm.simdFunctions} functions; sections: ${wasm.sections.join(', ')}.`,
   );
-  for (const d of wasm.distance)
-    md.push(
-      `- \`${d.name}\`: ${d.instructions} instructions, ${d.f32mul} f32.mul / ${d.f32add} f32.add, ${d.simd} SIMD.`,
-    );
   md.push(
-    `- C \`assert\` compiled in (imports \`env.__assert_fail\`): ${wasm.assertFailImported ? 'yes' : 'no'}; JS glue built with ASSERTIONS (${wasm.glueAssertCalls} \`assert(\` calls, unexported-symbol traps): ${wasm.glueAssertionsBuild ? 'yes' : 'no'}.`,
+    `- C \`assert\` compiled in (imports \`__assert_fail\`): ${wasm.assertFailImported ? 'yes' : 'no'}; JS glue built with ASSERTIONS: ${wasm.glueAssertionsBuild ? 'yes' : 'no'} (${wasm.glueAssertCalls} \`assert(\` calls).`,
   );
-  md.push(`- makefile CFLAGS: \`${wasm.makefileFlags.join(' ')}\`.`);
-  md.push(
-    `- the same ${DIM}-float inner product as hand-assembled wasm in V8: scalar one-accumulator loop (what hnswlib compiles to here) ${fmt(simd.scalarNs, 0)} ns, f32x4 SIMD loop (what its SSE kernel compiles to with -msimd128 -msse) ${fmt(simd.simdNs, 0)} ns: **${fmt(simd.speedup, 1)}×**.`,
-  );
-  const eo = browser.embindOverhead as { searchUs: number; addUs: number };
-  md.push(
-    `- binding cost on a one-element index (wall): ${fmt(eo.searchUs, 1)} µs per searchKnn, ${fmt(eo.addUs, 1)} µs per point in addPoints.`,
-  );
+  md.push(`- emcc flags: \`${wasm.buildFlags}\`.`);
   md.push('');
   md.push(`Total run: ${fmt(results.totalSeconds as number, 0)} s.`);
 
@@ -905,7 +830,7 @@ async function main() {
         points: nat.map((p) => ({ ...p, qps: qps(p, 'cpu') })),
       },
       {
-        name: 'hnswlib-wasm 0.8.2 in Chromium (our worker), CPU time',
+        name: 'Loupe wasm SIMD build in Chromium (our worker), CPU time',
         color: '#d62728',
         points: wsm.map((p) => ({ ...p, qps: qps(p, 'cpu') })),
       },

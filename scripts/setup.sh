@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Loupe needs on a fresh Debian machine; quick no-op when everything is there.
-# npm packages (without onnxruntime-node's CUDA download) and Debian's Chromium for headless tests.
+# npm packages (without onnxruntime-node's CUDA download), Debian's Chromium for headless tests, the
+# wasm HNSW engine and the generated test models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ONNXRUNTIME_NODE_INSTALL=skip
@@ -14,6 +15,8 @@ if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium > /tmp/loupe-apt.log 2>&1 || { tail -20 /tmp/loupe-apt.log; exit 1; }
 fi
+# The HNSW engine (hnswlib compiled to wasm with SIMD; installs Debian emscripten on first use).
+bash scripts/build-wasm.sh
 # Test models with deterministic random weights in the hub layout (models/generated, gitignored).
 # Idempotent: files whose hashes match are not rewritten.
 npx tsx scripts/generate-models.ts --set ci

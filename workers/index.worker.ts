@@ -1,19 +1,10 @@
-// Index worker: dense search over one embedding matrix. Approximate search is HNSW (hnswlib-wasm);
-// exact search runs on WebGPU when a hardware adapter exists, else in JS, and is the ground truth
-// recall is measured against. The HNSW graph is persisted in Loupe's own IndexedDB (a shard artifact), never
-// trusted on load: any header mismatch or checksum failure means a rebuild.
-//
-// Getting the graph's bytes: hnswlib-wasm only saves and loads through its emscripten file system,
-// and its build does not export `FS` (it is in the glue's list of unexported symbols). What it does
-// do is mirror that file system into an IndexedDB database named after the mount point
-// (`/hnswlib-index`, store `FILE_DATA`, one `{ timestamp, mode, contents }` row per file path) on
-// every writeIndex, and read it back on a `syncFS(true)`. So: save = writeIndex → wait for its sync →
-// take the row's bytes → delete the row → syncFS(true) (which also drops the in-memory copy); load =
-// put a row → syncFS(true) → readIndex → delete the row → syncFS(true). That database is only a
-// staging area: nothing stays in it, and debris of a killed worker is swept at start-up.
+// Index worker: dense search over one embedding matrix. Approximate search is HNSW: hnswlib compiled
+// to wasm with SIMD by scripts/build-wasm.sh (workers/hnsw-engine.ts); exact search runs on WebGPU
+// when a hardware adapter exists, else in JS, and is the ground truth recall is measured against.
+// The HNSW graph is persisted in Loupe's own IndexedDB (a shard artifact), never trusted on load:
+// any header mismatch or checksum failure means a rebuild.
 import * as Comlink from 'comlink';
-import { openDB } from 'idb';
-import { loadHnswlib, type HierarchicalNSW, type HnswlibModule } from 'hnswlib-wasm';
+import { ENGINE, HnswIndex, hnswModule, type KnnBatch } from './hnsw-engine';
 import {
   exactScore,
   exactSearch,
@@ -51,20 +42,11 @@ export const DEFAULT_EF_SEARCH = 128;
 /** DEFAULT_SEED: hnswlib's level-assignment seed. */
 export const DEFAULT_SEED = 100;
 /** INDEX_FORMAT_VERSION: version of the persisted artifact (header + bytes). Bump on any change. */
-export const INDEX_FORMAT_VERSION = 1;
-/** ADD_BATCH: vectors per addPoints call (one progress tick; the wrapper rescans its label table per call). */
+export const INDEX_FORMAT_VERSION = 2;
+/** ADD_BATCH: vectors per insert call (one progress tick each). */
 export const ADD_BATCH = 512;
-/** OVERFETCH_MAX: exclusion lists up to this length are handled by over-fetching, longer ones by a filter. */
-export const OVERFETCH_MAX = 64;
 /** RECALL_SAMPLE: corpus rows used as queries by recallAgainstExact when none are given. */
 export const RECALL_SAMPLE = 200;
-
-/** hnswlib-wasm's IDBFS mirror: database = mount point, one object store. */
-const STAGING_DB = '/hnswlib-index';
-const STAGING_STORE = 'FILE_DATA';
-const STAGING_PREFIX = 'loupe-';
-/** Regular file, rw-rw-rw- (the mode IDBFS rows carry). */
-const FILE_MODE = 0o100666;
 
 export type Space = 'cosine' | 'ip';
 
@@ -108,6 +90,8 @@ export interface IndexHeader {
   sha256: string;
   /** Hex SHA-256 of the (normalised) vectors it was built from. */
   vectorsSha256: string;
+  /** What built it (informational; the format version decides compatibility). */
+  engine: string;
   createdAt: number;
 }
 
@@ -188,7 +172,7 @@ export type IndexInfo =
     };
 
 interface Open {
-  index: HierarchicalNSW;
+  index: HnswIndex;
   vectors: Matrix;
   space: Space;
   params: HnswParams;
@@ -199,155 +183,9 @@ interface Open {
   gpuChunkDocs?: number;
 }
 
-let libPromise: Promise<HnswlibModule> | null = null;
 /** The WebGPU adapter probe, once per worker (for the choice; devices come from fresh adapters). */
 let probePromise: Promise<GpuProbe> | null = null;
 let open: Open | null = null;
-
-type Fsm = {
-  isSynced(): boolean;
-  syncFS(populate: boolean, cb: () => void): void;
-};
-const fsm = (lib: HnswlibModule) =>
-  (lib as unknown as { EmscriptenFileSystemManager: Fsm }).EmscriptenFileSystemManager;
-
-/** Embind objects live in the wasm heap until deleted. */
-const free = (x: unknown) => (x as { delete?: () => void })?.delete?.();
-
-function lib(): Promise<HnswlibModule> {
-  libPromise ??= (async () => {
-    const l = await loadHnswlib('IDBFS');
-    await waitSynced(l, 30_000);
-    await withStaging(() => sweepStaging(l));
-    return l;
-  })().catch((e: unknown) => {
-    libPromise = null;
-    throw e;
-  });
-  return libPromise;
-}
-
-async function waitSynced(l: HnswlibModule, timeoutMs: number): Promise<void> {
-  const t0 = performance.now();
-  while (!fsm(l).isSynced()) {
-    if (performance.now() - t0 > timeoutMs) throw new Error('hnswlib-wasm file system sync timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-function syncFromIdb(l: HnswlibModule): Promise<void> {
-  return new Promise((resolve, reject) => {
-    try {
-      fsm(l).syncFS(true, () => resolve());
-    } catch (e) {
-      reject(e);
-    }
-  });
-}
-
-/** Serialises staging-area use across workers and tabs (a sync in one would delete another's rows). */
-function withStaging<T>(fn: () => Promise<T>): Promise<T> {
-  const locks = (globalThis.navigator as Navigator | undefined)?.locks;
-  return locks ? locks.request('loupe-hnswlib-staging', fn) : fn();
-}
-
-const stagingPath = (name: string) => `${STAGING_DB}/${name}`;
-
-async function stagingDb() {
-  // Created (version 21, with a `timestamp` index) by hnswlib-wasm's first sync; opened as is.
-  return openDB(STAGING_DB);
-}
-
-/** Deletes our rows left by a worker that died mid-save or mid-load, and their in-memory copies. */
-async function sweepStaging(l: HnswlibModule): Promise<void> {
-  const db = await stagingDb();
-  try {
-    if (!db.objectStoreNames.contains(STAGING_STORE)) return;
-    const keys = (await db.getAllKeys(STAGING_STORE)) as string[];
-    const ours = keys.filter((k) => typeof k === 'string' && k.startsWith(stagingPath(STAGING_PREFIX)));
-    if (ours.length) {
-      const tx = db.transaction(STAGING_STORE, 'readwrite');
-      await Promise.all([...ours.map((k) => tx.store.delete(k)), tx.done]);
-    }
-  } finally {
-    db.close();
-  }
-  // Also drops files the start-up sync copied in from rows another worker has since removed.
-  await syncFromIdb(l);
-}
-
-/** The graph's bytes, taken out of hnswlib-wasm's file system (see the top of this file). */
-async function serialize(l: HnswlibModule, index: HierarchicalNSW): Promise<Uint8Array<ArrayBuffer>> {
-  return withStaging(async () => {
-    const name = `${STAGING_PREFIX}${crypto.randomUUID()}.bin`;
-    await waitSynced(l, 60_000);
-    // Synchronous save into the in-memory file system; it starts the IDB mirror sync itself.
-    index.writeIndex(name);
-    await waitSynced(l, 600_000);
-    const db = await stagingDb();
-    try {
-      const row = (await db.get(STAGING_STORE, stagingPath(name))) as { contents?: Uint8Array } | undefined;
-      if (!row?.contents) throw new Error('hnswlib-wasm did not write the index file');
-      // The row's array may view a larger buffer (IDB clones whole buffers): copy exactly.
-      const bytes = row.contents.slice();
-      await db.delete(STAGING_STORE, stagingPath(name));
-      return bytes;
-    } finally {
-      db.close();
-      await syncFromIdb(l); // drops the in-memory copy of the file
-    }
-  });
-}
-
-/** A graph from bytes, put into hnswlib-wasm's file system and read there. */
-async function deserialize(
-  l: HnswlibModule,
-  bytes: Uint8Array,
-  dim: number,
-  n: number,
-): Promise<HierarchicalNSW> {
-  return withStaging(async () => {
-    const name = `${STAGING_PREFIX}${crypto.randomUUID()}.bin`;
-    await waitSynced(l, 60_000);
-    const db = await stagingDb();
-    try {
-      await db.put(
-        STAGING_STORE,
-        { timestamp: new Date(), mode: FILE_MODE, contents: bytes },
-        stagingPath(name),
-      );
-      await syncFromIdb(l);
-      const index = new l.HierarchicalNSW('ip', dim, '');
-      try {
-        index.readIndex(name, Math.max(1, n));
-      } catch (e) {
-        free(index);
-        throw new Error(`hnswlib could not read the index: ${describe(l, e)}`);
-      }
-      return index;
-    } finally {
-      await db.delete(STAGING_STORE, stagingPath(name)).catch(() => undefined);
-      db.close();
-      await syncFromIdb(l);
-    }
-  });
-}
-
-/** A C++ exception from embind arrives as a number (a pointer); this gets its message. */
-function describe(l: HnswlibModule, e: unknown): string {
-  if (typeof e === 'number') {
-    const get = (l as unknown as { getExceptionMessage?: (p: number) => [string, string] | string })
-      .getExceptionMessage;
-    try {
-      const m = get?.(e);
-      if (m) return Array.isArray(m) ? m.filter(Boolean).join(': ') : m;
-    } catch {
-      /* fall through */
-    }
-    return `C++ exception ${e}`;
-  }
-  return (e as Error)?.message ?? String(e);
-}
 
 async function sha256Hex(data: ArrayBufferView | ArrayBuffer): Promise<string> {
   const d = new Uint8Array(await crypto.subtle.digest('SHA-256', data as BufferSource));
@@ -382,7 +220,7 @@ function hnswlibHeader(bytes: Uint8Array): {
 /** Why a stored artifact cannot be used for this request, or null when it can. */
 async function checkArtifact(
   art: unknown,
-  want: Omit<IndexHeader, 'format' | 'byteLength' | 'sha256' | 'createdAt'>,
+  want: Omit<IndexHeader, 'format' | 'byteLength' | 'sha256' | 'engine' | 'createdAt'>,
 ): Promise<string | null> {
   const a = art as Partial<IndexArtifact> | null;
   const h = a?.header;
@@ -403,7 +241,7 @@ async function checkArtifact(
 
 function closeOpen(): void {
   if (!open) return;
-  free(open.index);
+  open.index.free();
   void open.gpu?.then((g) => g.destroy()).catch(() => undefined);
   open = null;
 }
@@ -428,7 +266,7 @@ const api = {
   async build(req: BuildRequest, onProgress?: (p: Progress) => void): Promise<BuildResult> {
     const t0 = performance.now();
     const report = throttle(onProgress);
-    const l = await lib();
+    const engine = await hnswModule();
     closeOpen();
     const params: HnswParams = {
       M: req.M ?? DEFAULT_M,
@@ -466,7 +304,7 @@ const api = {
       ...params,
       vectorsSha256: req.shard ? await sha256Hex(vectors.data) : '',
     };
-    let index: HierarchicalNSW | null = null;
+    let index: HnswIndex | null = null;
     try {
       if (store && req.shard && !req.force) {
         report({ kind: 'status', message: 'Looking for a cached HNSW index' });
@@ -475,9 +313,9 @@ const api = {
           const art = await store.getArtifact<IndexArtifact>(req.shard, 'hnsw', artifactKey);
           const why = art === undefined ? 'no cached index' : await checkArtifact(art, want);
           if (why === null) {
-            index = await deserialize(l, new Uint8Array(art!.bytes), dim, n);
-            if (index.getCurrentCount() !== n || index.getNumDimensions() !== dim) {
-              free(index);
+            index = HnswIndex.load(engine, new Uint8Array(art!.bytes), dim, n);
+            if (index.count() !== n) {
+              index.free();
               index = null;
               out.cacheMiss = 'hnswlib read a different element count or dimension';
             } else {
@@ -488,8 +326,8 @@ const api = {
           } else out.cacheMiss = why;
         } catch (e) {
           // A cached index that cannot be read is rebuilt, never trusted.
-          out.cacheMiss = `unreadable cached index: ${describe(l, e)}`;
-          if (index) free(index);
+          out.cacheMiss = `unreadable cached index: ${(e as Error)?.message ?? String(e)}`;
+          index?.free();
           index = null;
         }
         out.timings.loadMs = performance.now() - tl;
@@ -497,29 +335,18 @@ const api = {
 
       if (!index) {
         const ta = performance.now();
-        index = new l.HierarchicalNSW('ip', dim, '');
-        index.initIndex(Math.max(1, n), params.M, params.efConstruction, params.seed);
+        index = HnswIndex.create(engine, dim, Math.max(1, n), params.M, params.efConstruction, params.seed);
         report({ kind: 'index', done: 0, total: n });
         for (let s = 0; s < n; s += ADD_BATCH) {
           const e = Math.min(n, s + ADD_BATCH);
-          const items: Float32Array[] = [];
-          const labels: number[] = [];
-          for (let i = s; i < e; i++) {
-            items.push(vectors.data.subarray(i * dim, (i + 1) * dim));
-            labels.push(i);
-          }
-          try {
-            index.addPoints(items, labels, false);
-          } catch (err) {
-            throw new Error(`hnswlib addPoints failed: ${describe(l, err)}`);
-          }
+          index.add(vectors.data.subarray(s * dim, e * dim), s);
           report({ kind: 'index', done: e, total: n });
         }
         out.timings.addMs = performance.now() - ta;
         if (store && req.shard) {
           report({ kind: 'status', message: 'Saving the HNSW index' });
           const ts = performance.now();
-          const bytes = await serialize(l, index);
+          const bytes = index.save();
           out.timings.serializeMs = performance.now() - ts;
           const tw = performance.now();
           const inner = hnswlibHeader(bytes);
@@ -530,6 +357,7 @@ const api = {
             ...want,
             byteLength: bytes.byteLength,
             sha256: await sha256Hex(bytes),
+            engine: ENGINE,
             createdAt: Date.now(),
           };
           await store.putArtifact(req.shard, 'hnsw', artifactKey, {
@@ -542,12 +370,12 @@ const api = {
         }
       }
     } catch (e) {
-      if (index) free(index);
+      index?.free();
       throw e;
     } finally {
       await store?.close();
     }
-    index.setEfSearch(efSearch);
+    index.setEf(efSearch);
     open = { index, vectors, space: req.space, params, efSearch, tieBreak };
     report({ kind: 'index', done: n, total: n });
     report.flush();
@@ -556,9 +384,9 @@ const api = {
   },
 
   /**
-   * HNSW top-k for each query (n × dim, row-major). Exclusions: lists up to OVERFETCH_MAX long are
-   * honoured by asking hnswlib for k + |exclude| and dropping them (the k best non-excluded are
-   * among those), longer ones by hnswlib's filter callback (called per visited node, so slower).
+   * HNSW top-k for each query (n × dim, row-major), in one engine call for the queries without
+   * exclusions. A query with exclusions asks hnswlib for k + |exclude| and drops them (the k best
+   * allowed documents are among those; hnswlib searches with max(ef, k + |exclude|)).
    */
   search(queries: Float32Array, k: number, efSearch?: number, opts: SearchOptions = {}): SearchResult {
     const o = requireOpen();
@@ -638,8 +466,7 @@ const api = {
 
   /** Bytes of the wasm heap (hnswlib's memory, graph and its own copy of the vectors). */
   async wasmHeapBytes(): Promise<number> {
-    const l = await lib();
-    return (l as unknown as { HEAPU8?: Uint8Array }).HEAPU8?.byteLength ?? 0;
+    return (await hnswModule()).HEAPU8.byteLength;
   },
 
   /** Frees the index (wasm memory) and any GPU buffers. */
@@ -660,27 +487,16 @@ function hnswSearch(o: Open, q: Matrix, k: number, ef: number, opts: SearchOptio
     counts: new Uint32Array(nq),
   };
   if (k === 0 || n === 0) return result;
-  o.index.setEfSearch(ef);
+  o.index.setEf(ef);
   const rescore = opts.rescore ?? true;
-  for (let i = 0; i < nq; i++) {
-    const v = q.data.subarray(i * dim, (i + 1) * dim);
-    const ex = opts.exclude?.[i];
-    let r: { distances: number[]; neighbors: number[] };
-    let drop: Set<number> | null = null;
-    if (!ex || ex.length === 0) r = o.index.searchKnn(v, Math.min(k, n), undefined);
-    else if (ex.length <= OVERFETCH_MAX) {
-      drop = new Set(ex);
-      r = o.index.searchKnn(v, Math.min(k + drop.size, n), undefined);
-    } else {
-      const set = new Set(ex);
-      r = o.index.searchKnn(v, Math.min(k, n), (label: number) => !set.has(label));
-    }
+  /** Query i's hits from row `row` (`width` wide) of a batch, less `drop`, re-ranked into the top k. */
+  const take = (i: number, b: KnnBatch, row: number, width: number, drop: Set<number> | null) => {
     const top = new TopK(k, o.tieBreak);
-    for (let j = 0; j < r.neighbors.length; j++) {
-      const d = r.neighbors[j];
+    for (let j = 0; j < b.counts[row]; j++) {
+      const d = b.labels[row * width + j];
       if (drop?.has(d)) continue;
       // 'ip' distance is 1 − q·d in float32.
-      top.push(rescore ? exactScore(o.vectors, d, q, i) : Math.fround(1 - r.distances[j]), d);
+      top.push(rescore ? exactScore(o.vectors, d, q, i) : Math.fround(1 - b.distances[row * width + j]), d);
     }
     const hits = top.drain();
     hits.forEach((h, j) => {
@@ -688,7 +504,29 @@ function hnswSearch(o: Open, q: Matrix, k: number, ef: number, opts: SearchOptio
       result.scores[i * k + j] = h.score;
     });
     result.counts[i] = hits.length;
+  };
+  const kk = Math.min(k, n);
+  const ex = opts.exclude;
+  const plain: number[] = [];
+  for (let i = 0; i < nq; i++) if (!ex?.[i]?.length) plain.push(i);
+  // Queries without exclusions: one call for all of them.
+  if (plain.length) {
+    let rows = q.data;
+    if (plain.length < nq) {
+      rows = new Float32Array(plain.length * dim);
+      plain.forEach((i, r) => rows.set(q.data.subarray(i * dim, (i + 1) * dim), r * dim));
+    }
+    const b = o.index.search(rows, kk);
+    plain.forEach((i, r) => take(i, b, r, kk, null));
   }
+  // The others: over-fetch k + |exclusions| and drop them (the k best allowed are among those).
+  if (ex)
+    for (let i = 0; i < nq; i++) {
+      if (!ex[i]?.length) continue;
+      const drop = new Set(ex[i]);
+      const width = Math.min(k + drop.size, n);
+      take(i, o.index.search(q.data.subarray(i * dim, (i + 1) * dim), width), 0, width, drop);
+    }
   return result;
 }
 

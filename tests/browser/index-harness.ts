@@ -1,7 +1,6 @@
 // Page-side helpers for tests/e2e/index.test.ts and scripts/bench-index.ts (called through
 // page.evaluate). Served by the Vite dev server at /tests/browser/index-harness.html; never part of
 // the app build.
-import { openDB } from 'idb';
 import {
   buildIndex,
   exactSearchIndex,
@@ -248,53 +247,6 @@ const indexHarness = {
     } finally {
       await store.close();
     }
-  },
-
-  /** Rows left in hnswlib-wasm's IDBFS mirror (the staging area must end empty). */
-  async stagingRows(): Promise<string[]> {
-    const dbs = await indexedDB.databases();
-    if (!dbs.some((d) => d.name === '/hnswlib-index')) return [];
-    const db = await openDB('/hnswlib-index');
-    try {
-      if (!db.objectStoreNames.contains('FILE_DATA')) return [];
-      return (await db.getAllKeys('FILE_DATA')).map(String);
-    } finally {
-      db.close();
-    }
-  },
-
-  /**
-   * hnswlib-wasm's fixed cost per call, measured on a one-element index (so the graph search is a
-   * single distance): what the embind binding spends converting the query (element by element) and
-   * building the result arrays. Microseconds per searchKnn call, and per addPoint into a fresh index.
-   */
-  async embindOverhead(dim: number): Promise<{ searchUs: number; addUs: number }> {
-    const { loadHnswlib } = await import('hnswlib-wasm');
-    const l = await loadHnswlib('IDBFS');
-    const v = clusteredVectors(dim, { seed: 1 }).generate(1).data;
-    // Best of five batches: the minimum filters out time lost to other processes.
-    let searchUs = Infinity;
-    let addUs = Infinity;
-    for (let r = 0; r < 5; r++) {
-      const idx = new l.HierarchicalNSW('ip', dim, '');
-      idx.initIndex(101, 16, 200, 100);
-      idx.addPoint(v, 0, false);
-      let t0 = performance.now();
-      for (let i = 0; i < 400; i++) idx.searchKnn(v, 1, undefined);
-      searchUs = Math.min(searchUs, ((performance.now() - t0) * 1000) / 400);
-      // The same point again and again: the insert's graph search finds it at once, so this is
-      // mostly the binding's per-element conversion.
-      const items = Array.from({ length: 100 }, () => v);
-      t0 = performance.now();
-      idx.addPoints(
-        items,
-        items.map((_, i) => i + 1),
-        false,
-      );
-      addUs = Math.min(addUs, ((performance.now() - t0) * 1000) / items.length);
-      (idx as unknown as { delete(): void }).delete();
-    }
-    return { searchUs, addUs };
   },
 
   /**
