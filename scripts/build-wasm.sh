@@ -28,6 +28,7 @@ EXPORTS=_malloc,_free
 for f in error create free add set_ef count dim search save saved release_saved load; do
   EXPORTS="$EXPORTS,_loupe_hnsw_$f"
 done
+EXPORTS="$EXPORTS,_loupe_exact_candidates,_loupe_exact_candidates_i16"
 # Debian's emscripten runs its JS tools with the system node, which finds Debian's acorn here.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 # Emscripten's cache of built system libraries must be writable; Debian's is not for other users.

@@ -150,3 +150,173 @@ export class HnswIndex {
 function lastError(m: HnswModule): string {
   return m.UTF8ToString(m._loupe_hnsw_error()) || 'unknown error';
 }
+
+/** DOC_CHUNK: documents per exact-kernel call (V8 swaps in optimised code between calls, not within). */
+const DOC_CHUNK = 4096;
+
+/** Candidate rows from the exact kernels: row q of index/score is query q's kp best documents. */
+export interface Candidates {
+  kp: number;
+  index: Int32Array;
+  score: Float32Array;
+}
+
+/**
+ * A matrix in the wasm heap, for exact search: int16 codes (per-row scale, rows zero-padded to a
+ * multiple of 8) for the fast candidate pass, and a float32 copy, made on first use, for the
+ * precise one. The kernels (src/lib/wasm/hnsw.cpp) return each query's kp best documents by
+ * approximate score; callers rescore them and check the cut against the error bounds given here.
+ */
+export class WasmMatrix {
+  /** Largest per-row code: P · QMAX² must stay below 2³¹ (int32 sums). */
+  readonly qmax: number;
+  /** Row width of the codes (dim rounded up to a multiple of 8). */
+  readonly P: number;
+  /** max over rows of the scale s_d, and of s_d · Σ|codes|: the document side of the int16 bound. */
+  private maxScale = 0;
+  private maxScaleL1 = 0;
+  private codes = 0;
+  private scales = 0;
+  private f32 = 0;
+
+  private constructor(
+    private readonly m: HnswModule,
+    private readonly data: Float32Array,
+    readonly n: number,
+    readonly dim: number,
+  ) {
+    this.P = Math.ceil(dim / 8) * 8;
+    this.qmax = Math.min(2047, Math.floor(Math.sqrt((2 ** 31 - 1) / this.P)));
+  }
+
+  /** Quantizes `data` (n × dim) into the heap; the float32 copy waits until it is needed. */
+  static upload(m: HnswModule, data: Float32Array, dim: number): WasmMatrix {
+    const w = new WasmMatrix(m, data, data.length / dim, dim);
+    w.codes = m._malloc(Math.max(16, w.n * w.P * 2));
+    w.scales = m._malloc(Math.max(4, w.n * 4));
+    if (!w.codes || !w.scales) {
+      w.free();
+      throw new Error(`out of wasm memory for ${w.n} × ${w.P} int16 codes`);
+    }
+    const codes = new Int16Array(m.HEAPU8.buffer, w.codes, w.n * w.P);
+    const scales = new Float32Array(m.HEAPU8.buffer, w.scales, w.n);
+    for (let r = 0; r < w.n; r++) {
+      const { scale, l1 } = w.quantizeRow(data, r, codes, r);
+      scales[r] = scale;
+      w.maxScale = Math.max(w.maxScale, scale);
+      w.maxScaleL1 = Math.max(w.maxScaleL1, scale * l1);
+    }
+    return w;
+  }
+
+  /**
+   * Int16 candidates. `bound[q]` bounds |approximate − true| inner product for query q and any
+   * document: with x = s·x̂ + e, |e_j| ≤ s/2, the error of s_q·s_d·q̂·d̂ is at most
+   * (s_q/2)·(max s_d · (Σ|q̂| + dim/2) + max s_d·Σ|d̂|). Float rounding is the caller's to add.
+   */
+  candidatesI16(queries: Float32Array, kp: number): Candidates & { bound: Float64Array } {
+    const nq = queries.length / this.dim;
+    const m = this.m;
+    const qc = m._malloc(Math.max(16, nq * this.P * 2));
+    const qs = m._malloc(Math.max(4, nq * 4));
+    const bound = new Float64Array(nq);
+    try {
+      if (!qc || !qs) throw new Error('out of wasm memory for exact search');
+      const codes = new Int16Array(m.HEAPU8.buffer, qc, nq * this.P);
+      const scales = new Float32Array(m.HEAPU8.buffer, qs, nq);
+      for (let q = 0; q < nq; q++) {
+        const { scale, l1 } = this.quantizeRow(queries, q, codes, q);
+        scales[q] = scale;
+        bound[q] = (scale / 2) * (this.maxScale * (l1 + this.dim / 2) + this.maxScaleL1);
+      }
+      const c = this.run(nq, kp, (d0, d1, ip, sp, sz) =>
+        m._loupe_exact_candidates_i16(this.codes, this.scales, d0, d1, this.P, qc, qs, nq, kp, ip, sp, sz),
+      );
+      return { ...c, bound };
+    } finally {
+      if (qc) m._free(qc);
+      if (qs) m._free(qs);
+    }
+  }
+
+  /** Float32 candidates (scores within dim · 2⁻²⁴ · ‖q‖ · ‖d‖ of the true inner products). */
+  candidatesF32(queries: Float32Array, kp: number): Candidates {
+    const m = this.m;
+    if (!this.f32) {
+      this.f32 = m._malloc(Math.max(4, this.data.byteLength));
+      if (!this.f32) throw new Error(`out of wasm memory for ${this.data.byteLength} bytes of vectors`);
+      m.HEAPF32.set(this.data, this.f32 >> 2);
+    }
+    const nq = queries.length / this.dim;
+    const q = m._malloc(Math.max(4, queries.byteLength));
+    try {
+      if (!q) throw new Error('out of wasm memory for exact search');
+      m.HEAPF32.set(queries, q >> 2);
+      return this.run(nq, kp, (d0, d1, ip, sp, sz) =>
+        m._loupe_exact_candidates(this.f32, d0, d1, this.dim, q, nq, kp, ip, sp, sz),
+      );
+    } finally {
+      if (q) m._free(q);
+    }
+  }
+
+  /** Heap bytes held (codes, scales, and the float32 copy once made). */
+  bytes(): number {
+    return this.n * this.P * 2 + this.n * 4 + (this.f32 ? this.data.byteLength : 0);
+  }
+
+  free(): void {
+    for (const p of [this.codes, this.scales, this.f32]) if (p) this.m._free(p);
+    this.codes = this.scales = this.f32 = 0;
+  }
+
+  /** Symmetric int16 codes of row r of `src` into row `at` of `codes` (P wide; padding stays 0). */
+  private quantizeRow(
+    src: Float32Array,
+    r: number,
+    codes: Int16Array,
+    at: number,
+  ): { scale: number; l1: number } {
+    const o = r * this.dim;
+    let max = 0;
+    for (let j = 0; j < this.dim; j++) max = Math.max(max, Math.abs(src[o + j]));
+    // A float32 scale, as the kernel multiplies by it: the bound below uses the same value.
+    const scale = max > 0 ? Math.fround(max / this.qmax) : 1;
+    let l1 = 0;
+    const c = at * this.P;
+    for (let j = 0; j < this.dim; j++) {
+      const v = Math.max(-this.qmax, Math.min(this.qmax, Math.round(src[o + j] / scale)));
+      codes[c + j] = v;
+      l1 += Math.abs(v);
+    }
+    for (let j = this.dim; j < this.P; j++) codes[c + j] = 0;
+    return { scale, l1 };
+  }
+
+  /** Runs a kernel over the corpus in DOC_CHUNK calls, carrying the heaps between them. */
+  private run(
+    nq: number,
+    kp: number,
+    call: (d0: number, d1: number, index: number, score: number, sizes: number) => number,
+  ): Candidates {
+    if (kp < 1 || kp > this.n) throw new RangeError(`kp ${kp} outside 1..${this.n}`);
+    const m = this.m;
+    const ip = m._malloc(nq * kp * 4);
+    const sp = m._malloc(nq * kp * 4);
+    const sz = m._malloc(nq * 4);
+    try {
+      if (!ip || !sp || !sz) throw new Error('out of wasm memory for exact search');
+      m.HEAP32.fill(0, sz >> 2, (sz >> 2) + nq);
+      for (let d0 = 0; d0 < this.n; d0 += DOC_CHUNK)
+        if (call(d0, Math.min(this.n, d0 + DOC_CHUNK), ip, sp, sz) !== 0)
+          throw new Error(`exact kernel rejected documents ${d0}… (nq=${nq}, kp=${kp})`);
+      return {
+        kp,
+        index: m.HEAP32.slice(ip >> 2, (ip >> 2) + nq * kp),
+        score: m.HEAPF32.slice(sp >> 2, (sp >> 2) + nq * kp),
+      };
+    } finally {
+      for (const p of [ip, sp, sz]) if (p) m._free(p);
+    }
+  }
+}

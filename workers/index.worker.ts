@@ -4,8 +4,10 @@
 // The HNSW graph is persisted in Loupe's own IndexedDB (a shard artifact), never trusted on load:
 // any header mismatch or checksum failure means a rebuild.
 import * as Comlink from 'comlink';
-import { ENGINE, HnswIndex, hnswModule, type KnnBatch } from './hnsw-engine';
+import { ENGINE, HnswIndex, WasmMatrix, hnswModule, type Candidates, type KnnBatch } from './hnsw-engine';
 import {
+  checkK,
+  emptyResult,
   exactScore,
   exactSearch,
   indexTieBreak,
@@ -34,11 +36,14 @@ export const DEFAULT_M = 16;
 /** DEFAULT_EF_CONSTRUCTION: candidate list size while inserting. */
 export const DEFAULT_EF_CONSTRUCTION = 200;
 /**
- * DEFAULT_EF_SEARCH: candidate list size while searching. Tuned on the clustered benchmark sets for
- * recall@10 ≥ 0.99 against exact search: 64 suffices at 4k vectors (1.000) but gives 0.963 at
- * 100k × 384, where 128 gives 0.996 (scripts/bench-index.ts).
+ * DEFAULT_EF_SEARCH: candidate list size while searching, chosen for recall@10 ≥ 0.99 against exact
+ * search on the hardest case measured here. Clustered vectors need little: 128 gives 0.996 at
+ * 100k × 384 (scripts/bench-index.ts). Medquad embedded by the random-weight bert-tiny (every pair of
+ * documents at cosine ≈ 0.97: nearly unstructured, HNSW's worst case) needs more: 128 → 0.963,
+ * 256 → 0.990, 384 → 0.997, 512 → 0.998 (M 16, efC 200, hnswlib in Python on the same vectors).
+ * At 100k × 384, ef 384 still answers a query in about a millisecond.
  */
-export const DEFAULT_EF_SEARCH = 128;
+export const DEFAULT_EF_SEARCH = 384;
 /** DEFAULT_SEED: hnswlib's level-assignment seed. */
 export const DEFAULT_SEED = 100;
 /** INDEX_FORMAT_VERSION: version of the persisted artifact (header + bytes). Bump on any change. */
@@ -131,16 +136,31 @@ export interface SearchResult {
   ms: number;
 }
 
-export type ExactBackend = 'webgpu' | 'js';
+/**
+ * Exact search backends: 'webgpu' (compute shaders), 'wasm' (SIMD kernel for candidates, rescored
+ * in JS) and 'js' (the reference: blocked dot products in float64, rounded to float32). All three
+ * return the same ids and scores.
+ */
+export type ExactBackend = 'webgpu' | 'wasm' | 'js';
+
+export interface WasmExactStats {
+  /** Candidates kept per query by the int16 pass (k + margin + the longest exclusion list). */
+  candidatesPerQuery: number;
+  /** Queries whose int16 cut was too close to call, redone by the float32 kernel. */
+  float32Queries: number;
+  /** Queries whose float32 cut was too close to call as well, recomputed by the JS path. */
+  cpuFallbackQueries: number;
+}
 
 export interface ExactResult {
   result: KnnResult;
   backend: ExactBackend;
-  /** Why WebGPU was not used, when it was not. */
+  /** Why a faster backend was not used (WebGPU, then wasm), when it was not. */
   reason?: string;
   /** Software adapter (SwiftShader): correct, but its speed says nothing about real GPUs. */
   fallbackAdapter?: boolean;
   gpu?: GpuSearchStats;
+  wasm?: WasmExactStats;
   ms: number;
 }
 
@@ -181,6 +201,10 @@ interface Open {
   gpu?: Promise<GpuExact>;
   /** The maxChunkDocs `gpu` was uploaded with (undefined: the device's limit). */
   gpuChunkDocs?: number;
+  /** The vectors in the wasm heap, for the wasm exact kernel (copied on first use). */
+  wasmDocs?: WasmMatrix;
+  /** Largest vector norm (for the kernel's float32 error bound). */
+  maxNorm?: number;
 }
 
 /** The WebGPU adapter probe, once per worker (for the choice; devices come from fresh adapters). */
@@ -242,6 +266,7 @@ async function checkArtifact(
 function closeOpen(): void {
   if (!open) return;
   open.index.free();
+  open.wasmDocs?.free();
   void open.gpu?.then((g) => g.destroy()).catch(() => undefined);
   open = null;
 }
@@ -477,15 +502,8 @@ const api = {
 
 function hnswSearch(o: Open, q: Matrix, k: number, ef: number, opts: SearchOptions): KnnResult {
   const { n, dim } = o.vectors;
-  if (!Number.isInteger(k) || k < 0) throw new RangeError(`k must be a non-negative integer, got ${k}`);
   const nq = q.n;
-  const result: KnnResult = {
-    k,
-    nq,
-    indices: new Int32Array(nq * k).fill(-1),
-    scores: new Float32Array(nq * k).fill(-Infinity),
-    counts: new Uint32Array(nq),
-  };
+  const result = emptyResult(nq, checkK(k));
   if (k === 0 || n === 0) return result;
   o.index.setEf(ef);
   const rescore = opts.rescore ?? true;
@@ -538,8 +556,8 @@ async function exact(
   backend: 'auto' | ExactBackend,
   maxChunkDocs?: number,
 ): Promise<ExactResult> {
-  let reason: string | undefined;
-  if (backend !== 'js') {
+  const reasons: string[] = [];
+  if (backend === 'auto' || backend === 'webgpu') {
     try {
       probePromise ??= probeWebGpu();
       const probe = await probePromise;
@@ -547,7 +565,9 @@ async function exact(
       // A software adapter (SwiftShader, WARP) emulates the GPU on the CPU: correct but far slower
       // than the JS path, so 'auto' only takes real hardware.
       if (backend === 'auto' && probe.fallbackAdapter)
-        throw new Error(`the WebGPU adapter is a software fallback (${probe.description}); JS is faster`);
+        throw new Error(
+          `the WebGPU adapter is a software fallback (${probe.description}); the CPU is faster`,
+        );
       if (o.gpu && o.gpuChunkDocs !== maxChunkDocs) {
         // Another chunking asked for (tests exercise the cross-chunk merge): upload again.
         void o.gpu.then((g) => g.destroy()).catch(() => undefined);
@@ -564,12 +584,143 @@ async function exact(
       return { result, backend: 'webgpu', fallbackAdapter: g.fallbackAdapter, gpu: stats, ms: stats.ms };
     } catch (e) {
       if (backend === 'webgpu') throw e;
-      reason = (e as Error)?.message ?? String(e);
+      reasons.push(`WebGPU: ${(e as Error)?.message ?? String(e)}`);
+    }
+  }
+  if (backend === 'auto' || backend === 'wasm') {
+    try {
+      const t0 = performance.now();
+      const { result, stats } = await wasmExact(o, q, k, exclude);
+      return { result, backend: 'wasm', wasm: stats, reason: reasons[0], ms: performance.now() - t0 };
+    } catch (e) {
+      if (backend === 'wasm') throw e;
+      reasons.push(`wasm: ${(e as Error)?.message ?? String(e)}`);
     }
   }
   const t0 = performance.now();
   const result = exactSearch(o.vectors, q, { k, tieBreak: o.tieBreak, exclude });
-  return { result, backend: 'js', reason, ms: performance.now() - t0 };
+  return { result, backend: 'js', reason: reasons.join('; ') || undefined, ms: performance.now() - t0 };
+}
+
+/** WASM_QUERY_BLOCK: queries per kernel pass (bounds the candidate buffers). */
+const WASM_QUERY_BLOCK = 256;
+/** WASM_MARGIN: candidates kept beyond k, so that near-ties at the cut rarely need another pass. */
+const WASM_MARGIN = 16;
+
+/**
+ * Exact top-k through the wasm kernels, identical to exactSearch(). Each query's candidates come
+ * from the int16 kernel (twice the multiply-adds per instruction); every candidate is rescored with
+ * exactScore() and ranked with the same TopK and tie-break. The candidates are complete, so the
+ * answer exact, when the kernel's cut plus its error bound stays below the k-th exact score. A query
+ * that fails the check gets a float32 pass (a far tighter bound), and one that fails that too is
+ * recomputed by the JS path. Each step is counted.
+ */
+async function wasmExact(
+  o: Open,
+  q: Matrix,
+  k: number,
+  exclude: Exclusions | undefined,
+): Promise<{ result: KnnResult; stats: WasmExactStats }> {
+  const { n, dim } = o.vectors;
+  const nq = q.n;
+  const result = emptyResult(nq, checkK(k));
+  const stats: WasmExactStats = { candidatesPerQuery: 0, float32Queries: 0, cpuFallbackQueries: 0 };
+  if (k === 0 || n === 0 || nq === 0) return { result, stats };
+  const w = (o.wasmDocs ??= WasmMatrix.upload(await hnswModule(), o.vectors.data, dim));
+  const maxNorm = (o.maxNorm ??= maxRowNorm(o.vectors));
+  const qNorm = (i: number) => {
+    let s = 0;
+    for (let j = 0; j < dim; j++) s += q.data[i * dim + j] ** 2;
+    return Math.sqrt(s);
+  };
+  /**
+   * Ranks query i's candidates (row r of c); false when the cut is too close to call: a document
+   * left out scored at most `cut` approximately, so at most cut + bound exactly.
+   */
+  const settle = (i: number, c: Candidates, r: number, bound: (cut: number) => number): boolean => {
+    const ex = exclude?.[i]?.length ? new Set(Array.from(exclude[i]!)) : null;
+    const top = new TopK(k, o.tieBreak);
+    let cut = Infinity;
+    for (let j = 0; j < c.kp; j++) {
+      const d = c.index[r * c.kp + j];
+      cut = Math.min(cut, c.score[r * c.kp + j]);
+      if (ex?.has(d)) continue;
+      top.push(exactScore(o.vectors, d, q, i), d);
+    }
+    const hits = top.drain();
+    if (c.kp < n) {
+      const kth = hits.length === k ? hits[k - 1].score : -Infinity;
+      if (!(bound(cut) < kth)) return false;
+    }
+    hits.forEach((h, j) => {
+      result.indices[i * k + j] = h.index;
+      result.scores[i * k + j] = h.score;
+    });
+    result.counts[i] = hits.length;
+    return true;
+  };
+  /** The rows of `ids` as one matrix, and the widest candidate list they need. */
+  const gather = (ids: number[], margin: number) => {
+    const rows = new Float32Array(ids.length * dim);
+    let maxEx = 0;
+    ids.forEach((i, r) => {
+      rows.set(q.data.subarray(i * dim, (i + 1) * dim), r * dim);
+      maxEx = Math.max(maxEx, exclude?.[i]?.length ?? 0);
+    });
+    return { rows, kp: Math.min(n, k + margin + maxEx) };
+  };
+  const all = Array.from({ length: nq }, (_, i) => i);
+  let pending: number[] = [];
+  for (let b0 = 0; b0 < nq; b0 += WASM_QUERY_BLOCK) {
+    const ids = all.slice(b0, b0 + WASM_QUERY_BLOCK);
+    const { rows, kp } = gather(ids, WASM_MARGIN);
+    stats.candidatesPerQuery = Math.max(stats.candidatesPerQuery, kp);
+    const c = w.candidatesI16(rows, kp);
+    ids.forEach((i, r) => {
+      // Float rounding of the kernel's products and of exactScore: a few ulps of ‖q‖ · max‖d‖.
+      const slack = 8 * 2 ** -24 * qNorm(i) * maxNorm;
+      if (!settle(i, c, r, (cut) => cut + c.bound[r] + slack)) pending.push(i);
+    });
+  }
+  if (pending.length) {
+    stats.float32Queries = pending.length;
+    const retry = pending;
+    pending = [];
+    for (let b0 = 0; b0 < retry.length; b0 += WASM_QUERY_BLOCK) {
+      const ids = retry.slice(b0, b0 + WASM_QUERY_BLOCK);
+      const { rows, kp } = gather(ids, 4 * WASM_MARGIN);
+      const c = w.candidatesF32(rows, kp);
+      ids.forEach((i, r) => {
+        const eps = 2 * dim * 2 ** -22 * qNorm(i) * maxNorm;
+        if (!settle(i, c, r, (cut) => cut + eps)) pending.push(i);
+      });
+    }
+  }
+  if (pending.length) {
+    stats.cpuFallbackQueries = pending.length;
+    const { rows } = gather(pending, 0);
+    const cpu = exactSearch(
+      o.vectors,
+      { data: rows, n: pending.length, dim },
+      { k, tieBreak: o.tieBreak, exclude: exclude ? pending.map((i) => exclude[i]) : undefined },
+    );
+    pending.forEach((i, r) => {
+      result.indices.set(cpu.indices.subarray(r * k, (r + 1) * k), i * k);
+      result.scores.set(cpu.scores.subarray(r * k, (r + 1) * k), i * k);
+      result.counts[i] = cpu.counts[r];
+    });
+  }
+  return { result, stats };
+}
+
+function maxRowNorm(m: Matrix): number {
+  let max = 0;
+  for (let r = 0; r < m.n; r++) {
+    let s = 0;
+    for (let j = 0; j < m.dim; j++) s += m.data[r * m.dim + j] ** 2;
+    max = Math.max(max, Math.sqrt(s));
+  }
+  return max;
 }
 
 export type IndexWorkerApi = typeof api;

@@ -18,6 +18,7 @@ import { openShardStore } from '../../src/lib/adapters/shard-store';
 import {
   clusteredVectors,
   exactSearch,
+  mulberry32,
   memoryBytes,
   quantizeInt8,
   recallAtK,
@@ -84,6 +85,32 @@ const indexHarness = {
     state.queries = { data: q.data, n: q.n, dim: q.dim };
     state.docIds = undefined;
     return { n: d.n, nq: q.n, dim: d.dim, ms: performance.now() - t0 };
+  },
+
+  /**
+   * One random unit direction plus `spread` × uniform noise per row, normalised: every score is
+   * nearly the same, which makes approximate candidate cuts too close to call (spread 0: identical rows).
+   */
+  nearDuplicates(n: number, nq: number, dim: number, spread: number, seed = 5): number {
+    const rnd = mulberry32(seed);
+    const base = Array.from({ length: dim }, () => rnd() - 0.5);
+    const rows = (count: number) => {
+      const data = new Float32Array(count * dim);
+      for (let r = 0; r < count; r++) {
+        let norm = 0;
+        for (let j = 0; j < dim; j++) {
+          const v = base[j] + spread * (rnd() - 0.5);
+          data[r * dim + j] = v;
+          norm += v * v;
+        }
+        for (let j = 0; j < dim; j++) data[r * dim + j] /= Math.sqrt(norm);
+      }
+      return { data, n: count, dim };
+    };
+    state.docs = rows(n);
+    state.queries = rows(nq);
+    state.docIds = Array.from({ length: n }, (_, i) => `doc-${String(i).padStart(6, '0')}`);
+    return n;
   },
 
   /** Repeats the whole corpus `times` times (row i + c·n = row i): exact ties for every query. */

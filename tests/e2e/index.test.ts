@@ -1,8 +1,8 @@
 // The vector index end to end in real Chromium: HNSW (hnswlib compiled to wasm with SIMD by
-// scripts/build-wasm.sh) built in the index worker over
-// seeded clustered vectors, persisted in Loupe's IndexedDB, reloaded after a page reload and a
-// browser restart, rebuilt when its stored bytes are damaged; exact search on WebGPU (SwiftShader)
-// and in JS agreeing; recall at the defaults; exclusions; cancel during a build.
+// scripts/build-wasm.sh) built in the index worker over seeded clustered vectors, persisted in
+// Loupe's IndexedDB, reloaded after a page reload and a browser restart, rebuilt when its stored
+// bytes are damaged; exact search on WebGPU (SwiftShader), in wasm and in JS agreeing; recall at the
+// defaults; exclusions; cancel during a build.
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { INDEX_DEFAULTS } from '../../src/lib/adapters/index-client';
@@ -74,7 +74,7 @@ describe('vector index (HNSW + exact) in Chromium', () => {
       dim: DIM,
       space: 'cosine',
       params: { M: 16, efConstruction: 200, seed: 100 },
-      efSearch: 128,
+      efSearch: 384,
       persisted: true,
     });
     // The worker's defaults are the ones the client documents.
@@ -108,7 +108,7 @@ describe('vector index (HNSW + exact) in Chromium', () => {
   it('reaches recall@10 ≥ 0.99 against exact search at the default efSearch', async () => {
     const held = await call(page, 'recall', 10);
     expect(held.points).toHaveLength(1);
-    expect(held.points[0].efSearch).toBe(128);
+    expect(held.points[0].efSearch).toBe(384);
     expect(held.points[0].recall).toBeGreaterThanOrEqual(0.99);
     // A corpus sample as queries, each excluded from its own results.
     const sample = await call(page, 'recall', 10, [16, 128, 256], false);
@@ -180,12 +180,22 @@ describe('vector index (HNSW + exact) in Chromium', () => {
     await call(page, 'generate', N, NQ, DIM, SEED);
   });
 
-  it('exact search on WebGPU (SwiftShader) and in JS return the same ids and scores', async () => {
+  it('exact search on WebGPU (SwiftShader), in wasm and in JS return the same ids and scores', async () => {
     const probe = await call(page, 'gpuProbe');
     expect(probe).toMatchObject({ ok: true, fallbackAdapter: true });
     built(await call(page, 'build', { key: KEY, shard, space: 'cosine' }));
     for (const k of [10, 100]) {
       const js = await call(page, 'exact', k, { backend: 'js', nq: 64 });
+      // The wasm kernel's candidates are rescored exactly: bit-identical to JS.
+      const wasm = await call(page, 'exact', k, { backend: 'wasm', nq: 64 });
+      if (!wasm.ok || !js.ok) throw new Error(JSON.stringify(wasm.ok ? js : wasm));
+      expect(wasm).toMatchObject({
+        backend: 'wasm',
+        indices: js.indices,
+        scores: js.scores,
+        counts: js.counts,
+      });
+      expect(wasm.wasm?.candidatesPerQuery).toBe(k + 16);
       // One chunk, then four chunks of 1000 documents (the cross-chunk merge).
       for (const maxChunkDocs of [undefined, 1000]) {
         const gpu = await call(page, 'exact', k, { backend: 'webgpu', nq: 64, maxChunkDocs });
@@ -199,13 +209,13 @@ describe('vector index (HNSW + exact) in Chromium', () => {
         expect(worst).toBeLessThanOrEqual(1e-5);
       }
     }
-    // 'auto' does not pick a software adapter: SwiftShader is far slower than the JS path.
+    // 'auto' does not pick a software adapter (SwiftShader is far slower than the CPU): wasm.
     const auto = await call(page, 'exact', 10, { nq: 4 });
-    expect(auto).toMatchObject({ ok: true, backend: 'js' });
+    expect(auto).toMatchObject({ ok: true, backend: 'wasm' });
     if (auto.ok) expect(auto.reason).toMatch(/software fallback/);
   });
 
-  it('orders exact ties trec_eval’s way on both backends (duplicated documents)', async () => {
+  it('orders exact ties trec_eval’s way on every backend (duplicated documents)', async () => {
     // Every vector three times: each query's best score is shared by three documents.
     await call(page, 'generate', 600, 16, 64, 3);
     await page.evaluate(() => window.indexHarness.repeatRows(3));
@@ -213,9 +223,12 @@ describe('vector index (HNSW + exact) in Chromium', () => {
     expect(r.n).toBe(1800);
     const js = await call(page, 'exact', 9, { backend: 'js' });
     const gpu = await call(page, 'exact', 9, { backend: 'webgpu', maxChunkDocs: 700 });
-    if (!gpu.ok || !js.ok) throw new Error(JSON.stringify(gpu.ok ? js : gpu));
+    const wasm = await call(page, 'exact', 9, { backend: 'wasm' });
+    if (!gpu.ok || !js.ok || !wasm.ok) throw new Error(JSON.stringify([gpu, js, wasm].find((x) => !x.ok)));
     expect(gpu.indices).toEqual(js.indices);
     expect(gpu.scores).toEqual(js.scores);
+    expect(wasm.indices).toEqual(js.indices);
+    expect(wasm.scores).toEqual(js.scores);
     for (let q = 0; q < 16; q++) {
       const ids = row(js, q);
       // Copies i, i + 600, i + 1200 tie; ids are doc-000000…, so trec_eval order is the highest index first.
@@ -223,6 +236,27 @@ describe('vector index (HNSW + exact) in Chromium', () => {
       expect(ids[0]).toBeGreaterThan(ids[1]);
       expect(ids[1]).toBeGreaterThan(ids[2]);
     }
+    await call(page, 'generate', N, NQ, DIM, SEED);
+  });
+
+  it('wasm exact search stays exact when its cuts are too close to call: float32 pass, then JS', async () => {
+    // Nearly parallel vectors: int16 error bounds exceed the score gaps, float32 ones do not.
+    await call(page, 'nearDuplicates', 3000, 40, 96, 0.05);
+    built(await call(page, 'build', { key: 'near', space: 'ip', useDocIds: true }));
+    const js = await call(page, 'exact', 10, { backend: 'js' });
+    const wasm = await call(page, 'exact', 10, { backend: 'wasm' });
+    if (!js.ok || !wasm.ok) throw new Error('exact failed');
+    expect(wasm).toMatchObject({ indices: js.indices, scores: js.scores });
+    expect(wasm.wasm!.float32Queries).toBeGreaterThan(0);
+    // Identical rows: every score ties, no cut can be trusted, the JS path answers (tie order by id).
+    await call(page, 'nearDuplicates', 500, 8, 96, 0);
+    built(await call(page, 'build', { key: 'identical', space: 'ip', useDocIds: true }));
+    const js0 = await call(page, 'exact', 10, { backend: 'js' });
+    const wasm0 = await call(page, 'exact', 10, { backend: 'wasm' });
+    if (!js0.ok || !wasm0.ok) throw new Error('exact failed');
+    expect(wasm0).toMatchObject({ indices: js0.indices, scores: js0.scores });
+    expect(wasm0.wasm).toMatchObject({ float32Queries: 8, cpuFallbackQueries: 8 });
+    expect(row(js0, 0)).toEqual([499, 498, 497, 496, 495, 494, 493, 492, 491, 490]);
     await call(page, 'generate', N, NQ, DIM, SEED);
   });
 
@@ -242,8 +276,11 @@ describe('vector index (HNSW + exact) in Chromium', () => {
       const hnsw = await call(page, 'search', 10, undefined, { exclude, nq });
       const js = await call(page, 'exact', 10, { backend: 'js', exclude, nq });
       const gpu = await call(page, 'exact', 10, { backend: 'webgpu', exclude, nq });
-      if (!js.ok || !gpu.ok) throw new Error('exact failed');
+      const wasm = await call(page, 'exact', 10, { backend: 'wasm', exclude, nq });
+      if (!js.ok || !gpu.ok || !wasm.ok) throw new Error('exact failed');
       expect(gpu.indices).toEqual(js.indices);
+      expect(wasm.indices).toEqual(js.indices);
+      expect(wasm.scores).toEqual(js.scores);
       let overlap = 0;
       for (let q = 0; q < nq; q++) {
         const banned = new Set(exclude[q]);

@@ -91,7 +91,8 @@ export function normalizeRows(m: Matrix): Matrix {
   return m;
 }
 
-function emptyResult(nq: number, k: number): KnnResult {
+/** A result with no hits yet: ids −1, scores −∞, counts 0. */
+export function emptyResult(nq: number, k: number): KnnResult {
   return {
     k,
     nq,
@@ -101,7 +102,8 @@ function emptyResult(nq: number, k: number): KnnResult {
   };
 }
 
-function checkK(k: number): number {
+/** k itself when it is a non-negative integer; throws otherwise. */
+export function checkK(k: number): number {
   if (!Number.isInteger(k) || k < 0) throw new RangeError(`k must be a non-negative integer, got ${k}`);
   return k;
 }

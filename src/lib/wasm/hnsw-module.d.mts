@@ -33,6 +33,32 @@ export interface HnswModule {
   _loupe_hnsw_saved(): number;
   _loupe_hnsw_release_saved(): void;
   _loupe_hnsw_load(bytes: number, size: number, dim: number, maxElements: number): number;
+  _loupe_exact_candidates(
+    docs: number,
+    d0: number,
+    d1: number,
+    dim: number,
+    queries: number,
+    nq: number,
+    kp: number,
+    outIndex: number,
+    outScore: number,
+    sizes: number,
+  ): number;
+  _loupe_exact_candidates_i16(
+    docs: number,
+    docScales: number,
+    d0: number,
+    d1: number,
+    paddedDim: number,
+    queries: number,
+    queryScales: number,
+    nq: number,
+    kp: number,
+    outIndex: number,
+    outScore: number,
+    sizes: number,
+  ): number;
 }
 
 export interface HnswModuleOptions {

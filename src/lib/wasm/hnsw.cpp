@@ -7,6 +7,9 @@
 // is serialised to and from a byte buffer. hnswlib's own x86 kernels are switched off
 // (NO_MANUAL_VECTORIZATION: they need cpuid); the inner product below is written with wasm SIMD.
 //
+// Exact search has a kernel here too (loupe_exact_candidates): float32 inner products with SIMD and
+// a per-query heap of the best candidates; the caller rescores them exactly (workers/index.worker.ts).
+//
 // Errors: every entry point catches hnswlib's exceptions (native wasm exceptions, so the happy path
 // pays nothing) and returns a failure value; loupe_hnsw_error() gives the message.
 #define NO_MANUAL_VECTORIZATION
@@ -14,6 +17,8 @@
 
 #include <wasm_simd128.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <fstream>
@@ -185,6 +190,264 @@ Index *loupe_hnsw_load(const char *bytes, int size, int dim, int max_elements) {
     std::remove(SCRATCH);
     return ix;
   });
+}
+
+}  // extern "C"
+
+// ---------------------------------------------------------------------------------------------
+// Exact search: candidates for the caller to rescore
+
+namespace {
+
+inline float hsum(v128_t v) {
+  return wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1) + wasm_f32x4_extract_lane(v, 2) +
+         wasm_f32x4_extract_lane(v, 3);
+}
+
+/** Min-heap of (score, index) of capacity kp: keeps the kp largest scores pushed. */
+struct Best {
+  float *score;
+  int *index;
+  int size = 0;
+  int cap = 0;
+  void push(float s, int i) {
+    if (size < cap) {
+      int c = size++;
+      while (c > 0) {
+        const int p = (c - 1) / 2;
+        if (score[p] <= s) break;
+        score[c] = score[p];
+        index[c] = index[p];
+        c = p;
+      }
+      score[c] = s;
+      index[c] = i;
+    } else if (s > score[0]) {
+      int c = 0;
+      for (;;) {
+        int l = 2 * c + 1;
+        if (l >= size) break;
+        if (l + 1 < size && score[l + 1] < score[l]) ++l;
+        if (score[l] >= s) break;
+        score[c] = score[l];
+        index[c] = index[l];
+        c = l;
+      }
+      score[c] = s;
+      index[c] = i;
+    }
+  }
+};
+
+/** Q4 (4 query rows) · D2 (2 document rows) over dim floats: 8 dot products. */
+inline void dot4x2(const float *q, const float *d, size_t dim, float out[8]) {
+  v128_t a[8];
+  for (auto &x : a) x = wasm_f32x4_splat(0.0f);
+  const float *q0 = q, *q1 = q + dim, *q2 = q + 2 * dim, *q3 = q + 3 * dim;
+  const float *d0 = d, *d1 = d + dim;
+  size_t j = 0;
+  for (; j + 4 <= dim; j += 4) {
+    const v128_t x0 = wasm_v128_load(d0 + j), x1 = wasm_v128_load(d1 + j);
+    const v128_t y0 = wasm_v128_load(q0 + j), y1 = wasm_v128_load(q1 + j);
+    const v128_t y2 = wasm_v128_load(q2 + j), y3 = wasm_v128_load(q3 + j);
+    a[0] = wasm_f32x4_add(a[0], wasm_f32x4_mul(y0, x0));
+    a[1] = wasm_f32x4_add(a[1], wasm_f32x4_mul(y1, x0));
+    a[2] = wasm_f32x4_add(a[2], wasm_f32x4_mul(y2, x0));
+    a[3] = wasm_f32x4_add(a[3], wasm_f32x4_mul(y3, x0));
+    a[4] = wasm_f32x4_add(a[4], wasm_f32x4_mul(y0, x1));
+    a[5] = wasm_f32x4_add(a[5], wasm_f32x4_mul(y1, x1));
+    a[6] = wasm_f32x4_add(a[6], wasm_f32x4_mul(y2, x1));
+    a[7] = wasm_f32x4_add(a[7], wasm_f32x4_mul(y3, x1));
+  }
+  for (int i = 0; i < 8; ++i) out[i] = hsum(a[i]);
+  for (; j < dim; ++j) {
+    out[0] += q0[j] * d0[j];
+    out[1] += q1[j] * d0[j];
+    out[2] += q2[j] * d0[j];
+    out[3] += q3[j] * d0[j];
+    out[4] += q0[j] * d1[j];
+    out[5] += q1[j] * d1[j];
+    out[6] += q2[j] * d1[j];
+    out[7] += q3[j] * d1[j];
+  }
+}
+
+inline float dot1(const float *q, const float *d, size_t dim) {
+  v128_t a = wasm_f32x4_splat(0.0f);
+  size_t j = 0;
+  for (; j + 4 <= dim; j += 4) a = wasm_f32x4_add(a, wasm_f32x4_mul(wasm_v128_load(q + j), wasm_v128_load(d + j)));
+  float s = hsum(a);
+  for (; j < dim; ++j) s += q[j] * d[j];
+  return s;
+}
+
+/**
+ * Scores of 4 queries (rows of q) against the m documents at d: out[i * m + r] = q_i · d_r.
+ * Kept out of line: V8 moves a wasm function to its optimising tier only between calls, so the hot
+ * loop must be a function that is called many times, not a loop inside one long call.
+ */
+__attribute__((noinline)) void score_block(const float *q, const float *d, int m, size_t dim, float *out) {
+  float s8[8];
+  int r = 0;
+  for (; r + 2 <= m; r += 2) {
+    dot4x2(q, d + static_cast<size_t>(r) * dim, dim, s8);
+    for (int i = 0; i < 4; ++i) {
+      out[i * m + r] = s8[i];
+      out[i * m + r + 1] = s8[4 + i];
+    }
+  }
+  for (; r < m; ++r)
+    for (int i = 0; i < 4; ++i) out[i * m + r] = dot1(q + i * dim, d + static_cast<size_t>(r) * dim, dim);
+}
+
+/** Pushes row `scores` (m wide, documents first..first + m − 1) into one query's heap. */
+__attribute__((noinline)) void push_row(Best &b, const float *scores, int m, int first) {
+  int r = 0;
+  for (; r < m && b.size < b.cap; ++r) b.push(scores[r], first + r);
+  float floor = b.size ? b.score[0] : 0.0f;
+  for (; r < m; ++r)
+    if (scores[r] > floor) {
+      b.push(scores[r], first + r);
+      floor = b.score[0];
+    }
+}
+
+// Documents per tile: 128 rows of 384 floats (192 KiB) stay in cache while every query group runs.
+constexpr int DOC_TILE = 128;
+
+/** Q4 · D2 in int16 (P a multiple of 8): exact int32 sums, 8 multiply-adds per instruction. */
+inline void dot4x2_i16(const int16_t *q, const int16_t *d, size_t P, int32_t out[8]) {
+  v128_t a[8];
+  for (auto &x : a) x = wasm_i32x4_splat(0);
+  const int16_t *q0 = q, *q1 = q + P, *q2 = q + 2 * P, *q3 = q + 3 * P;
+  const int16_t *d0 = d, *d1 = d + P;
+  for (size_t j = 0; j < P; j += 8) {
+    const v128_t x0 = wasm_v128_load(d0 + j), x1 = wasm_v128_load(d1 + j);
+    const v128_t y0 = wasm_v128_load(q0 + j), y1 = wasm_v128_load(q1 + j);
+    const v128_t y2 = wasm_v128_load(q2 + j), y3 = wasm_v128_load(q3 + j);
+    a[0] = wasm_i32x4_add(a[0], wasm_i32x4_dot_i16x8(y0, x0));
+    a[1] = wasm_i32x4_add(a[1], wasm_i32x4_dot_i16x8(y1, x0));
+    a[2] = wasm_i32x4_add(a[2], wasm_i32x4_dot_i16x8(y2, x0));
+    a[3] = wasm_i32x4_add(a[3], wasm_i32x4_dot_i16x8(y3, x0));
+    a[4] = wasm_i32x4_add(a[4], wasm_i32x4_dot_i16x8(y0, x1));
+    a[5] = wasm_i32x4_add(a[5], wasm_i32x4_dot_i16x8(y1, x1));
+    a[6] = wasm_i32x4_add(a[6], wasm_i32x4_dot_i16x8(y2, x1));
+    a[7] = wasm_i32x4_add(a[7], wasm_i32x4_dot_i16x8(y3, x1));
+  }
+  for (int i = 0; i < 8; ++i)
+    out[i] = wasm_i32x4_extract_lane(a[i], 0) + wasm_i32x4_extract_lane(a[i], 1) +
+             wasm_i32x4_extract_lane(a[i], 2) + wasm_i32x4_extract_lane(a[i], 3);
+}
+
+inline int32_t dot1_i16(const int16_t *q, const int16_t *d, size_t P) {
+  v128_t a = wasm_i32x4_splat(0);
+  for (size_t j = 0; j < P; j += 8) a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(wasm_v128_load(q + j), wasm_v128_load(d + j)));
+  return wasm_i32x4_extract_lane(a, 0) + wasm_i32x4_extract_lane(a, 1) + wasm_i32x4_extract_lane(a, 2) +
+         wasm_i32x4_extract_lane(a, 3);
+}
+
+/** int16 scores of 4 queries against m documents, scaled back: out[i * m + r] = Σ q̂·d̂ · qs_i · ds_r. */
+__attribute__((noinline)) void score_block_i16(const int16_t *q, const float *qs, const int16_t *d,
+                                               const float *ds, int m, size_t P, float *out) {
+  int32_t s8[8];
+  int r = 0;
+  for (; r + 2 <= m; r += 2) {
+    dot4x2_i16(q, d + static_cast<size_t>(r) * P, P, s8);
+    for (int i = 0; i < 4; ++i) {
+      out[i * m + r] = static_cast<float>(s8[i]) * qs[i] * ds[r];
+      out[i * m + r + 1] = static_cast<float>(s8[4 + i]) * qs[i] * ds[r + 1];
+    }
+  }
+  for (; r < m; ++r)
+    for (int i = 0; i < 4; ++i)
+      out[i * m + r] = static_cast<float>(dot1_i16(q + i * P, d + static_cast<size_t>(r) * P, P)) * qs[i] * ds[r];
+}
+
+/**
+ * The candidate loop shared by both kernels: documents in tiles of DOC_TILE, queries in groups of
+ * four (block4 fills 4 × m scores), the remainder one by one (single fills m), each row pushed into
+ * its query's heap.
+ */
+template <typename Block4, typename Single>
+int candidates(int d0, int d1, int nq, int kp, int *out_index, float *out_score, int *sizes, Block4 block4,
+               Single single) {
+  if (d0 < 0 || d1 < d0 || nq <= 0 || kp <= 0) return -1;
+  std::vector<Best> best(nq);
+  for (int q = 0; q < nq; ++q) {
+    best[q].score = out_score + static_cast<size_t>(q) * kp;
+    best[q].index = out_index + static_cast<size_t>(q) * kp;
+    best[q].cap = kp;
+    best[q].size = sizes[q];
+    if (sizes[q] < 0 || sizes[q] > kp) return -1;
+  }
+  std::vector<float> tile(4 * DOC_TILE);
+  for (int t0 = d0; t0 < d1; t0 += DOC_TILE) {
+    const int m = std::min(d1 - t0, DOC_TILE);
+    int q = 0;
+    for (; q + 4 <= nq; q += 4) {
+      block4(q, t0, m, tile.data());
+      for (int i = 0; i < 4; ++i) push_row(best[q + i], tile.data() + i * m, m, t0);
+    }
+    for (; q < nq; ++q) {
+      single(q, t0, m, tile.data());
+      push_row(best[q], tile.data(), m, t0);
+    }
+  }
+  for (int q = 0; q < nq; ++q) sizes[q] = best[q].size;
+  return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+/**
+ * For each of nq queries (row-major, dim wide), the kp documents of `docs` (rows d0..d1 − 1 of a
+ * dim-wide matrix) with the largest float32 inner products, merged into what row q of out_index /
+ * out_score (kp wide, heap order, not sorted; sizes[q] entries filled) already holds. Calls over
+ * consecutive document ranges, starting from sizes all 0, give the candidates of the whole corpus;
+ * short calls also let V8 swap in optimised code between them. Float32 sums in SIMD order: scores
+ * can differ from a float64 sum by up to dim · 2⁻²⁴ · ‖q‖ · ‖d‖, so the caller rescores the
+ * candidates and checks the cut (the smallest score kept) against that bound. 0 on success.
+ */
+int loupe_exact_candidates(const float *docs, int d0, int d1, int dim, const float *queries, int nq, int kp,
+                           int *out_index, float *out_score, int *sizes) {
+  if (dim <= 0) return -1;
+  const size_t D = static_cast<size_t>(dim);
+  return candidates(
+      d0, d1, nq, kp, out_index, out_score, sizes,
+      [&](int q, int t0, int m, float *tile) {
+        score_block(queries + static_cast<size_t>(q) * D, docs + static_cast<size_t>(t0) * D, m, D, tile);
+      },
+      [&](int q, int t0, int m, float *tile) {
+        const float *qp = queries + static_cast<size_t>(q) * D;
+        for (int r = 0; r < m; ++r) tile[r] = dot1(qp, docs + static_cast<size_t>(t0 + r) * D, D);
+      });
+}
+
+/**
+ * The same from int16 codes (rows P wide, P a multiple of 8, zero-padded): score = Σ q̂·d̂ (exact in
+ * int32 as long as P · max|code|² < 2³¹, which the caller's quantization guarantees) times the
+ * query's and the document's scales. Twice the multiply-adds per instruction of float32, at the
+ * price of a quantization error the caller bounds per query before trusting the cut.
+ */
+int loupe_exact_candidates_i16(const int16_t *docs, const float *dscale, int d0, int d1, int P,
+                               const int16_t *queries, const float *qscale, int nq, int kp, int *out_index,
+                               float *out_score, int *sizes) {
+  if (P <= 0 || P % 8 != 0) return -1;
+  const size_t D = static_cast<size_t>(P);
+  return candidates(
+      d0, d1, nq, kp, out_index, out_score, sizes,
+      [&](int q, int t0, int m, float *tile) {
+        score_block_i16(queries + static_cast<size_t>(q) * D, qscale + q, docs + static_cast<size_t>(t0) * D,
+                        dscale + t0, m, D, tile);
+      },
+      [&](int q, int t0, int m, float *tile) {
+        const int16_t *qp = queries + static_cast<size_t>(q) * D;
+        for (int r = 0; r < m; ++r)
+          tile[r] = static_cast<float>(dot1_i16(qp, docs + static_cast<size_t>(t0 + r) * D, D)) * qscale[q] *
+                    dscale[t0 + r];
+      });
 }
 
 }  // extern "C"
