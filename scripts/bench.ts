@@ -6,6 +6,7 @@
 //                    [--depth 100] [--out bench-results] [--no-build]
 //   npm run bench -- --shard ../shared/data/vqa-rad --retriever dense --model loupe-test/clip-tiny-random
 //                    [--device auto|webgpu|wasm] [--dtype fp32|q8|…] [--fusion both|score|feature] [--alpha 0.5]
+//                    [--index exact|hnsw] [--M 16] [--efConstruction 200] [--efSearch 384]
 //   npm run bench -- --shard ../shared/data/vqa-rad --task text-to-image \
 //                    --compare 'bm25(k1=0.9,b=0.4);dense(model=loupe-test/clip-tiny-random,dtype=fp32)' [--fuse 'rrf(k=60)']
 //     runs (or reuses) each retriever through the UI's permalink and prints the UI's comparison table.
@@ -33,6 +34,10 @@ const { values: args } = parseArgs({
     dtype: { type: 'string', default: 'auto' },
     fusion: { type: 'string', default: 'both' },
     alpha: { type: 'string', default: '0.5' },
+    index: { type: 'string', default: 'exact' },
+    M: { type: 'string' },
+    efConstruction: { type: 'string' },
+    efSearch: { type: 'string' },
     compare: { type: 'string' },
     fuse: { type: 'string' },
     out: { type: 'string', default: 'bench-results' },
@@ -133,6 +138,12 @@ if (model) {
     fusion: args.fusion!,
     alpha: args.alpha!,
   });
+  if (args.index !== 'exact' && args.index !== 'hnsw') throw new Error('--index is exact or hnsw');
+  // HNSW: the exact run is made too, for recall@10 (both runs are exported).
+  if (args.index === 'hnsw') {
+    common.index = 'hnsw';
+    for (const k of ['M', 'efConstruction', 'efSearch'] as const) if (args[k]) common[k] = args[k]!;
+  }
 }
 
 /** --compare: the UI's comparison of several retrievers on one task, printed as the UI shows it. */
