@@ -1,6 +1,7 @@
 // Index worker: dense search over one embedding matrix. Approximate search is HNSW: hnswlib compiled
-// to wasm with SIMD by scripts/build-wasm.sh (workers/hnsw-engine.ts); exact search runs on WebGPU
-// when a hardware adapter exists, else in JS, and is the ground truth recall is measured against.
+// to wasm with SIMD by scripts/build-wasm.sh (workers/hnsw-engine.ts). Exact search is the ground
+// truth recall is measured against: on WebGPU when a hardware adapter exists, else through the wasm
+// candidate kernels, with plain JS as the reference; all three give the same ids and scores.
 // The HNSW graph is persisted in Loupe's own IndexedDB (a shard artifact), never trusted on load:
 // any header mismatch or checksum failure means a rebuild.
 import * as Comlink from 'comlink';
@@ -342,7 +343,7 @@ const api = {
             if (index.count() !== n) {
               index.free();
               index = null;
-              out.cacheMiss = 'hnswlib read a different element count or dimension';
+              out.cacheMiss = 'hnswlib read a different element count';
             } else {
               out.source = 'cache';
               out.persisted = true;
