@@ -144,6 +144,8 @@ export interface SearchResult {
  */
 export type ExactBackend = 'webgpu' | 'wasm' | 'js';
 
+export type WasmKernel = 'int16' | 'float32';
+
 export interface WasmExactStats {
   /** Candidates kept per query by the int16 pass (k + margin + the longest exclusion list). */
   candidatesPerQuery: number;
@@ -433,12 +435,18 @@ const api = {
   async exactSearch(
     queries: Float32Array,
     k: number,
-    opts: { exclude?: number[][]; backend?: 'auto' | ExactBackend; maxChunkDocs?: number } = {},
+    opts: {
+      exclude?: number[][];
+      backend?: 'auto' | ExactBackend;
+      maxChunkDocs?: number;
+      /** The wasm backend's first kernel: int16 (default) or float32 (benchmarks compare them). */
+      wasmKernel?: WasmKernel;
+    } = {},
   ): Promise<ExactResult> {
     const o = requireOpen();
     const q = asMatrix(o.space === 'cosine' ? queries.slice() : queries, o.vectors.dim, 'queries');
     if (o.space === 'cosine') normalizeRows(q);
-    const r = await exact(o, q, k, opts.exclude, opts.backend ?? 'auto', opts.maxChunkDocs);
+    const r = await exact(o, q, k, opts.exclude, opts.backend ?? 'auto', opts.maxChunkDocs, opts.wasmKernel);
     return Comlink.transfer(r, [r.result.indices.buffer, r.result.scores.buffer]);
   },
 
@@ -556,6 +564,7 @@ async function exact(
   exclude: Exclusions | undefined,
   backend: 'auto' | ExactBackend,
   maxChunkDocs?: number,
+  wasmKernel: WasmKernel = 'int16',
 ): Promise<ExactResult> {
   const reasons: string[] = [];
   if (backend === 'auto' || backend === 'webgpu') {
@@ -591,7 +600,7 @@ async function exact(
   if (backend === 'auto' || backend === 'wasm') {
     try {
       const t0 = performance.now();
-      const { result, stats } = await wasmExact(o, q, k, exclude);
+      const { result, stats } = await wasmExact(o, q, k, exclude, wasmKernel);
       return { result, backend: 'wasm', wasm: stats, reason: reasons[0], ms: performance.now() - t0 };
     } catch (e) {
       if (backend === 'wasm') throw e;
@@ -621,6 +630,7 @@ async function wasmExact(
   q: Matrix,
   k: number,
   exclude: Exclusions | undefined,
+  kernel: WasmKernel,
 ): Promise<{ result: KnnResult; stats: WasmExactStats }> {
   const { n, dim } = o.vectors;
   const nq = q.n;
@@ -671,8 +681,8 @@ async function wasmExact(
     return { rows, kp: Math.min(n, k + margin + maxEx) };
   };
   const all = Array.from({ length: nq }, (_, i) => i);
-  let pending: number[] = [];
-  for (let b0 = 0; b0 < nq; b0 += WASM_QUERY_BLOCK) {
+  let pending: number[] = kernel === 'float32' ? all : [];
+  for (let b0 = 0; kernel === 'int16' && b0 < nq; b0 += WASM_QUERY_BLOCK) {
     const ids = all.slice(b0, b0 + WASM_QUERY_BLOCK);
     const { rows, kp } = gather(ids, WASM_MARGIN);
     stats.candidatesPerQuery = Math.max(stats.candidatesPerQuery, kp);
@@ -689,7 +699,9 @@ async function wasmExact(
     pending = [];
     for (let b0 = 0; b0 < retry.length; b0 += WASM_QUERY_BLOCK) {
       const ids = retry.slice(b0, b0 + WASM_QUERY_BLOCK);
-      const { rows, kp } = gather(ids, 4 * WASM_MARGIN);
+      // A retry keeps more candidates: its cut was close to the k-th score.
+      const { rows, kp } = gather(ids, kernel === 'float32' ? WASM_MARGIN : 4 * WASM_MARGIN);
+      stats.candidatesPerQuery = Math.max(stats.candidatesPerQuery, kp);
       const c = w.candidatesF32(rows, kp);
       ids.forEach((i, r) => {
         const eps = 2 * dim * 2 ** -22 * qNorm(i) * maxNorm;

@@ -12,6 +12,7 @@ import {
   type BuildRequest,
   type ExactBackend,
   type IndexArtifact,
+  type WasmKernel,
 } from '../../src/lib/adapters/index-client';
 import { probeWebGpu } from '../../src/lib/adapters/gpu-exact';
 import { openShardStore } from '../../src/lib/adapters/shard-store';
@@ -201,7 +202,13 @@ const indexHarness = {
   /** Exact search of the held queries through the worker. */
   async exact(
     k: number,
-    opts: { backend?: 'auto' | ExactBackend; exclude?: number[][]; nq?: number; maxChunkDocs?: number } = {},
+    opts: {
+      backend?: 'auto' | ExactBackend;
+      exclude?: number[][];
+      nq?: number;
+      maxChunkDocs?: number;
+      wasmKernel?: WasmKernel;
+    } = {},
   ) {
     const q = state.queries!;
     const nq = opts.nq ?? q.n;
@@ -211,6 +218,7 @@ const indexHarness = {
         backend: opts.backend,
         exclude: opts.exclude,
         maxChunkDocs: opts.maxChunkDocs,
+        wasmKernel: opts.wasmKernel,
       });
       const { result, ...rest } = r;
       return { ok: true as const, ...plain(result), ...rest, wallMs: performance.now() - t0 };

@@ -196,6 +196,10 @@ describe('vector index (HNSW + exact) in Chromium', () => {
         counts: js.counts,
       });
       expect(wasm.wasm?.candidatesPerQuery).toBe(k + 16);
+      // The float32 kernel on its own (normally the retry pass) gives the same answer.
+      const f32 = await call(page, 'exact', k, { backend: 'wasm', nq: 64, wasmKernel: 'float32' });
+      if (!f32.ok) throw new Error(f32.message);
+      expect(f32).toMatchObject({ indices: js.indices, scores: js.scores, wasm: { float32Queries: 64 } });
       // One chunk, then four chunks of 1000 documents (the cross-chunk merge).
       for (const maxChunkDocs of [undefined, 1000]) {
         const gpu = await call(page, 'exact', k, { backend: 'webgpu', nq: 64, maxChunkDocs });

@@ -12,6 +12,7 @@ import type {
   RecallReport,
   SearchOptions,
   SearchResult,
+  WasmKernel,
 } from '../../../workers/index.worker';
 import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
 
@@ -28,6 +29,8 @@ export type {
   SearchOptions,
   SearchResult,
   Space,
+  WasmExactStats,
+  WasmKernel,
 } from '../../../workers/index.worker';
 
 /**
@@ -66,7 +69,10 @@ export function searchIndex(
   return client.run((r) => r.search(queries, k, efSearch, rest), signal);
 }
 
-/** Exact top-k over the indexed vectors: WebGPU when available (else JS); the result says which. */
+/**
+ * Exact top-k over the indexed vectors: WebGPU on a hardware adapter, else the wasm kernels, else
+ * JS; the result says which, and why not a faster one.
+ */
 export function exactSearchIndex(
   queries: Float32Array,
   k: number,
@@ -74,6 +80,7 @@ export function exactSearchIndex(
     exclude?: number[][];
     backend?: 'auto' | ExactBackend;
     maxChunkDocs?: number;
+    wasmKernel?: WasmKernel;
     signal?: AbortSignal;
   } = {},
 ): Promise<ExactResult> {
