@@ -25,7 +25,7 @@ trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$TMP/include"
 ln -s /usr/include/hnswlib "$TMP/include/hnswlib"
 EXPORTS=_malloc,_free
-for f in error create free add set_ef count dim search save saved release_saved load; do
+for f in error create free add set_ef count dim search search_excluding save saved release_saved load; do
   EXPORTS="$EXPORTS,_loupe_hnsw_$f"
 done
 EXPORTS="$EXPORTS,_loupe_exact_candidates,_loupe_exact_candidates_i16"

@@ -117,6 +117,35 @@ export class HnswIndex {
     return out;
   }
 
+  /**
+   * k nearest to one query (dim floats), never returning the labels in `excluded`: the engine marks
+   * them deleted for this search only (hnswlib walks through them but does not return them).
+   */
+  searchExcluding(query: Float32Array, k: number, excluded: Int32Array): KnnBatch {
+    const out: KnnBatch = {
+      labels: new Int32Array(k).fill(-1),
+      distances: new Float32Array(k).fill(Infinity),
+      counts: new Int32Array(1),
+    };
+    if (k === 0) return out;
+    const q = this.alloc(query.byteLength);
+    const ex = this.alloc(excluded.byteLength);
+    const lab = this.alloc(k * 4);
+    const dist = this.alloc(k * 4);
+    try {
+      this.m.HEAPF32.set(query, q >> 2);
+      this.m.HEAP32.set(excluded, ex >> 2);
+      const m = this.m._loupe_hnsw_search_excluding(this.live(), q, k, ex, excluded.length, lab, dist);
+      if (m < 0) throw new Error(`hnswlib search failed: ${lastError(this.m)}`);
+      out.counts[0] = m;
+      out.labels.set(this.m.HEAP32.subarray(lab >> 2, (lab >> 2) + m));
+      out.distances.set(this.m.HEAPF32.subarray(dist >> 2, (dist >> 2) + m));
+    } finally {
+      for (const p of [q, ex, lab, dist]) this.m._free(p);
+    }
+    return out;
+  }
+
   /** hnswlib's serialisation of the graph (and its copy of the vectors), as a fresh buffer. */
   save(): Uint8Array<ArrayBuffer> {
     const size = this.m._loupe_hnsw_save(this.live());

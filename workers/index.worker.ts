@@ -51,6 +51,8 @@ export const DEFAULT_SEED = 100;
 export const INDEX_FORMAT_VERSION = 2;
 /** ADD_BATCH: vectors per insert call (one progress tick each). */
 export const ADD_BATCH = 512;
+/** OVERFETCH_MAX: exclusion lists up to this long are over-fetched; longer ones are skipped in the graph. */
+export const OVERFETCH_MAX = 64;
 /** RECALL_SAMPLE: corpus rows used as queries by recallAgainstExact when none are given. */
 export const RECALL_SAMPLE = 200;
 
@@ -413,8 +415,9 @@ const api = {
 
   /**
    * HNSW top-k for each query (n × dim, row-major), in one engine call for the queries without
-   * exclusions. A query with exclusions asks hnswlib for k + |exclude| and drops them (the k best
-   * allowed documents are among those; hnswlib searches with max(ef, k + |exclude|)).
+   * exclusions. A query with up to OVERFETCH_MAX exclusions asks hnswlib for k + |exclude| and drops
+   * them (the k best allowed documents are among those); a longer list is skipped inside the graph
+   * search (the engine marks those nodes deleted for that one search).
    */
   search(queries: Float32Array, k: number, efSearch?: number, opts: SearchOptions = {}): SearchResult {
     const o = requireOpen();
@@ -546,13 +549,17 @@ function hnswSearch(o: Open, q: Matrix, k: number, ef: number, opts: SearchOptio
     const b = o.index.search(rows, kk);
     plain.forEach((i, r) => take(i, b, r, kk, null));
   }
-  // The others: over-fetch k + |exclusions| and drop them (the k best allowed are among those).
+  // The others, one by one. A short list: over-fetch k + |exclusions| and drop them (the k best
+  // allowed are among those). A long one: the engine skips the excluded nodes during the search.
   if (ex)
     for (let i = 0; i < nq; i++) {
       if (!ex[i]?.length) continue;
       const drop = new Set(ex[i]);
-      const width = Math.min(k + drop.size, n);
-      take(i, o.index.search(q.data.subarray(i * dim, (i + 1) * dim), width), 0, width, drop);
+      const v = q.data.subarray(i * dim, (i + 1) * dim);
+      if (drop.size <= OVERFETCH_MAX) {
+        const width = Math.min(k + drop.size, n);
+        take(i, o.index.search(v, width), 0, width, drop);
+      } else take(i, o.index.searchExcluding(v, kk, Int32Array.from(drop)), 0, kk, null);
     }
   return result;
 }

@@ -29,6 +29,15 @@ export interface HnswModule {
     distances: number,
     counts: number,
   ): number;
+  _loupe_hnsw_search_excluding(
+    index: number,
+    query: number,
+    k: number,
+    excluded: number,
+    nExcluded: number,
+    labels: number,
+    distances: number,
+  ): number;
   _loupe_hnsw_save(index: number): number;
   _loupe_hnsw_saved(): number;
   _loupe_hnsw_release_saved(): void;

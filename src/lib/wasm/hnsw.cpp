@@ -149,6 +149,43 @@ int loupe_hnsw_search(Index *ix, const float *queries, int nq, int k, int *label
   });
 }
 
+/**
+ * k nearest to one query among the elements whose labels are not in `excluded` (n_ex labels;
+ * repeats and labels not in the index are ignored). hnswlib 0.6 has no filter callback, so the
+ * excluded elements are marked deleted for this one search: hnswlib still walks through them but
+ * never returns them. The marks are undone before returning, whatever happens. Returns the number
+ * of hits written (nearest first), -1 on failure.
+ */
+int loupe_hnsw_search_excluding(Index *ix, const float *query, int k, const int *excluded, int n_ex, int *labels,
+                                float *distances) {
+  return guarded<int>(-1, [&] {
+    auto &h = *ix->hnsw;
+    std::vector<hnswlib::tableint> marked;
+    marked.reserve(static_cast<size_t>(n_ex));
+    struct Unmark {
+      hnswlib::HierarchicalNSW<float> &h;
+      std::vector<hnswlib::tableint> &ids;
+      ~Unmark() {
+        for (auto id : ids) h.unmarkDeletedInternal(id);
+      }
+    } unmark{h, marked};
+    for (int i = 0; i < n_ex; ++i) {
+      const auto it = h.label_lookup_.find(static_cast<hnswlib::labeltype>(excluded[i]));
+      if (it == h.label_lookup_.end() || h.isMarkedDeleted(it->second)) continue;
+      h.markDeletedInternal(it->second);
+      marked.push_back(it->second);
+    }
+    auto top = h.searchKnn(query, k);
+    const int m = static_cast<int>(top.size());
+    for (int j = m - 1; j >= 0; --j) {
+      labels[j] = static_cast<int>(top.top().second);
+      distances[j] = top.top().first;
+      top.pop();
+    }
+    return m;
+  });
+}
+
 /** Serialises the index (hnswlib's own format); returns its size, -1 on failure. */
 int loupe_hnsw_save(Index *ix) {
   return guarded<int>(-1, [&] {
