@@ -40,8 +40,8 @@ export const DEFAULT_EF_CONSTRUCTION = 200;
  * DEFAULT_EF_SEARCH: candidate list size while searching, chosen for recall@10 ≥ 0.99 against exact
  * search on the hardest case measured here. Clustered vectors need little: 128 gives 0.996 at
  * 100k × 384 (scripts/bench-index.ts). Medquad embedded by the random-weight bert-tiny (every pair of
- * documents at cosine ≈ 0.97: nearly unstructured, HNSW's worst case) needs more: 128 → 0.963,
- * 256 → 0.990, 384 → 0.997, 512 → 0.998 (M 16, efC 200, hnswlib in Python on the same vectors).
+ * documents at cosine ≈ 0.97: nearly unstructured, HNSW's worst case) needs more: 128 → 0.962,
+ * 256 → 0.990, 384 → 0.996 (M 16, efC 200; `npm run bench -- … --index hnsw --efSearch N`).
  * At 100k × 384, ef 384 still answers a query in about a millisecond.
  */
 export const DEFAULT_EF_SEARCH = 384;
