@@ -32,7 +32,7 @@ import { createServer } from 'vite';
 import { clusteredVectors } from '../src/lib/core/exact';
 import { writeNpy } from '../src/lib/core/vector-files';
 import type { IndexHarness } from '../tests/browser/index-harness';
-import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
+import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const PYTHON = '/usr/bin/python3';
@@ -402,16 +402,8 @@ function ensureNativeAnchors(): void {
 // ---------------------------------------------------------------------------------------------
 // Browser side
 
-function call<K extends keyof IndexHarness>(
-  page: Page,
-  fn: K,
-  ...args: Parameters<IndexHarness[K]>
-): Promise<Awaited<ReturnType<IndexHarness[K]>>> {
-  return page.evaluate(([fn, args]) => (window.indexHarness[fn] as (...a: unknown[]) => unknown)(...args), [
-    fn,
-    args,
-  ] as const) as Promise<Awaited<ReturnType<IndexHarness[K]>>>;
-}
+/** Calls `window.indexHarness[fn](...args)` in the page. */
+const call = harnessCaller<IndexHarness>('indexHarness');
 
 function recallVs(indices: number[], counts: number[], k: number, gt: number[][]): number {
   let sum = 0;

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { createServer, type ViteDevServer } from 'vite';
 import type { BenchHarness } from '../../tests/browser/bench-harness';
-import { CHROMIUM, CHROMIUM_ARGS } from '../../tests/e2e/browser';
+import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../../tests/e2e/browser';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -26,19 +26,8 @@ export async function startDevServer(): Promise<{ server: ViteDevServer; base: s
   return { server, base: `http://127.0.0.1:${address.port}` };
 }
 
-type Result<K extends keyof BenchHarness> = Awaited<ReturnType<BenchHarness[K]>>;
-
 /** Calls `window.benchHarness[fn](...args)` in the page. */
-export function call<K extends keyof BenchHarness>(
-  page: Page,
-  fn: K,
-  ...args: Parameters<BenchHarness[K]>
-): Promise<Result<K>> {
-  return page.evaluate(([fn, args]) => (window.benchHarness[fn] as (...a: unknown[]) => unknown)(...args), [
-    fn,
-    args,
-  ] as const) as Promise<Result<K>>;
-}
+export const call = harnessCaller<BenchHarness>('benchHarness');
 
 export async function openHarness(page: Page, base: string): Promise<void> {
   await page.goto(`${base}/tests/browser/bench-harness.html`);

@@ -65,3 +65,25 @@ export async function launch(opts: { profileDir?: string; downloadsDir?: string 
 export function pageErrors(page: Page): string[] {
   return (page as Page & { loupeErrors?: string[] }).loupeErrors ?? [];
 }
+
+/** A page harness: an object of functions that tests call through page.evaluate. */
+type AnyHarness = { [fn: string]: (...args: never[]) => unknown };
+
+/**
+ * A typed caller for the harness object a test page puts on `window[name]`:
+ * `call(page, 'fn', ...args)` runs `window[name].fn(...args)` in the page and resolves to its result.
+ */
+export function harnessCaller<H extends AnyHarness>(name: string) {
+  return <K extends keyof H & string>(
+    page: Page,
+    fn: K,
+    ...args: Parameters<H[K]>
+  ): Promise<Awaited<ReturnType<H[K]>>> =>
+    page.evaluate(
+      ([name, fn, args]) =>
+        (window as unknown as Record<string, Record<string, (...a: unknown[]) => unknown>>)[name][fn](
+          ...args,
+        ),
+      [name, fn, args] as const,
+    ) as Promise<Awaited<ReturnType<H[K]>>>;
+}

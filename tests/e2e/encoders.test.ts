@@ -5,7 +5,7 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { EncoderHarness } from '../browser/encoder-harness';
-import { launch, pageErrors, type Session } from './browser';
+import { harnessCaller, launch, pageErrors, type Session } from './browser';
 
 const baseUrl = inject('baseUrl');
 const HARNESS = `${baseUrl}/tests/browser/encoder-harness.html`;
@@ -31,16 +31,7 @@ const IMAGES = [
 type Result<K extends keyof EncoderHarness> = Awaited<ReturnType<EncoderHarness[K]>>;
 
 /** Calls `window.encoderHarness[fn](...args)` in the page. */
-function call<K extends keyof EncoderHarness>(
-  page: Page,
-  fn: K,
-  ...args: Parameters<EncoderHarness[K]>
-): Promise<Result<K>> {
-  return page.evaluate(([fn, args]) => (window.encoderHarness[fn] as (...a: unknown[]) => unknown)(...args), [
-    fn,
-    args,
-  ] as const) as Promise<Result<K>>;
-}
+const call = harnessCaller<EncoderHarness>('encoderHarness');
 
 async function openHarness(page: Page, how: 'goto' | 'reload' = 'goto') {
   if (how === 'goto') await page.goto(HARNESS);

@@ -7,7 +7,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { INDEX_DEFAULTS } from '../../src/lib/adapters/index-client';
 import type { IndexHarness, PlainKnn } from '../browser/index-harness';
-import { launch, pageErrors, type Session } from './browser';
+import { harnessCaller, launch, pageErrors, type Session } from './browser';
 
 const baseUrl = inject('baseUrl');
 const HARNESS = `${baseUrl}/tests/browser/index-harness.html`;
@@ -18,16 +18,7 @@ const SEED = 7;
 const KEY = 'synthetic-clustered-v1';
 
 /** Calls `window.indexHarness[fn](...args)` in the page. */
-function call<K extends keyof IndexHarness>(
-  page: Page,
-  fn: K,
-  ...args: Parameters<IndexHarness[K]>
-): Promise<Awaited<ReturnType<IndexHarness[K]>>> {
-  return page.evaluate(([fn, args]) => (window.indexHarness[fn] as (...a: unknown[]) => unknown)(...args), [
-    fn,
-    args,
-  ] as const) as Promise<Awaited<ReturnType<IndexHarness[K]>>>;
-}
+const call = harnessCaller<IndexHarness>('indexHarness');
 
 async function open(page: Page, how: 'goto' | 'reload' = 'goto') {
   if (how === 'goto') await page.goto(HARNESS);

@@ -7,7 +7,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DATA_DIR } from '../paths';
 import type { Harness, Outcome } from '../browser/harness';
-import { launch, pageErrors, type Session } from './browser';
+import { harnessCaller, launch, pageErrors, type Session } from './browser';
 
 const baseUrl = inject('baseUrl');
 const HARNESS = `${baseUrl}/tests/browser/harness.html`;
@@ -25,16 +25,7 @@ function shardFiles(name: string): string[] {
 }
 
 /** Calls `window.harness[fn](...args)` in the page. */
-function call<K extends keyof Harness>(
-  page: Page,
-  fn: K,
-  ...args: Parameters<Harness[K]>
-): Promise<Awaited<ReturnType<Harness[K]>>> {
-  return page.evaluate(([fn, args]) => (window.harness[fn] as (...a: unknown[]) => unknown)(...args), [
-    fn,
-    args,
-  ] as const) as Promise<Awaited<ReturnType<Harness[K]>>>;
-}
+const call = harnessCaller<Harness>('harness');
 
 /** Loads (or reloads) the harness page and fetches medquad's files into it for zip and File imports. */
 async function openHarness(page: Page, how: 'goto' | 'reload' = 'goto'): Promise<void> {
