@@ -26,14 +26,23 @@ export const GENERATOR_VERSION = '1';
 const OPSET = 17;
 const IR_VERSION = 8;
 
-/** Folder of the benchmark shards whose text the vocabularies are learned from (read only). */
+/** Shards (fixed list, so adding a shard does not silently change the vocabularies). */
+const VOCAB_SHARDS = ['medquad', 'r2med-demo', 'vqa-rad'];
+/**
+ * Folder of the benchmark shards whose text the vocabularies are learned from (read only): LOUPE_VOCAB_DIR
+ * when set, else the first of LOUPE_DATA_DIR and ../shared/data that holds every VOCAB_SHARDS corpus.
+ * When it does not (LOUPE_DATA_DIR pointing at the user's own shards, no shared folder), the vocabularies come from
+ * a built-in deterministic text instead (see builtinSourceText), so the models never depend on user data.
+ */
 export const DATA_DIR = resolve(
-  process.env.LOUPE_DATA_DIR ?? resolve(import.meta.dirname, '../../shared/data'),
+  process.env.LOUPE_VOCAB_DIR ??
+    [process.env.LOUPE_DATA_DIR, resolve(import.meta.dirname, '../../shared/data')]
+      .filter((d): d is string => !!d)
+      .find((d) => hasVocabShards(d)) ??
+    resolve(import.meta.dirname, '../../shared/data'),
 );
 /** Default output folder (gitignored); model ids are folders below it. */
 export const DEFAULT_OUT = resolve(import.meta.dirname, '../models/generated');
-/** Shards (fixed list, so adding a shard does not silently change the vocabularies). */
-const VOCAB_SHARDS = ['medquad', 'r2med-demo', 'vqa-rad'];
 
 // ---- model specs ----------------------------------------------------------------------------------
 
@@ -886,20 +895,29 @@ interface SourceText {
   fingerprint: string;
   /** Titles and texts of every row (parsed on first call). */
   texts: () => string[];
+  /** What the text is, for the model card. */
+  origin: string;
 }
 
-function readSourceText(dataDir: string): SourceText {
+function hasVocabShards(dir: string): boolean {
+  return VOCAB_SHARDS.every((shard) => existsSync(join(dir, shard, 'corpus.jsonl')));
+}
+
+function readSourceText(dataDir: string, log: (line: string) => void): SourceText {
+  if (!hasVocabShards(dataDir)) {
+    log(
+      `vocabulary: ${VOCAB_SHARDS.map((s) => `${s}/corpus.jsonl`).join(', ')} not all in ${dataDir}; ` +
+        'using the built-in vocabulary text (models differ from those learned from the demo shards; ' +
+        'set LOUPE_VOCAB_DIR to the shared data folder to get those)',
+    );
+    return builtinSourceText();
+  }
   const hash = createHash('sha256');
   const raws: Buffer[] = [];
   for (const shard of VOCAB_SHARDS) {
     for (const file of ['corpus.jsonl', 'queries.jsonl']) {
       const path = join(dataDir, shard, file);
-      if (!existsSync(path)) {
-        if (file === 'queries.jsonl') continue;
-        throw new Error(
-          `vocabulary source ${path} is missing (set LOUPE_DATA_DIR to the shared data folder)`,
-        );
-      }
+      if (!existsSync(path)) continue; // only queries.jsonl can be missing here (hasVocabShards)
       const raw = readFileSync(path);
       hash.update(`${shard}/${file}\0`).update(raw);
       raws.push(raw);
@@ -918,7 +936,92 @@ function readSourceText(dataDir: string): SourceText {
     }
     return out;
   };
-  return { fingerprint: hash.digest('hex'), texts: () => (texts ??= parse()) };
+  return {
+    fingerprint: hash.digest('hex'),
+    texts: () => (texts ??= parse()),
+    origin: "the benchmark shards' text",
+  };
+}
+
+/** Bump when builtinSourceText's output changes (it is part of every model's spec hash). */
+const BUILTIN_TEXT_VERSION = 'builtin-1';
+
+/**
+ * Deterministic stand-in for the demo shards' text: sentences of pseudo-words built from syllables with
+ * a Zipf-like frequency (a seeded PRNG), plus a fixed list of common English and medical words, so the
+ * trained tokenizers have realistic merges. Same output on every machine.
+ */
+function builtinSourceText(): SourceText {
+  const words =
+    'the of and to in is for with on as by that this are from or be at an which patients disease ' +
+    'treatment symptoms cause causes blood heart lung liver kidney brain cancer tumor cell cells ' +
+    'infection pain chest abdomen image images scan ct mri x-ray radiograph fracture lesion normal ' +
+    'left right upper lower mass fluid artery vein bone muscle skin eye ear nose throat what how ' +
+    'who when where does can may should diagnosis therapy drug dose children adults women men risk ' +
+    'genetic syndrome chronic acute severe mild test tests result results study studies clinical';
+  const common = words.split(' ');
+  const onsets = [
+    '',
+    'b',
+    'c',
+    'd',
+    'f',
+    'g',
+    'h',
+    'l',
+    'm',
+    'n',
+    'p',
+    'r',
+    's',
+    't',
+    'v',
+    'br',
+    'ch',
+    'cr',
+    'gl',
+    'pl',
+    'st',
+    'th',
+    'tr',
+  ];
+  const nuclei = ['a', 'e', 'i', 'o', 'u', 'ia', 'io', 'ea', 'ou', 'y'];
+  const codas = ['', '', 'n', 'r', 's', 'l', 'm', 'x', 'st', 'nt', 'ct', 'ph'];
+  let state = 0x9e3779b9;
+  // mulberry32: tiny, seeded, identical everywhere.
+  const rand = (): number => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+  const lexicon: string[] = [...common];
+  while (lexicon.length < 6000) {
+    let w = '';
+    const syllables = 1 + Math.floor(rand() * 4);
+    for (let i = 0; i < syllables; i++) w += pick(onsets) + pick(nuclei) + pick(codas);
+    lexicon.push(w);
+  }
+  const texts: string[] = [];
+  for (let s = 0; s < 20000; s++) {
+    const n = 4 + Math.floor(rand() * 16);
+    const ws: string[] = [];
+    // rank ~ exp(u * ln N): a Zipf-like skew towards the first (common) words.
+    for (let i = 0; i < n; i++) ws.push(lexicon[Math.floor(Math.exp(rand() * Math.log(lexicon.length))) - 1]);
+    if (rand() < 0.2) ws.push(String(Math.floor(rand() * 1000)));
+    texts.push(ws.join(' ') + (rand() < 0.3 ? '?' : '.'));
+  }
+  const fingerprint = createHash('sha256')
+    .update(BUILTIN_TEXT_VERSION)
+    .update(texts.join('\n'))
+    .digest('hex');
+  return {
+    fingerprint,
+    texts: () => texts,
+    origin: 'a built-in deterministic text (the demo shards were not found)',
+  };
 }
 
 // ---- BPE trainer (shared by WordPiece and byte-level BPE) ----------------------------------------
@@ -1403,7 +1506,7 @@ function upToDate(dir: string, specHash: string): Manifest | null {
   return m;
 }
 
-function modelCard(spec: ModelSpec, tokenizerStats: string): string {
+function modelCard(spec: ModelSpec, tokenizerStats: string, origin: string): string {
   const bert = (s: BertShape): string =>
     `BERT, hidden ${s.hidden}, ${s.layers} layers, ${s.heads} heads, ` +
     `intermediate ${s.intermediate}, vocab ${s.vocab}`;
@@ -1421,7 +1524,7 @@ function modelCard(spec: ModelSpec, tokenizerStats: string): string {
     `# ${spec.id}`,
     '',
     `Generated by Loupe's scripts/generate-models.ts (generator ${GENERATOR_VERSION}, seed ${spec.seed}): ${spec.note}.`,
-    `${shape}. Tokenizer: ${tokenizerStats}, learned from the benchmark shards' text.`,
+    `${shape}. Tokenizer: ${tokenizerStats}, learned from ${origin}.`,
     '',
     'The weights are deterministic random numbers (normal, std 0.02; LayerNorm 1/0): shapes, compute cost,',
     `tokenisation and loading are real, ${meaningless}. onnx/*_quantized.onnx: dynamic uint8`,
@@ -1452,7 +1555,7 @@ export function generateModels(options: GenerateOptions = {}): GeneratedModel[] 
   const dataDir = resolve(options.dataDir ?? DATA_DIR);
   const log = options.log ?? ((line: string) => console.log(line));
   const ids = options.models ?? SETS.ci;
-  const src = readSourceText(dataDir);
+  const src = readSourceText(dataDir, log);
   const fingerprint = src.fingerprint;
   const results: GeneratedModel[] = [];
   for (const id of ids) {
@@ -1499,7 +1602,7 @@ export function generateModels(options: GenerateOptions = {}): GeneratedModel[] 
       graphs.push(['vision_model', (q8) => clipVisionGraph(store, spec.vision, spec.projection, q8)]);
     }
     for (const [name, content] of Object.entries(tok.files)) put(name, json(content));
-    put('README.md', modelCard(spec, tok.stats));
+    put('README.md', modelCard(spec, tok.stats, src.origin));
     for (const [name, build] of graphs) {
       for (const q8 of [false, true]) {
         const g = build(q8);
