@@ -10,6 +10,9 @@
 //   npm run bench -- --shard ../shared/data/vqa-rad --task text-to-image \
 //                    --compare 'bm25(k1=0.9,b=0.4);dense(model=loupe-test/clip-tiny-random,dtype=fp32)' [--fuse 'rrf(k=60)']
 //     runs (or reuses) each retriever through the UI's permalink and prints the UI's comparison table.
+//
+// Exit codes: 0 done; 2 invalid input (usage, or a shard that fails validation: each issue is printed as
+// file:line [code] message, no stack trace); 1 internal failure (a bug or a broken environment).
 import { build, preview } from 'vite';
 import { chromium, type Page } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
@@ -19,6 +22,9 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { evaluate, measureLabel, standardMeasures } from '../src/lib/core/metrics';
 import { parseQrels, parseRun } from '../src/lib/core/trec';
+import { readShard } from '../src/lib/core/shard/read-shard';
+import { ShardValidationError, type ShardIssue } from '../src/lib/core/source';
+import { FsSource } from './lib/fs-source';
 import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 
 const { values: args } = parseArgs({
@@ -64,12 +70,45 @@ if (args.retriever === 'dense' && !model) {
   process.exit(2);
 }
 
+/** Prints a shard's validation issues (file:line [code] message) and exits 2: invalid input, not a crash. */
+function invalidShard(
+  shard: string,
+  issues: Pick<ShardIssue, 'file' | 'line' | 'code' | 'message'>[],
+): never {
+  console.error(
+    `bench: the shard ${shard} is invalid (${issues.length} issue${issues.length === 1 ? '' : 's'}):`,
+  );
+  for (const i of issues) console.error(`  ${i.file}${i.line ? `:${i.line}` : ''} [${i.code}] ${i.message}`);
+  process.exit(2);
+}
+
+/** The page rejected its input (the shard, a task name): exit 2 with its message, no stack trace. */
+class InputError extends Error {}
+
+// Anything thrown and not handled is an internal failure: exit 1 (with the stack: it is a bug to report).
+process.on('uncaughtException', (e) => {
+  if (e instanceof InputError) {
+    console.error(`bench: ${e.message}`);
+    process.exit(2);
+  }
+  console.error('bench: internal failure:', e);
+  process.exit(1);
+});
+
 const isUrl = /^https?:\/\//.test(args.shard);
 if (!isUrl) {
   const folder = resolve(args.shard);
   if (!existsSync(folder) || !statSync(folder).isDirectory()) {
     console.error(`--shard ${args.shard}: not a folder`);
     process.exit(2);
+  }
+  // Validate before building anything: an invalid shard is the user's input, reported as such (exit 2).
+  // The page validates again on import; this only makes the verdict fast and stack-free.
+  try {
+    await readShard(new FsSource(folder));
+  } catch (e) {
+    if (e instanceof ShardValidationError) invalidShard(args.shard, e.issues);
+    throw e;
   }
   // The preview server's demo-shard middleware serves LOUPE_DATA_DIR at /shards/.
   process.env.LOUPE_DATA_DIR = dirname(folder);
@@ -111,7 +150,10 @@ async function visit(query: Record<string, string>, until: string[]): Promise<nu
   );
   const phase = await page.getAttribute('[data-testid="app"]', 'data-phase');
   if (!until.includes(phase ?? '')) {
-    const text = await page.locator('[data-testid="shard-issues"], [data-testid="message"]').allInnerTexts();
+    // Validation issues (a URL shard: folders were validated before the build) are the user's input.
+    const issues = await page.locator('[data-testid="shard-issues"]').allInnerTexts();
+    if (issues.length) throw new InputError(`the shard ${args.shard} is invalid:\n${issues.join('\n')}`);
+    const text = await page.locator('[data-testid="message"]').allInnerTexts();
     throw new Error(`page ended in phase ${phase}: ${text.join('\n')}`);
   }
   // The app marks `loupe:<phase>` when it gets there; polling latency is not counted.
@@ -138,7 +180,7 @@ if (model) {
     fusion: args.fusion!,
     alpha: args.alpha!,
   });
-  if (args.index !== 'exact' && args.index !== 'hnsw') throw new Error('--index is exact or hnsw');
+  if (args.index !== 'exact' && args.index !== 'hnsw') throw new InputError('--index is exact or hnsw');
   // HNSW: the exact run is made too, for recall@10 (both runs are exported).
   if (args.index === 'hnsw') {
     common.index = 'hnsw';
@@ -148,7 +190,7 @@ if (model) {
 
 /** --compare: the UI's comparison of several retrievers on one task, printed as the UI shows it. */
 async function compareMode() {
-  if (!args.task) throw new Error('--compare needs --task');
+  if (!args.task) throw new InputError('--compare needs --task');
   const q: Record<string, string> = {
     shard: shardUrl,
     task: args.task,
@@ -197,7 +239,7 @@ try {
     t.queryModality !== 'image' || (!!model && model.kind !== 'text');
   const selected = args.task ? tasks.filter((t) => t.id === args.task) : tasks.filter(canRun);
   if (args.task && selected.length === 0)
-    throw new Error(`task '${args.task}' not in shard (has: ${tasks.map((t) => t.id).join(', ')})`);
+    throw new InputError(`task '${args.task}' not in shard (has: ${tasks.map((t) => t.id).join(', ')})`);
 
   const measures = standardMeasures([1, 5, 10, 100]);
   const shown = ['ndcg_cut_10', 'recall_10', 'recall_100', 'recip_rank', 'map', 'P_10'];
@@ -231,15 +273,28 @@ try {
       let worst = 0;
       for (const m of measures) worst = Math.max(worst, Math.abs((again[m] ?? 0) - (ui.overall[m] ?? 0)));
       let trecEvalNote = 'no trec_eval binary (set TREC_EVAL=/path/to/trec_eval to compare)';
-      if (process.env.TREC_EVAL) {
+      if (process.env.TREC_EVAL && run.size === 0) {
+        // trec_eval refuses a result file without results; there is nothing to cross-check.
+        trecEvalNote = 'trec_eval skipped: the run is empty (no query retrieved anything)';
+      } else if (process.env.TREC_EVAL) {
         const args = ['-c', '-m', 'ndcg_cut.10', '-m', 'recall.100', '-m', 'recip_rank'];
-        const out = execFileSync(
-          process.env.TREC_EVAL,
-          [...args, join(outDir, 'qrels.trec'), join(outDir, 'run.trec')],
-          {
-            encoding: 'utf8',
-          },
-        );
+        let out: string;
+        try {
+          out = execFileSync(
+            process.env.TREC_EVAL,
+            [...args, join(outDir, 'qrels.trec'), join(outDir, 'run.trec')],
+            {
+              encoding: 'utf8',
+              stdio: ['ignore', 'pipe', 'pipe'],
+            },
+          );
+        } catch (e) {
+          const err = e as { status?: number; stderr?: string; message: string };
+          throw new Error(
+            `TREC_EVAL=${process.env.TREC_EVAL} failed on ${outDir} (exit ${err.status ?? '?'}): ` +
+              `${(err.stderr ?? '').trim() || err.message}`,
+          );
+        }
         const te = Object.fromEntries(
           out
             .trim()
