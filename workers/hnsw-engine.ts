@@ -180,8 +180,47 @@ function lastError(m: HnswModule): string {
   return m.UTF8ToString(m._loupe_hnsw_error()) || 'unknown error';
 }
 
+/** Row width of int16 codes: dim rounded up to a multiple of 8 (one SIMD register). */
+export function i16Width(dim: number): number {
+  return Math.ceil(dim / 8) * 8;
+}
+
+/** Largest int16 code for rows P wide: P · QMAX² must stay below 2³¹ (the kernel's int32 sums). */
+export function i16Qmax(P: number): number {
+  return Math.min(2047, Math.floor(Math.sqrt((2 ** 31 - 1) / P)));
+}
+
+/**
+ * Symmetric int16 codes of row r of `src` (dim wide) into row `at` of `codes` (P wide; the padding
+ * is zeroed). Returns the row's scale (a float32, as the kernel multiplies by it) and Σ|codes|, the
+ * two numbers the kernels' error bound needs.
+ */
+export function quantizeI16Row(
+  src: Float32Array,
+  r: number,
+  dim: number,
+  P: number,
+  qmax: number,
+  codes: Int16Array,
+  at: number,
+): { scale: number; l1: number } {
+  const o = r * dim;
+  let max = 0;
+  for (let j = 0; j < dim; j++) max = Math.max(max, Math.abs(src[o + j]));
+  const scale = max > 0 ? Math.fround(max / qmax) : 1;
+  let l1 = 0;
+  const c = at * P;
+  for (let j = 0; j < dim; j++) {
+    const v = Math.max(-qmax, Math.min(qmax, Math.round(src[o + j] / scale)));
+    codes[c + j] = v;
+    l1 += Math.abs(v);
+  }
+  for (let j = dim; j < P; j++) codes[c + j] = 0;
+  return { scale, l1 };
+}
+
 /** DOC_CHUNK: documents per exact-kernel call (V8 swaps in optimised code between calls, not within). */
-const DOC_CHUNK = 4096;
+export const DOC_CHUNK = 4096;
 
 /** Candidate rows from the exact kernels: row q of index/score is query q's kp best documents. */
 export interface Candidates {
@@ -214,8 +253,8 @@ export class WasmMatrix {
     readonly n: number,
     readonly dim: number,
   ) {
-    this.P = Math.ceil(dim / 8) * 8;
-    this.qmax = Math.min(2047, Math.floor(Math.sqrt((2 ** 31 - 1) / this.P)));
+    this.P = i16Width(dim);
+    this.qmax = i16Qmax(this.P);
   }
 
   /** Quantizes `data` (n × dim) into the heap; the float32 copy waits until it is needed. */
@@ -306,20 +345,7 @@ export class WasmMatrix {
     codes: Int16Array,
     at: number,
   ): { scale: number; l1: number } {
-    const o = r * this.dim;
-    let max = 0;
-    for (let j = 0; j < this.dim; j++) max = Math.max(max, Math.abs(src[o + j]));
-    // A float32 scale, as the kernel multiplies by it: the bound below uses the same value.
-    const scale = max > 0 ? Math.fround(max / this.qmax) : 1;
-    let l1 = 0;
-    const c = at * this.P;
-    for (let j = 0; j < this.dim; j++) {
-      const v = Math.max(-this.qmax, Math.min(this.qmax, Math.round(src[o + j] / scale)));
-      codes[c + j] = v;
-      l1 += Math.abs(v);
-    }
-    for (let j = this.dim; j < this.P; j++) codes[c + j] = 0;
-    return { scale, l1 };
+    return quantizeI16Row(src, r, this.dim, this.P, this.qmax, codes, at);
   }
 
   /** Runs a kernel over the corpus in DOC_CHUNK calls, carrying the heaps between them. */

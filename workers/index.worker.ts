@@ -5,6 +5,7 @@
 // The HNSW graph is persisted in Loupe's own IndexedDB (a shard artifact), never trusted on load:
 // any header mismatch or checksum failure means a rebuild.
 import * as Comlink from 'comlink';
+import { ChunkedCorpus, type ChunkedExactStats, type RowStoreKind } from './chunked-exact';
 import { ENGINE, HnswIndex, WasmMatrix, hnswModule, type Candidates, type KnnBatch } from './hnsw-engine';
 import {
   checkK,
@@ -212,6 +213,53 @@ interface Open {
   maxNorm?: number;
 }
 
+/** Options of a chunked exact corpus (exact search at a scale whose float32 rows do not fit the tab). */
+export interface ExactCorpusOptions {
+  dim: number;
+  space: Space;
+  /** Rows per int16 code chunk in the wasm heap (default CHUNK_ROWS; tests force small ones). */
+  chunkRows?: number;
+  /** Where the float32 rows live: 'auto' (default) takes OPFS when available, else memory. */
+  store?: 'auto' | RowStoreKind;
+  /** Document ids, for trec_eval's tie order (id descending); default: index order. */
+  docIds?: string[];
+}
+
+/** What the chunked exact corpus holds. */
+export type ExactCorpusInfo =
+  | { open: false }
+  | {
+      open: true;
+      n: number;
+      dim: number;
+      space: Space;
+      chunkRows: number;
+      store: RowStoreKind;
+      /** Why the rows are not in OPFS, when 'auto' fell back to memory. */
+      storeReason?: string;
+      /** Wasm heap bytes of the int16 codes and scales. */
+      codeBytes: number;
+      /** Float32 row bytes in the worker's memory (0 with OPFS). */
+      storeMemoryBytes: number;
+      /** The wasm heap's size (everything the engine holds). */
+      wasmHeapBytes: number;
+    };
+
+export interface ExactCorpusResult {
+  result: KnnResult;
+  stats: ChunkedExactStats;
+  /** Search time inside the worker. */
+  ms: number;
+}
+
+/** The chunked exact corpus, separate from the HNSW index (either can be open). */
+let corpus: {
+  c: ChunkedCorpus;
+  space: Space;
+  reason?: string;
+  docIds?: string[];
+} | null = null;
+
 /** The WebGPU adapter probe, once per worker (for the choice; devices come from fresh adapters). */
 let probePromise: Promise<GpuProbe> | null = null;
 let open: Open | null = null;
@@ -274,6 +322,28 @@ function closeOpen(): void {
   open.wasmDocs?.free();
   void open.gpu?.then((g) => g.destroy()).catch(() => undefined);
   open = null;
+}
+
+function closeCorpus(): void {
+  corpus?.c.free();
+  corpus = null;
+}
+
+async function corpusInfo(): Promise<ExactCorpusInfo> {
+  if (!corpus) return { open: false };
+  const { c } = corpus;
+  return {
+    open: true,
+    n: c.n,
+    dim: c.dim,
+    space: corpus.space,
+    chunkRows: c.chunkRows,
+    store: c.storeKind,
+    storeReason: corpus.reason,
+    codeBytes: c.codeBytes(),
+    storeMemoryBytes: c.storeMemoryBytes(),
+    wasmHeapBytes: (await hnswModule()).HEAPU8.byteLength,
+  };
 }
 
 function requireOpen(): Open {
@@ -485,6 +555,69 @@ const api = {
       points.push({ efSearch: ef, recall: recallAtK(approx, truth.result, k), ms, qps: (q.n * 1000) / ms });
     }
     return { k, queries: q.n, exactBackend: truth.backend, exactMs: truth.ms, points };
+  },
+
+  /**
+   * Starts an empty chunked exact corpus (closing any previous one): int16 codes in wasm chunks,
+   * float32 rows in OPFS (or memory). Rows then arrive with exactCorpusAdd, in order.
+   */
+  async exactCorpusOpen(opts: ExactCorpusOptions): Promise<ExactCorpusInfo> {
+    const engine = await hnswModule();
+    closeCorpus();
+    const tieBreak = opts.docIds ? trecTieBreak(opts.docIds) : indexTieBreak;
+    const { corpus: c, reason } = await ChunkedCorpus.open(engine, opts.dim, {
+      chunkRows: opts.chunkRows,
+      store: opts.store,
+      tieBreak,
+    });
+    corpus = { c, space: opts.space, reason, docIds: opts.docIds };
+    return corpusInfo();
+  },
+
+  /** Appends rows (n × dim, transferred; normalised here for cosine); returns the row count. */
+  exactCorpusAdd(vectors: Float32Array): number {
+    if (!corpus) throw new Error('no exact corpus: call exactCorpusOpen() first');
+    const m = asMatrix(vectors, corpus.c.dim, 'vectors');
+    if (corpus.docIds && corpus.c.n + m.n > corpus.docIds.length)
+      throw new RangeError(`${corpus.c.n + m.n} rows for ${corpus.docIds.length} document ids`);
+    if (corpus.space === 'cosine') normalizeRows(m);
+    return corpus.c.add(m.data);
+  },
+
+  /**
+   * Exact top-k over the chunked corpus, equal to exactSearch() over all its rows. Progress: one
+   * 'search' tick per (query block, chunk) pass. Cancel = terminate (the client's signal): the
+   * corpus is gone with the worker and must be added again.
+   */
+  exactCorpusSearch(
+    queries: Float32Array,
+    k: number,
+    opts: { exclude?: number[][] } = {},
+    onProgress?: (p: Progress) => void,
+  ): ExactCorpusResult {
+    if (!corpus) throw new Error('no exact corpus: call exactCorpusOpen() first');
+    if (corpus.docIds && corpus.docIds.length !== corpus.c.n)
+      throw new RangeError(`${corpus.docIds.length} document ids for ${corpus.c.n} rows`);
+    const report = throttle(onProgress);
+    const q = asMatrix(corpus.space === 'cosine' ? queries.slice() : queries, corpus.c.dim, 'queries');
+    if (corpus.space === 'cosine') normalizeRows(q);
+    const t0 = performance.now();
+    const { result, stats } = corpus.c.search(q, k, opts.exclude, (done, total) =>
+      report({ kind: 'search', done, total }),
+    );
+    report.flush();
+    const ms = performance.now() - t0;
+    return Comlink.transfer({ result, stats, ms }, [result.indices.buffer, result.scores.buffer]);
+  },
+
+  /** What the chunked exact corpus holds. */
+  async exactCorpusInfo(): Promise<ExactCorpusInfo> {
+    return corpusInfo();
+  },
+
+  /** Frees the chunked exact corpus (wasm chunks, OPFS file). */
+  exactCorpusClose(): void {
+    closeCorpus();
   },
 
   /** What is open. */

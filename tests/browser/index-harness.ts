@@ -2,8 +2,13 @@
 // page.evaluate). Served by the Vite dev server at /tests/browser/index-harness.html; never part of
 // the app build.
 import {
+  addToExactCorpus,
   buildIndex,
+  closeExactCorpus,
+  exactCorpusInfo,
   exactSearchIndex,
+  openExactCorpus,
+  searchExactCorpus,
   indexInfo,
   indexWasmHeapBytes,
   recallAgainstExact,
@@ -12,6 +17,7 @@ import {
   type BuildRequest,
   type ExactBackend,
   type IndexArtifact,
+  type RowStoreKind,
   type WasmKernel,
 } from '../../src/lib/adapters/index-client';
 import { probeWebGpu } from '../../src/lib/adapters/gpu-exact';
@@ -19,6 +25,8 @@ import { openShardStore } from '../../src/lib/adapters/shard-store';
 import {
   clusteredVectors,
   exactSearch,
+  indexTieBreak,
+  trecTieBreak,
   mulberry32,
   memoryBytes,
   quantizeInt8,
@@ -31,9 +39,16 @@ import {
 } from '../../src/lib/core/exact';
 import { parseNpy } from '../../src/lib/core/vector-files';
 import type { ParsedShard, Progress } from '../../src/lib/core/types';
+import { TopK } from '../../src/lib/core/topk';
 
 /** Vectors held by the page between calls. */
-const state: { docs?: Matrix; queries?: Matrix; docIds?: string[] } = {};
+const state: {
+  docs?: Matrix;
+  queries?: Matrix;
+  docIds?: string[];
+  /** The 1M run: its queries and the JS reference top-k of the first `sample`. */
+  million?: { queries: Matrix; k: number; sample: number; refIds: number[]; refScores: number[] };
+} = {};
 
 /** A KnnResult as plain arrays (page.evaluate cannot return typed arrays faithfully). */
 export interface PlainKnn {
@@ -234,6 +249,160 @@ const indexHarness = {
       backend,
       queries: useQueries ? state.queries!.data.slice() : undefined,
     });
+  },
+
+  /** The JS reference (core exactSearch) on the page, over the held corpus and queries. */
+  jsExact(k: number, opts: { exclude?: number[][]; useDocIds?: boolean; nq?: number } = {}): PlainKnn {
+    const q = state.queries!;
+    const nq = opts.nq ?? q.n;
+    const queries = { data: q.data.subarray(0, nq * q.dim), n: nq, dim: q.dim };
+    const tieBreak = opts.useDocIds && state.docIds ? trecTieBreak(state.docIds) : indexTieBreak;
+    return plain(exactSearch(docs(), queries, { k, exclude: opts.exclude, tieBreak }));
+  },
+
+  /**
+   * The held corpus through the index worker's chunked exact corpus: opened with `chunkRows` and
+   * `store`, fed in `pieces` uneven parts (so pieces straddle chunks), then searched with progress.
+   * `cancelAtStep`: abort at the first 'search' tick with at least that many steps done.
+   */
+  async chunkedExact(
+    k: number,
+    opts: {
+      chunkRows?: number;
+      store?: 'auto' | RowStoreKind;
+      pieces?: number;
+      exclude?: number[][];
+      useDocIds?: boolean;
+      nq?: number;
+      cancelAtStep?: number;
+    } = {},
+  ) {
+    const d = docs();
+    const q = state.queries!;
+    const nq = opts.nq ?? q.n;
+    const ticks: string[] = [];
+    const ac = new AbortController();
+    try {
+      const opened = await openExactCorpus({
+        dim: d.dim,
+        space: 'ip',
+        chunkRows: opts.chunkRows,
+        store: opts.store,
+        docIds: opts.useDocIds ? state.docIds : undefined,
+      });
+      const pieces = opts.pieces ?? 3;
+      // Uneven cuts: the first piece is small, the rest split what is left.
+      const cuts = [0, Math.floor(d.n / (2 * pieces))];
+      for (let p = 1; p < pieces; p++) cuts.push(Math.floor(cuts[1] + ((d.n - cuts[1]) * p) / pieces));
+      cuts.push(d.n);
+      for (let p = 0; p + 1 < cuts.length; p++)
+        if (cuts[p + 1] > cuts[p]) await addToExactCorpus(d.data.slice(cuts[p] * d.dim, cuts[p + 1] * d.dim));
+      const info = await exactCorpusInfo();
+      const t0 = performance.now();
+      const r = await searchExactCorpus(q.data.slice(0, nq * q.dim), k, {
+        exclude: opts.exclude,
+        signal: ac.signal,
+        onProgress: (p) => {
+          if (p.kind !== 'search') return;
+          ticks.push(`search:${p.done}/${p.total}`);
+          if (opts.cancelAtStep !== undefined && p.done >= opts.cancelAtStep) ac.abort();
+        },
+      });
+      const wallMs = performance.now() - t0;
+      await closeExactCorpus();
+      return { ok: true as const, ...plain(r.result), stats: r.stats, ms: r.ms, opened, info, ticks, wallMs };
+    } catch (e) {
+      return { ...failure(e), ticks };
+    }
+  },
+
+  exactCorpusInfo: () => exactCorpusInfo(),
+
+  /** The errors the chunked corpus gives for bad calls, in order. */
+  async badCorpusCalls(): Promise<string[]> {
+    const errs: string[] = [];
+    const keep = (e: unknown) => errs.push((e as Error).message);
+    await closeExactCorpus();
+    await searchExactCorpus(new Float32Array(4), 1).catch(keep);
+    await openExactCorpus({ dim: 4, space: 'ip', chunkRows: 0 }).catch(keep);
+    await openExactCorpus({ dim: 4, space: 'ip', store: 'memory' });
+    await addToExactCorpus(new Float32Array(6)).catch(keep);
+    await addToExactCorpus(new Float32Array(8));
+    await searchExactCorpus(new Float32Array(6), 1).catch(keep);
+    await closeExactCorpus();
+    return errs;
+  },
+
+  /**
+   * Loads the 1M-scale exact run of scripts/bench-index.ts: `nq` queries, then `n` seeded clustered
+   * vectors generated on the page in pieces of `piece` rows and handed to the index worker's chunked
+   * corpus (the page never holds more than one piece). The JS reference (core exactSearch, piece by
+   * piece, merged) is computed on the way for the first `sample` queries.
+   */
+  async millionLoad(
+    n: number,
+    dim: number,
+    nq: number,
+    k: number,
+    seed: number,
+    opts: { piece?: number; sample?: number; chunkRows?: number; store?: 'auto' | RowStoreKind } = {},
+  ) {
+    const piece = opts.piece ?? 50_000;
+    const sample = Math.min(nq, opts.sample ?? 10);
+    const gen = clusteredVectors(dim, { seed });
+    // Queries first, then the corpus piece by piece: the script regenerates this stream in Node.
+    const queries = gen.generate(nq);
+    const sampleQ = { data: queries.data.slice(0, sample * dim), n: sample, dim };
+    const refTops = Array.from({ length: sample }, () => new TopK(k, indexTieBreak));
+    const opened = await openExactCorpus({ dim, space: 'ip', chunkRows: opts.chunkRows, store: opts.store });
+    let generateMs = 0;
+    let referenceMs = 0;
+    let addMs = 0;
+    for (let s = 0; s < n; s += piece) {
+      let t = performance.now();
+      const m = gen.generate(Math.min(piece, n - s));
+      generateMs += performance.now() - t;
+      t = performance.now();
+      const ref = exactSearch(m, sampleQ, { k });
+      for (let i = 0; i < sample; i++)
+        for (let j = 0; j < ref.counts[i]; j++)
+          refTops[i].push(ref.scores[i * k + j], s + ref.indices[i * k + j]);
+      referenceMs += performance.now() - t;
+      t = performance.now();
+      await addToExactCorpus(m.data);
+      addMs += performance.now() - t;
+    }
+    const refIds: number[] = [];
+    const refScores: number[] = [];
+    for (const top of refTops)
+      for (const h of top.drain()) {
+        refIds.push(h.index);
+        refScores.push(h.score);
+      }
+    state.million = { queries, k, sample, refIds, refScores };
+    return { opened, info: await exactCorpusInfo(), generateMs, referenceMs, addMs, sample };
+  },
+
+  /** Searches the loaded 1M corpus in the worker; compares the sample with the JS reference. */
+  async millionSearch() {
+    const mm = state.million;
+    if (!mm) throw new Error('call millionLoad() first');
+    let ticks = 0;
+    const t0 = performance.now();
+    const r = await searchExactCorpus(mm.queries.data.slice(), mm.k, { onProgress: () => ticks++ });
+    const wallMs = performance.now() - t0;
+    const n = mm.sample * mm.k;
+    const ids = r.result.indices.subarray(0, n);
+    const scores = r.result.scores.subarray(0, n);
+    return {
+      ms: r.ms,
+      wallMs,
+      stats: r.stats,
+      progressTicks: ticks,
+      sameIdsAsJs: ids.length === mm.refIds.length && ids.every((x, i) => x === mm.refIds[i]),
+      sameScoresAsJs: scores.every((x, i) => x === mm.refScores[i]),
+      indices: Array.from(r.result.indices),
+    };
   },
 
   info: () => indexInfo(),

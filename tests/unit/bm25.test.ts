@@ -285,6 +285,20 @@ describe('TopK', () => {
       expect(got).toEqual(want);
     }
   });
+
+  it('threshold is the k-th score once k entries are held, -Infinity before (and for k = 0)', () => {
+    const top = new TopK(3);
+    expect(top.threshold).toBe(-Infinity);
+    for (const s of [5, 1, 9]) top.push(s, s);
+    expect(top.threshold).toBe(1);
+    top.push(7, 7);
+    expect(top.threshold).toBe(5);
+    top.push(2, 2); // cannot enter
+    expect(top.threshold).toBe(5);
+    const none = new TopK(0);
+    none.push(1, 1);
+    expect(none.threshold).toBe(-Infinity);
+  });
 });
 
 describe('serialization', () => {

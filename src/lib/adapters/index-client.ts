@@ -6,6 +6,9 @@ import type {
   BuildRequest,
   BuildResult,
   ExactBackend,
+  ExactCorpusInfo,
+  ExactCorpusOptions,
+  ExactCorpusResult,
   ExactResult,
   IndexInfo,
   IndexWorkerApi,
@@ -14,12 +17,16 @@ import type {
   SearchResult,
   WasmKernel,
 } from '../../../workers/index.worker';
+export type { ChunkedExactStats, RowStoreKind } from '../../../workers/chunked-exact';
 import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
 
 export type {
   BuildRequest,
   BuildResult,
   ExactBackend,
+  ExactCorpusInfo,
+  ExactCorpusOptions,
+  ExactCorpusResult,
   ExactResult,
   IndexArtifact,
   IndexHeader,
@@ -100,6 +107,43 @@ export function recallAgainstExact(
 ): Promise<RecallReport> {
   const { signal, ...rest } = opts;
   return client.run((r) => r.recallAgainstExact(k, rest), signal);
+}
+
+/**
+ * Starts an empty chunked exact corpus in the index worker, for exact search at a scale whose
+ * float32 rows do not fit the tab (1M × 384): int16 codes in wasm chunks, float32 rows in OPFS
+ * (or memory, said in the result). Feed it with addToExactCorpus, then searchExactCorpus.
+ */
+export function openExactCorpus(opts: ExactCorpusOptions, signal?: AbortSignal): Promise<ExactCorpusInfo> {
+  return client.run((r) => r.exactCorpusOpen(opts) as Promise<ExactCorpusInfo>, signal);
+}
+
+/** Appends rows to the chunked exact corpus; `vectors` is transferred (detached afterwards). */
+export function addToExactCorpus(vectors: Float32Array, signal?: AbortSignal): Promise<number> {
+  return client.run((r) => r.exactCorpusAdd(Comlink.transfer(vectors, [vectors.buffer])), signal);
+}
+
+/**
+ * Exact top-k of each query over the chunked corpus, in the worker, with progress. Aborting
+ * terminates the worker: the corpus must then be opened and added again.
+ */
+export function searchExactCorpus(
+  queries: Float32Array,
+  k: number,
+  opts: JobOptions & { exclude?: number[][] } = {},
+): Promise<ExactCorpusResult> {
+  const { signal, onProgress, ...rest } = opts;
+  return client.run((r) => r.exactCorpusSearch(queries, k, rest, proxyProgress(onProgress)), signal);
+}
+
+/** What the chunked exact corpus holds. */
+export function exactCorpusInfo(): Promise<ExactCorpusInfo> {
+  return client.run((r) => r.exactCorpusInfo() as Promise<ExactCorpusInfo>);
+}
+
+/** Frees the chunked exact corpus (the HNSW index, if any, stays open). */
+export function closeExactCorpus(): Promise<void> {
+  return client.run((r) => r.exactCorpusClose());
 }
 
 /** What the worker has open. */

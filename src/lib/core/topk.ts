@@ -37,6 +37,11 @@ export class TopK {
     return this.n;
   }
 
+  /** The lowest score held once k entries are held (what a newcomer must reach), else -Infinity. */
+  get threshold(): number {
+    return this.k > 0 && this.n === this.k ? this.scores[0] : -Infinity;
+  }
+
   /** Whether (scoreA, a) ranks strictly below (scoreB, b). */
   private worse(sa: number, a: number, sb: number, b: number): boolean {
     return sa < sb || (sa === sb && this.tieBreak(a, b) < 0);
