@@ -15,6 +15,14 @@ if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium > /tmp/loupe-apt.log 2>&1 || { tail -20 /tmp/loupe-apt.log; exit 1; }
 fi
+# DICOM references for the tests: pydicom (with GDCM and Pillow so it decodes the compressed syntaxes)
+# and dcmtk (img2dcm for the DICOM demo shard).
+if ! /usr/bin/python3 -c 'import pydicom, gdcm, PIL' 2>/dev/null || ! command -v img2dcm >/dev/null; then
+  echo "setup: installing Debian python3-pydicom, python3-gdcm, python3-pil, dcmtk"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pydicom python3-gdcm python3-pil dcmtk > /tmp/loupe-apt.log 2>&1 || { tail -20 /tmp/loupe-apt.log; exit 1; }
+fi
 # The HNSW engine (hnswlib compiled to wasm with SIMD; installs Debian emscripten on first use).
 bash scripts/build-wasm.sh
 # Test models with deterministic random weights in the hub layout (models/generated, gitignored).
