@@ -9,6 +9,11 @@
 //       WASM 2 threads vs native 2 threads (fp32 and q8).
 //   (c) WebGPU numbers for completeness. Here WebGPU is SwiftShader, a CPU emulation: its speed
 //       says nothing about a GPU.
+//   (e) the corpus row: the same model (q8, 2 threads, truncation at the model's maximum length) over
+//       medquad documents (their real length mix) through a plain transformers.js
+//       `pipeline('feature-extraction')` loop (batches of 32 in shard order, what a user would write)
+//       vs the product worker's length-bucketed batches, in the same browser, in alternating rounds
+//       (plain, Loupe, plain, Loupe, …); the median ratio and its spread. `--corpus-only` runs just it.
 //   (d) a breakdown: raw onnxruntime-web (no transformers.js, pre-tokenized inputs) with the plain
 //       SIMD+threads build and with the asyncify build the product loads, vs native model-only time;
 //       CPU use (cores busy) to check that threads are used; the WASM binaries' SIMD features.
@@ -20,14 +25,15 @@
 //   npx tsx scripts/bench-encode.ts [--docs 256] [--queries 64] [--images 16] [--repeats 3]
 //     [--max-tokens 128] [--no-webgpu] [--no-breakdown] [--out bench-results/encode.json]
 //     [--dtypes q8,fp32] [--threads 1,2] [--no-images]   (subsets, to re-measure a configuration)
-import { spawnSync } from 'node:child_process';
+//     [--corpus-docs 320] [--corpus-batch 32] [--rounds 3] [--corpus-only] [--no-corpus]
+import { execSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { RawImage } from '@huggingface/transformers';
-import type { Dtype, ModelSpec } from '../src/lib/core/models';
+import { modelPath, type Dtype, type ModelSpec } from '../src/lib/core/models';
 import type { PlainTensor } from '../tests/browser/bench-ort.worker';
 import {
   busySeconds,
@@ -72,6 +78,11 @@ const { values: argv } = parseArgs({
     'no-images': { type: 'boolean', default: false },
     'no-webgpu': { type: 'boolean', default: false },
     'no-breakdown': { type: 'boolean', default: false },
+    'corpus-docs': { type: 'string', default: '320' },
+    'corpus-batch': { type: 'string', default: '32' },
+    rounds: { type: 'string', default: '3' },
+    'corpus-only': { type: 'boolean', default: false },
+    'no-corpus': { type: 'boolean', default: false },
     out: { type: 'string', default: join(ROOT, 'bench-results/encode.json') },
     /** Internal: run one native configuration in this (child) process and print JSON. */
     child: { type: 'string' },
@@ -88,6 +99,9 @@ const THREADS = argv
   .map(Number)
   .filter((t) => ALL_THREADS.includes(t));
 
+const CORPUS_DOCS = Number(argv['corpus-docs']);
+const CORPUS_BATCH = Number(argv['corpus-batch']);
+const ROUNDS = Number(argv.rounds);
 const log = (...a: unknown[]) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...a);
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -367,11 +381,16 @@ async function browserText(base: string, run: BrowserTextRun): Promise<TextResul
       throw new Error(`asked for ${device}/${threads} threads, got ${JSON.stringify(loaded.info)}`);
     // Warm-up: each batch size once, and a few queries.
     for (const b of run.batches)
-      await call(s.page, 'timeTexts', docs.slice(0, Math.max(b, run.warmDocs)), 'document', b, 1);
+      await call(s.page, 'timeTexts', docs.slice(0, Math.max(b, run.warmDocs)), 'document', b, 1, {
+        byLength: false,
+      });
     await call(s.page, 'timeQueries', queries.slice(0, run.warmQueries));
     const perSec: Record<number, { perSec: number; cores: number }> = {};
     for (const b of run.batches) {
-      const r = await timed(s, () => call(s.page, 'timeTexts', docs, 'document', b, run.repeats));
+      // Batches in input order, as native is timed (the corpus row measures the length bucketing).
+      const r = await timed(s, () =>
+        call(s.page, 'timeTexts', docs, 'document', b, run.repeats, { byLength: false }),
+      );
       perSec[b] = { perSec: (docs.length / median(r.value)) * 1000, cores: r.cores };
     }
     const perQuery: number[][] = queries.map(() => []);
@@ -462,6 +481,107 @@ async function browserBreakdown(
   } finally {
     await s.close();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corpus row: plain transformers.js pipeline vs the product worker
+
+interface CorpusResult {
+  model: string;
+  dtype: Dtype;
+  threads: number;
+  docs: number;
+  batch: number;
+  maxTokens: number;
+  /** Wall ms per round, in the order run (rounds alternate plain, Loupe). */
+  plainMs: number[];
+  loupeMs: number[];
+  /** Loupe ÷ plain time of each round; the median and its spread (min … max). */
+  ratios: number[];
+  medianRatio: number;
+  /** Smallest cosine between the two sides' vectors of the same document. */
+  minCosine: number;
+  /** 1-minute load averages before and after (the machine is shared). */
+  loadBefore: number[];
+  loadAfter: number[];
+  uptime: string;
+}
+
+function decodeF32(b64: string): Float32Array {
+  const b = Buffer.from(b64, 'base64');
+  return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+}
+
+async function corpusRow(base: string): Promise<CorpusResult> {
+  const dtype: Dtype = 'q8';
+  const threads = 2;
+  // No maxTokens override: both sides truncate at the model's maximum length (512).
+  const spec = registrySpec(TEXT_MODEL);
+  const docs = medquadDocs(CORPUS_DOCS);
+  const loadBefore = loadavg();
+  const s = await launchHarness(base, (m) => log(m));
+  try {
+    await call(s.page, 'open', threads);
+    const loaded = await call(s.page, 'load', spec, { device: 'wasm', dtype });
+    if (!loaded.ok) throw new Error(`loupe ${dtype}: ${loaded.error.message}`);
+    if (loaded.info.threads !== threads) throw new Error(`loupe has ${loaded.info.threads} threads`);
+    await call(s.page, 'plainOpen', modelPath(spec), dtype as 'q8', threads);
+    // Same vectors (a check, untimed), which also warms up both sides.
+    const sample = docs.slice(0, 2 * CORPUS_BATCH);
+    const a = decodeF32(await call(s.page, 'plainEmbed', sample, CORPUS_BATCH));
+    const b = decodeF32(await call(s.page, 'embedDocs', sample, CORPUS_BATCH));
+    const dim = a.length / sample.length;
+    let minCosine = 1;
+    for (let i = 0; i < sample.length; i++) {
+      let dot = 0;
+      for (let j = i * dim; j < (i + 1) * dim; j++) dot += a[j] * b[j];
+      minCosine = Math.min(minCosine, dot);
+    }
+    const plainMs: number[] = [];
+    const loupeMs: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      plainMs.push(await call(s.page, 'plainTime', docs, CORPUS_BATCH));
+      loupeMs.push((await call(s.page, 'timeTexts', docs, 'document', CORPUS_BATCH, 1))[0]);
+      log(
+        `corpus round ${r + 1}: plain ${(plainMs[r] / 1000).toFixed(1)} s, loupe ${(loupeMs[r] / 1000).toFixed(1)} s, ratio ${(loupeMs[r] / plainMs[r]).toFixed(3)} (load ${loadavg()[0].toFixed(1)})`,
+      );
+    }
+    const ratios = loupeMs.map((l, i) => l / plainMs[i]);
+    return {
+      model: TEXT_MODEL,
+      dtype,
+      threads,
+      docs: docs.length,
+      batch: CORPUS_BATCH,
+      maxTokens: spec.maxTokens ?? 512,
+      plainMs,
+      loupeMs,
+      ratios,
+      medianRatio: median(ratios),
+      minCosine,
+      loadBefore,
+      loadAfter: loadavg(),
+      uptime: execSync('uptime').toString().trim(),
+    };
+  } finally {
+    await s.close();
+  }
+}
+
+function corpusMarkdown(c: CorpusResult): string {
+  const sec = (ms: number[]) => ms.map((m) => (m / 1000).toFixed(1)).join(', ');
+  return [
+    `### Corpus embedding: plain transformers.js pipeline vs Loupe's worker (${c.docs} medquad documents)`,
+    '',
+    `${c.model} (**random weights**), ${c.dtype}, WASM ${c.threads} threads, truncation at ${c.maxTokens} tokens. Plain: \`pipeline('feature-extraction')\` on batches of ${c.batch} in shard order. Loupe: the encoder worker's length-bucketed batches (≤ ${c.batch} documents, ≤ 4096 padded tokens). Alternating rounds, plain first.`,
+    '',
+    '| side | wall s per round | docs/s (median) |',
+    '| --- | --- | --- |',
+    `| plain pipeline | ${sec(c.plainMs)} | ${((c.docs / median(c.plainMs)) * 1000).toFixed(1)} |`,
+    `| Loupe worker | ${sec(c.loupeMs)} | ${((c.docs / median(c.loupeMs)) * 1000).toFixed(1)} |`,
+    '',
+    `Loupe ÷ plain time: median **${c.medianRatio.toFixed(3)}** (rounds ${c.ratios.map((r) => r.toFixed(3)).join(', ')}; spread ${Math.min(...c.ratios).toFixed(3)}–${Math.max(...c.ratios).toFixed(3)}). Same vectors: min cosine ${c.minCosine.toFixed(6)}. Load: \`${c.uptime}\`.`,
+  ].join('\n');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -590,35 +710,41 @@ async function main() {
   const images: ImageResult[] = [];
   const breakdown: BreakdownResult[] = [];
 
+  let corpus: CorpusResult | null = null;
   const { server, base } = await startDevServer();
   try {
+    if (!argv['no-corpus']) {
+      corpus = await corpusRow(base);
+      log(`corpus: Loupe ÷ plain median ${corpus.medianRatio.toFixed(3)}`);
+    }
     // Native and WASM of the same configuration back to back, so both see the same machine load.
-    for (const dtype of DTYPES)
-      for (const threads of THREADS) {
-        const n = runChild<TextResult>({ kind: 'text', dtype, threads });
-        text.push({ ...n, load1: loadavg()[0] });
-        log(
-          `native ${dtype} ${threads}t: b1 ${fmt(n.docsPerSecB1)} b32 ${fmt(n.docsPerSecB32)} docs/s, ` +
-            `${fmt(n.msPerQuery, 2)} ms/query, cores ${fmt(n.coresB32, 2)}`,
-        );
-        const w = await browserText(base, {
-          device: 'wasm',
-          dtype,
-          threads,
-          docs: N_DOCS,
-          queries: N_QUERIES,
-          batches: [1, 32],
-          repeats: REPEATS,
-          warmDocs: 32,
-          warmQueries: 8,
-        });
-        text.push({ ...w, load1: loadavg()[0] });
-        log(
-          `wasm ${dtype} ${threads}t: b1 ${fmt(w.docsPerSecB1)} b32 ${fmt(w.docsPerSecB32)} docs/s, ` +
-            `${fmt(w.msPerQuery, 2)} ms/query, cores ${fmt(w.coresB32, 2)} (load ${loadavg()[0].toFixed(1)})`,
-        );
-      }
-    if (webgpu && DTYPES.includes('fp32')) {
+    if (!argv['corpus-only'])
+      for (const dtype of DTYPES)
+        for (const threads of THREADS) {
+          const n = runChild<TextResult>({ kind: 'text', dtype, threads });
+          text.push({ ...n, load1: loadavg()[0] });
+          log(
+            `native ${dtype} ${threads}t: b1 ${fmt(n.docsPerSecB1)} b32 ${fmt(n.docsPerSecB32)} docs/s, ` +
+              `${fmt(n.msPerQuery, 2)} ms/query, cores ${fmt(n.coresB32, 2)}`,
+          );
+          const w = await browserText(base, {
+            device: 'wasm',
+            dtype,
+            threads,
+            docs: N_DOCS,
+            queries: N_QUERIES,
+            batches: [1, 32],
+            repeats: REPEATS,
+            warmDocs: 32,
+            warmQueries: 8,
+          });
+          text.push({ ...w, load1: loadavg()[0] });
+          log(
+            `wasm ${dtype} ${threads}t: b1 ${fmt(w.docsPerSecB1)} b32 ${fmt(w.docsPerSecB32)} docs/s, ` +
+              `${fmt(w.msPerQuery, 2)} ms/query, cores ${fmt(w.coresB32, 2)} (load ${loadavg()[0].toFixed(1)})`,
+          );
+        }
+    if (webgpu && DTYPES.includes('fp32') && !argv['corpus-only']) {
       // SwiftShader runs MiniLM at well under 1 doc/s: a small sample, one timed run.
       const nd = Number(argv['webgpu-docs']);
       const r = await browserText(base, {
@@ -635,7 +761,7 @@ async function main() {
       text.push(r);
       log(`webgpu fp32: b32 ${fmt(r.docsPerSecB32)} docs/s, ${fmt(r.msPerQuery, 2)} ms/query`);
     }
-    if (withImages) {
+    if (withImages && !argv['corpus-only']) {
       for (const dtype of DTYPES) {
         const nat = runChild<ImageResult>({ kind: 'image', dtype, threads: 2 });
         images.push(nat);
@@ -652,7 +778,7 @@ async function main() {
         log(`images webgpu fp32: ${fmt(g.imagesPerSec, 3)}/s`);
       }
     }
-    if (!argv['no-breakdown']) {
+    if (!argv['no-breakdown'] && !argv['corpus-only']) {
       const batches = await plainBatches(32);
       for (const dtype of DTYPES)
         for (const threads of THREADS) {
@@ -721,10 +847,12 @@ async function main() {
     images,
     breakdown,
     ratios,
+    corpus,
   };
   mkdirSync(dirname(argv.out), { recursive: true });
   writeFileSync(argv.out, JSON.stringify(result, null, 2) + '\n');
-  console.log(markdown(result));
+  if (!argv['corpus-only']) console.log(markdown(result));
+  if (corpus) console.log('\n' + corpusMarkdown(corpus));
   log(`wrote ${argv.out} in ${(result.seconds / 60).toFixed(1)} min`);
 }
 

@@ -29,7 +29,7 @@ import {
   DEFAULT_MAX_TOKENS,
   LOCAL_MODELS_PATH,
   WEBGPU_FAILED,
-  embeddingKey,
+  corpusEmbeddingKey,
   isCrossEncoder,
   modelPath,
   prefixFor,
@@ -42,15 +42,22 @@ import {
 } from '../src/lib/core/models';
 import type { Doc, Progress } from '../src/lib/core/types';
 import { clipWords } from '../src/lib/core/rerank';
+import { DEFAULT_TOKEN_BUDGET, isValidPlan, planBatches, type BatchPlan } from '../src/lib/core/batching';
 import { throttle } from '../src/lib/core/throttle';
-import { chooseBackend, probeBackend, wasmThreads, type Device } from '../src/lib/adapters/backend';
+import {
+  chooseBackend,
+  probeBackend,
+  wasmThreads,
+  type BackendProbe,
+  type Device,
+} from '../src/lib/adapters/backend';
 import { openShardStore, type ShardStore } from '../src/lib/adapters/shard-store';
 
 type OnProgress = (p: Progress) => void;
 
 /** How to load a model. */
 export interface LoadOptions {
-  /** `auto`: WebGPU when an adapter exists, else WASM. */
+  /** `auto`: WebGPU on a hardware adapter, else WASM (a software adapter such as SwiftShader is not used). */
   device?: 'auto' | Device;
   /** `auto` (default): fp16 on WebGPU with shader-f16, fp32 on WebGPU without, the model's first dtype on WASM. */
   dtype?: Dtype | 'auto';
@@ -84,7 +91,12 @@ export interface LoadedEncoder {
   dim: number;
   /** Why the model is not on WebGPU although WebGPU was tried (it runs on WASM instead). */
   fallbackReason?: string;
-  /** What the backend probe chose and why. */
+  /**
+   * Why the model runs on `device`, in one line, for a run's description: e.g. "software WebGPU
+   * adapter (SwiftShader) — using WASM", "WASM as requested", "WebGPU on …", or the fallback reason.
+   */
+  deviceReason: string;
+  /** What the backend probe chose and why (deviceReason plus threads and dtype). */
   reason: string;
   /** Load + warm-up time in ms (0 when it came from this worker's cache). */
   loadMs: number;
@@ -95,8 +107,13 @@ export interface EmbedCorpusRequest {
   shardHash: string;
   spec: ModelSpec;
   part: EmbedPart;
-  /** Documents per batch (and per stored record). A resumed run keeps the batch size it started with. */
+  /**
+   * Most documents per batch (and per stored record). Texts are batched by length (longest first) up
+   * to `tokenBudget` padded tokens; images in shard order. A resumed run keeps the plan it started with.
+   */
   batchSize: number;
+  /** Padded tokens per text batch (batch size × its longest text); default DEFAULT_TOKEN_BUDGET. */
+  tokenBudget?: number;
   load?: LoadOptions;
 }
 
@@ -108,17 +125,23 @@ export interface EmbedCorpusResult {
   /** Documents without that part (no text / no image), skipped. */
   missing: string[];
   key: string;
+  /** Most documents per batch. */
   batchSize: number;
+  /** Padded tokens per text batch at most (Infinity for images: they are batched by count). */
+  tokenBudget: number;
   totalBatches: number;
   computedBatches: number;
   reusedBatches: number;
   ms: number;
-  backend: { device: Device; dtype: Dtype; threads: number; fallbackReason?: string };
+  backend: { device: Device; dtype: Dtype; threads: number; deviceReason: string; fallbackReason?: string };
 }
 
-/** A stored batch (artifact kind `emb`, key `<embeddingKey>#<batchNo>`). */
+/**
+ * A stored batch (artifact kind `emb`, key `<embeddingKey>#<batchNo>`): batch `batchNo` of the
+ * meta record's plan, its documents in plan order.
+ */
 interface EmbBatchRecord {
-  v: 1;
+  v: 2;
   batchNo: number;
   ids: string[];
   dim: number;
@@ -127,9 +150,13 @@ interface EmbBatchRecord {
   writtenAt: number;
 }
 
-/** The meta record (key `<embeddingKey>#meta`): what the batches are batches of. */
+/**
+ * The meta record (key `<embeddingKey>#meta`): what the batches are batches of. The plan is stored,
+ * not recomputed, so a resumed run (after a cancel or a reload) finds every stored batch where it
+ * left it whatever the tokenizer or the limits do meanwhile.
+ */
 export interface EmbMetaRecord {
-  v: 1;
+  v: 2;
   key: string;
   modelId: string;
   hubId: string;
@@ -138,9 +165,13 @@ export interface EmbMetaRecord {
   part: EmbedPart;
   dim: number;
   batchSize: number;
+  tokenBudget: number;
   /** Documents that have the part (the rows the batches cover, in shard order). */
   total: number;
   totalBatches: number;
+  /** The batches: positions among those `total` documents (BatchPlan). */
+  order: Uint32Array;
+  bounds: Uint32Array;
   missing: string[];
   complete: boolean;
   updatedAt: number;
@@ -216,6 +247,10 @@ let active: Encoder | null = null;
 let activeSpec: ModelSpec | null = null;
 /** Why the active model is not on WebGPU although WebGPU was tried. */
 let activeFallbackReason: string | undefined;
+/** Why the active model runs where it does (LoadedEncoder.deviceReason). */
+let activeDeviceReason = '';
+/** The adapter probe, once per worker: requestAdapter costs milliseconds on every load otherwise. */
+let probePromise: Promise<BackendProbe> | null = null;
 
 const cacheKey = (spec: ModelSpec, dtype: Dtype, device: Device) =>
   `${modelPath(spec)}|${spec.revision}|${spec.kind}|${dtype}|${device}`;
@@ -404,7 +439,8 @@ async function load(
   const report = phased(onProgress);
   const t0 = performance.now();
   configureEnv(spec.local ? false : (opts.allowRemoteModels ?? true));
-  const probe = await probeBackend();
+  probePromise ??= probeBackend();
+  const probe = await probePromise;
   const choice = chooseBackend(probe, {
     preferred: opts.device ?? 'auto',
     dtype: opts.dtype,
@@ -442,6 +478,7 @@ async function load(
   active = enc;
   activeSpec = spec;
   activeFallbackReason = fallbackReason;
+  activeDeviceReason = fallbackReason ?? choice.deviceReason;
   return {
     modelId: spec.id,
     device: enc.device,
@@ -449,7 +486,8 @@ async function load(
     threads: enc.threads,
     dim: enc.dim,
     ...(fallbackReason ? { fallbackReason } : {}),
-    reason: choice.reason,
+    deviceReason: activeDeviceReason,
+    reason: fallbackReason ? `${fallbackReason}; ${choice.reason}` : choice.reason,
     loadMs: cached ? 0 : performance.now() - t0,
     cached,
   };
@@ -518,7 +556,8 @@ async function embedTextBatch(
   const prefix = prefixFor(spec, role);
   const maxTokens = spec.maxTokens ?? DEFAULT_MAX_TOKENS;
   const inputs = enc.tokenizer(
-    texts.map((t) => prefix + t),
+    // Words beyond maxTokens cannot survive truncation: clipping first spares tokenizing long documents.
+    texts.map((t) => prefix + clipWords(t, maxTokens)),
     { padding: spec.padToMax ? 'max_length' : true, truncation: true, max_length: maxTokens },
   ) as Record<string, Tensor>;
   const out = (await enc.textModel(inputs)) as Record<string, Tensor>;
@@ -538,6 +577,26 @@ async function embedTextBatch(
   const dim = vecs.length / texts.length;
   if (spec.normalize) l2normalizeRows(vecs, dim);
   return vecs;
+}
+
+/** LENGTH_CHUNK: texts tokenized per call when counting tokens (bounds the arrays held at once). */
+const LENGTH_CHUNK = 256;
+
+/** Token count of each text after truncation (special tokens and prefix included), for batching by length. */
+function textLengths(enc: Encoder, spec: ModelSpec, texts: string[], role: EmbedRole): Uint32Array {
+  const maxTokens = spec.maxTokens ?? DEFAULT_MAX_TOKENS;
+  const out = new Uint32Array(texts.length);
+  // Padded to the maximum anyway (CLIP text towers): every text costs the same.
+  if (spec.padToMax) return out.fill(maxTokens);
+  const prefix = prefixFor(spec, role);
+  for (let i = 0; i < texts.length; i += LENGTH_CHUNK) {
+    const { input_ids } = enc.tokenizer(
+      texts.slice(i, i + LENGTH_CHUNK).map((t) => prefix + clipWords(t, maxTokens)),
+      { truncation: true, max_length: maxTokens, return_tensor: false },
+    ) as unknown as { input_ids: number[][] };
+    input_ids.forEach((ids, j) => (out[i + j] = ids.length));
+  }
+  return out;
 }
 
 async function embedImageBatch(enc: Encoder, spec: ModelSpec, images: RawImage[]): Promise<Float32Array> {
@@ -635,31 +694,52 @@ async function onActive<T>(fn: (enc: Encoder, spec: ModelSpec) => Promise<T>): P
   }
 }
 
-function batchCount(n: number, batchSize: number): number {
-  return Math.ceil(n / batchSize);
-}
-
 function checkBatchSize(batchSize: number): number {
   if (!Number.isInteger(batchSize) || batchSize < 1)
     throw new RangeError(`batch size must be a positive integer, got ${batchSize}`);
   return batchSize;
 }
 
-async function embedTexts(texts: string[], role: EmbedRole, batchSize = 32, onProgress?: OnProgress) {
+/** How embedTexts batches. */
+export interface TextBatching {
+  /** Padded tokens per batch at most (default DEFAULT_TOKEN_BUDGET). */
+  tokenBudget?: number;
+  /** false: batches of `batchSize` in input order, padded to their longest text (benchmarks only). */
+  byLength?: boolean;
+}
+
+/**
+ * Embeds texts in batches of similar length (the corpus path's batching), vectors in input order.
+ * A single text skips the token count.
+ */
+async function embedTexts(
+  texts: string[],
+  role: EmbedRole,
+  batchSize = 32,
+  onProgress?: OnProgress,
+  batching: TextBatching = {},
+) {
   checkBatchSize(batchSize);
   const report = throttle(onProgress);
+  const byLength = batching.byLength !== false && texts.length > 1;
+  const lengths = byLength
+    ? await onActive(async (enc, spec) => textLengths(enc, spec, texts, role))
+    : new Uint32Array(texts.length).fill(1);
+  const plan = planBatches(lengths, {
+    tokenBudget: byLength ? (batching.tokenBudget ?? DEFAULT_TOKEN_BUDGET) : Infinity,
+    maxBatch: batchSize,
+  });
   let out: Float32Array | null = null;
-  for (let i = 0; i < texts.length; i += batchSize) {
-    const v = await onActive((enc, spec) => embedTextBatch(enc, spec, texts.slice(i, i + batchSize), role));
-    const dim = v.length / Math.min(batchSize, texts.length - i);
-    out ??= new Float32Array(texts.length * dim);
-    out.set(v, i * dim);
-    report({
-      kind: 'embed',
-      done: Math.min(i + batchSize, texts.length),
-      total: texts.length,
-      docsPerSec: 0,
-    });
+  let done = 0;
+  for (let b = 0; b + 1 < plan.bounds.length; b++) {
+    const pos = plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]);
+    const part = Array.from(pos, (p) => texts[p]);
+    const v = await onActive((enc, spec) => embedTextBatch(enc, spec, part, role));
+    const dim = v.length / pos.length;
+    const o = (out ??= new Float32Array(texts.length * dim));
+    pos.forEach((p, i) => o.set(v.subarray(i * dim, (i + 1) * dim), p * dim));
+    done += pos.length;
+    report({ kind: 'embed', done, total: texts.length, docsPerSec: 0 });
   }
   report.flush();
   out ??= new Float32Array(0);
@@ -749,7 +829,7 @@ function validBatch(r: unknown, ids: string[], dim: number): r is EmbBatchRecord
   const b = r as EmbBatchRecord | undefined;
   return (
     !!b &&
-    b.v === 1 &&
+    b.v === 2 &&
     b.dim === dim &&
     Array.isArray(b.ids) &&
     b.ids.length === ids.length &&
@@ -772,24 +852,13 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   const { docs } = await db.load(shardHash);
   const loaded = await load(spec, req.load, onProgress);
   const dim = loaded.dim;
-  const key = embeddingKey({
-    shardHash,
-    modelId: spec.id,
-    revision: spec.revision,
-    dtype: loaded.dtype,
-    queryPrefix: spec.queryPrefix,
-    docPrefix: spec.docPrefix,
-    pooling: spec.pooling,
-    normalize: spec.normalize,
-    part,
-    ...(spec.maxTokens !== undefined ? { maxTokens: spec.maxTokens } : {}),
-  });
+  const key = corpusEmbeddingKey(shardHash, spec, loaded.dtype, part);
 
   const rows: number[] = [];
   const missing: string[] = [];
   docs.forEach((d, i) => (hasPart(d, part) ? rows.push(i) : missing.push(d.id)));
 
-  // A resumed run keeps the stored batch size so that its batches stay reusable.
+  // A resumed run keeps the stored plan, so that its batches stay reusable.
   const metaKey = `${key}#meta`;
   let meta: EmbMetaRecord | undefined;
   try {
@@ -797,12 +866,35 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   } catch (e) {
     console.warn('loupe: unreadable embedding meta record, recomputing', e);
   }
-  const resumable = meta?.v === 1 && meta.dim === dim && meta.total === rows.length && meta.batchSize > 0;
-  const batchSize = resumable ? meta!.batchSize : req.batchSize;
-  const totalBatches = batchCount(rows.length, batchSize);
+  const resumable =
+    meta?.v === 2 &&
+    meta.dim === dim &&
+    meta.total === rows.length &&
+    meta.batchSize > 0 &&
+    isValidPlan(meta, rows.length);
+  let plan: BatchPlan;
+  let batchSize: number;
+  let tokenBudget: number;
+  if (resumable) {
+    plan = { order: meta!.order, bounds: meta!.bounds, paddedTokens: 0 };
+    batchSize = meta!.batchSize;
+    tokenBudget = meta!.tokenBudget;
+  } else {
+    batchSize = req.batchSize;
+    // Texts by length within a padded-token budget; images all cost the same: shard order.
+    tokenBudget = part === 'text' ? (req.tokenBudget ?? DEFAULT_TOKEN_BUDGET) : Infinity;
+    let lengths: Uint32Array;
+    if (part === 'text') {
+      report({ kind: 'status', message: 'Counting tokens' });
+      const texts = rows.map((r) => docText(docs[r]));
+      lengths = await onActive(async (enc) => textLengths(enc, spec, texts, 'document'));
+    } else lengths = new Uint32Array(rows.length).fill(1);
+    plan = planBatches(lengths, { tokenBudget, maxBatch: batchSize });
+  }
+  const totalBatches = plan.bounds.length - 1;
   const writeMeta = (complete: boolean) =>
     db.putArtifact(shardHash, EMB_KIND, metaKey, {
-      v: 1,
+      v: 2,
       key,
       modelId: spec.id,
       hubId: spec.hubId,
@@ -811,8 +903,11 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
       part,
       dim,
       batchSize,
+      tokenBudget,
       total: rows.length,
       totalBatches,
+      order: plan.order,
+      bounds: plan.bounds,
       missing,
       complete,
       updatedAt: Date.now(),
@@ -839,7 +934,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   };
   tick();
   for (let b = 0; b < totalBatches; b++) {
-    const batchRows = rows.slice(b * batchSize, (b + 1) * batchSize);
+    const batchRows = Array.from(plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]), (p) => rows[p]);
     const ids = batchRows.map((r) => docs[r].id);
     const recKey = `${key}#${b}`;
     let rec: unknown;
@@ -871,7 +966,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
       if (vectors.length !== ids.length * dim)
         throw new Error(`batch ${b}: got ${vectors.length / ids.length} dimensions, expected ${dim}`);
       await db.putArtifact(shardHash, EMB_KIND, recKey, {
-        v: 1,
+        v: 2,
         batchNo: b,
         ids,
         dim,
@@ -896,6 +991,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     missing,
     key,
     batchSize,
+    tokenBudget,
     totalBatches,
     computedBatches,
     reusedBatches,
@@ -904,6 +1000,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
       device: enc.device,
       dtype: enc.dtype,
       threads: enc.threads,
+      deviceReason: loaded.deviceReason,
       ...(loaded.fallbackReason ? { fallbackReason: loaded.fallbackReason } : {}),
     },
   };
@@ -933,6 +1030,7 @@ const api = {
     active = null;
     activeSpec = null;
     activeFallbackReason = undefined;
+    activeDeviceReason = '';
     await Promise.all(all.map((p) => p.then(disposeEncoder, () => undefined)));
   },
   /** Where the active model runs now (it moves to WASM if its GPU device is lost). */
@@ -943,6 +1041,7 @@ const api = {
       device: active.device,
       dtype: active.dtype,
       threads: active.threads,
+      deviceReason: active.lost ? `WebGPU failed (${active.lost})` : activeDeviceReason,
       ...(active.lost ? { lost: active.lost } : {}),
       ...(activeFallbackReason ? { fallbackReason: activeFallbackReason } : {}),
     };

@@ -24,6 +24,7 @@ import { TopK, type TieBreak } from '../src/lib/core/topk';
 import { throttle } from '../src/lib/core/throttle';
 import type { Progress } from '../src/lib/core/types';
 import { openShardStore } from '../src/lib/adapters/shard-store';
+import { softwareReason } from '../src/lib/adapters/backend';
 import {
   createGpuExact,
   probeWebGpu,
@@ -714,10 +715,7 @@ async function exact(
       if (!probe.ok) throw new Error(probe.reason);
       // A software adapter (SwiftShader, WARP) emulates the GPU on the CPU: correct but far slower
       // than the JS path, so 'auto' only takes real hardware.
-      if (backend === 'auto' && probe.fallbackAdapter)
-        throw new Error(
-          `the WebGPU adapter is a software fallback (${probe.description}); the CPU is faster`,
-        );
+      if (backend === 'auto' && probe.software) throw new Error(softwareReason(probe.software, 'the CPU'));
       if (o.gpu && o.gpuChunkDocs !== maxChunkDocs) {
         // Another chunking asked for (tests exercise the cross-chunk merge): upload again.
         void o.gpu.then((g) => g.destroy()).catch(() => undefined);

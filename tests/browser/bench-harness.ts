@@ -7,7 +7,13 @@
 // base64 float32 bytes, so nothing is rounded on the way.
 import * as Comlink from 'comlink';
 import { AutoProcessor, RawImage, env, type Processor, type Tensor } from '@huggingface/transformers';
-import type { EncoderWorkerApi, LoadOptions, LoadedEncoder } from '../../workers/encoder.worker';
+import type {
+  EncoderWorkerApi,
+  LoadOptions,
+  LoadedEncoder,
+  TextBatching,
+} from '../../workers/encoder.worker';
+import type { PlainWorkerApi } from './bench-plain.worker';
 import type { OrtBuild, OrtWorkerApi, PlainTensor } from './bench-ort.worker';
 import { LOCAL_MODELS_PATH, modelPath, type EmbedRole, type ModelSpec } from '../../src/lib/core/models';
 
@@ -39,6 +45,8 @@ let worker: Worker | null = null;
 let encoder: Comlink.Remote<EncoderWorkerApi> | null = null;
 let ortWorker: Worker | null = null;
 let ortApi: Comlink.Remote<OrtWorkerApi> | null = null;
+let plainWorker: Worker | null = null;
+let plainApi: Comlink.Remote<PlainWorkerApi> | null = null;
 
 function api(): Comlink.Remote<EncoderWorkerApi> {
   if (!encoder) throw new Error('call open() first');
@@ -93,6 +101,7 @@ const benchHarness = {
     ortWorker?.terminate();
     ortApi = null;
     ortWorker = null;
+    benchHarness.plainClose();
   },
 
   async load(spec: ModelSpec, opts: LoadOptions): Promise<{ ok: true; info: LoadedEncoder } | Failure> {
@@ -110,12 +119,21 @@ const benchHarness = {
     return { ms: performance.now() - t0, b64: toBase64(v), n: texts.length };
   },
 
-  /** Wall time (ms) of embedding all texts, once per repeat. */
-  async timeTexts(texts: string[], role: EmbedRole, batchSize: number, repeats: number): Promise<number[]> {
+  /**
+   * Wall time (ms) of embedding all texts, once per repeat. `batching`: the worker's length-bucketed
+   * batches (default), or `{ byLength: false }` for batches in input order (as native is timed).
+   */
+  async timeTexts(
+    texts: string[],
+    role: EmbedRole,
+    batchSize: number,
+    repeats: number,
+    batching: TextBatching = {},
+  ): Promise<number[]> {
     const out: number[] = [];
     for (let r = 0; r < repeats; r++) {
       const t0 = performance.now();
-      await api().embedTexts(texts, role, batchSize);
+      await api().embedTexts(texts, role, batchSize, undefined, batching);
       out.push(performance.now() - t0);
     }
     return out;
@@ -187,6 +205,43 @@ const benchHarness = {
       error = (e as Error)?.message ?? String(e);
     }
     return { uaBytes, pageJsHeap: perf.memory?.usedJSHeapSize ?? null, ...(error ? { error } : {}) };
+  },
+
+  /** The product worker's document vectors (length-bucketed batches), as base64 float32. */
+  async embedDocs(texts: string[], batchSize: number) {
+    return toBase64(await api().embedTexts(texts, 'document', batchSize));
+  },
+
+  // ---- plain transformers.js pipeline (the baseline of the corpus row) ------------------------
+
+  /** Starts the plain-pipeline worker beside the product's (kept by open()) and loads `name`. */
+  async plainOpen(name: string, dtype: 'q8' | 'fp32', threads: number): Promise<void> {
+    benchHarness.plainClose();
+    plainWorker = new Worker(new URL('./bench-plain.worker.ts', import.meta.url), {
+      type: 'module',
+      name: 'loupe-bench-plain',
+    });
+    plainApi = Comlink.wrap<PlainWorkerApi>(plainWorker);
+    await plainApi.load(name, dtype, threads);
+  },
+
+  plainClose(): void {
+    plainApi?.[Comlink.releaseProxy]();
+    plainWorker?.terminate();
+    plainApi = null;
+    plainWorker = null;
+  },
+
+  /** Wall time (ms) of the plain pipeline over all texts in batches of `batch`, measured in its worker. */
+  async plainTime(texts: string[], batch: number): Promise<number> {
+    if (!plainApi) throw new Error('call plainOpen() first');
+    return (await plainApi.embed(texts, batch)).ms;
+  },
+
+  /** The plain pipeline's vectors, as base64 float32. */
+  async plainEmbed(texts: string[], batch: number): Promise<string> {
+    if (!plainApi) throw new Error('call plainOpen() first');
+    return toBase64((await plainApi.embed(texts, batch)).vectors);
   },
 
   // ---- raw onnxruntime-web (no transformers.js), for the benchmark's breakdown -------------------

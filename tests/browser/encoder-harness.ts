@@ -17,6 +17,8 @@ import {
 } from '../../src/lib/adapters/encoder-client';
 import { detectBackend } from '../../src/lib/adapters/backend';
 import type { EmbedPart, EmbedRole, ModelSpec } from '../../src/lib/core/models';
+import type { TaskInfo } from '../../src/lib/core/types';
+import { denseAdhoc } from '../../src/lib/state/dense';
 import type { Progress } from '../../src/lib/core/types';
 
 type Failure = { ok: false; error: { name: string; message: string } };
@@ -52,6 +54,9 @@ function progressLabel(p: Progress): string {
       return p.kind;
   }
 }
+
+/** Tasks of the shards imported by importShard, by content hash. */
+const shardTasks = new Map<string, TaskInfo[]>();
 
 /** State of a corpus run started with startCorpus (survives only until the page reloads). */
 const runs = new Map<string, { progress: string[]; done?: unknown }>();
@@ -102,6 +107,7 @@ async function summarize(
     missing: r.missing,
     key: r.key,
     batchSize: r.batchSize,
+    tokenBudget: r.tokenBudget,
     totalBatches: r.totalBatches,
     computedBatches: r.computedBatches,
     reusedBatches: r.reusedBatches,
@@ -156,6 +162,7 @@ const encoderHarness = {
   async importShard(name: string): Promise<string> {
     const r = await importShard({ kind: 'url', url: new URL(`/shards/${name}/`, location.href).href });
     if (!r.ok) throw new Error(`import of ${name} failed: ${JSON.stringify(r.issues.slice(0, 3))}`);
+    shardTasks.set(r.summary.hash, r.summary.manifest.tasks);
     return r.summary.hash;
   },
 
@@ -213,18 +220,57 @@ const encoderHarness = {
     try {
       const all = (await db.getAll('artifacts', hashRange(hash, 'emb'))) as {
         key: string;
-        value: { batchNo?: number; writtenAt?: number; ids?: string[]; complete?: boolean };
+        value: {
+          batchNo?: number;
+          writtenAt?: number;
+          ids?: string[];
+          complete?: boolean;
+          totalBatches?: number;
+        };
       }[];
       return all.map(({ key, value }) => ({
         key,
         batchNo: value.batchNo ?? null,
         writtenAt: value.writtenAt ?? null,
         firstId: value.ids?.[0] ?? null,
+        size: value.ids?.length ?? null,
         complete: value.complete ?? null,
+        totalBatches: value.totalBatches ?? null,
       }));
     } finally {
       db.close();
     }
+  },
+
+  /**
+   * Ad-hoc dense text queries as the Search view runs them (state/dense.ts denseAdhoc, one call per
+   * query, in order): wall ms of each and its ranked documents.
+   */
+  async adhocDense(hash: string, taskId: string, id: string, texts: string[], load: LoadOptions, k = 20) {
+    const task = shardTasks.get(hash)?.find((t) => t.id === taskId);
+    if (!task) throw new Error(`no task ${taskId} in shard ${hash} (importShard first)`);
+    const out: { ms: number; hits: { docId: string; score: number }[] }[] = [];
+    for (const text of texts) {
+      const t0 = performance.now();
+      const r = await denseAdhoc({
+        shardHash: hash,
+        task,
+        text,
+        image: null,
+        settings: {
+          spec: spec(id),
+          device: load.device ?? 'auto',
+          dtype: load.dtype ?? 'auto',
+          textWeight: 0.5,
+          fusion: 'both',
+          depth: k,
+        },
+        k,
+        job: {},
+      });
+      out.push({ ms: performance.now() - t0, hits: r[0]?.hits ?? [] });
+    }
+    return out;
   },
 
   backend: () => encoderBackend(),

@@ -142,6 +142,37 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
     }
   });
 
+  it('auto does not take the SwiftShader adapter: it runs on WASM and says why', async () => {
+    const probe = await call(page, 'probe');
+    expect(probe.probe).toMatchObject({ webgpu: true, fallbackAdapter: true, software: 'SwiftShader' });
+    expect(probe).toMatchObject({
+      device: 'wasm',
+      deviceReason: 'software WebGPU adapter (SwiftShader) — using WASM',
+    });
+    const auto = loaded(await call(page, 'load', BERT, { device: 'auto', dtype: 'fp32', ...OFFLINE }));
+    expect(auto.info).toMatchObject({
+      device: 'wasm',
+      dtype: 'fp32',
+      threads: 2,
+      deviceReason: 'software WebGPU adapter (SwiftShader) — using WASM',
+    });
+    expect(auto.info.fallbackReason).toBeUndefined();
+    expect(auto.info.reason).toMatch(/^software WebGPU adapter \(SwiftShader\) — using WASM; 2 WASM threads/);
+    expect(await call(page, 'backend')).toMatchObject({
+      device: 'wasm',
+      deviceReason: auto.info.deviceReason,
+    });
+    // Forced, the software adapter is used (correct, slow), and the reason says so.
+    const forced = loaded(await call(page, 'load', BERT, { device: 'webgpu', dtype: 'fp32', ...OFFLINE }));
+    expect(forced.info.device).toBe('webgpu');
+    expect(forced.info.deviceReason).toMatch(/^WebGPU as requested on .*software adapter SwiftShader/);
+    // The vectors agree (auto = WASM here; the parity test above covers texts and images in depth).
+    const gpuVecs = await call(page, 'embedTexts', TEXTS, 'document', 5);
+    loaded(await call(page, 'load', BERT, { device: 'auto', dtype: 'fp32', ...OFFLINE }));
+    const autoVecs = await call(page, 'embedTexts', TEXTS, 'document', 5);
+    autoVecs.forEach((v, i) => expect(cosine(v, gpuVecs[i])).toBeGreaterThanOrEqual(0.999));
+  });
+
   it('falls back to WASM with the reason when WebGPU fails', async () => {
     const r = loaded(
       await call(page, 'load', BERT, {
@@ -167,12 +198,13 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
     expect(now).toMatchObject({ device: 'wasm', dtype: 'fp32' });
     expect(now?.fallbackReason).toMatch(/^WebGPU failed \(.*lost/i);
 
-    // `auto` also falls back, and keeps an automatic dtype valid for WASM.
-    const auto = loaded(
-      await call(page, 'load', CLIP, { device: 'auto', simulateWebGpuFailure: true, ...OFFLINE }),
+    // A WebGPU failure with an automatic dtype falls back to a dtype valid for WASM.
+    const autoDtype = loaded(
+      await call(page, 'load', CLIP, { device: 'webgpu', simulateWebGpuFailure: true, ...OFFLINE }),
     );
-    expect(auto.info).toMatchObject({ device: 'wasm', dtype: 'fp32' });
-    expect(auto.info.fallbackReason).toMatch(/simulated/);
+    expect(autoDtype.info).toMatchObject({ device: 'wasm', dtype: 'fp32' });
+    expect(autoDtype.info.fallbackReason).toMatch(/simulated/);
+    expect(autoDtype.info.deviceReason).toBe(autoDtype.info.fallbackReason);
   });
 
   it('embeds the vqa-rad corpus: 315 images through the vision tower, passages through the text tower', async () => {
@@ -195,7 +227,9 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
     expect(img.progress.some((p) => p === 'embed:315/315')).toBe(true);
 
     const text = loaded(await call(page, 'embedCorpus', hash, CLIP, 'text', 64, load));
-    expect(text).toMatchObject({ dim: 32, docs: 315, totalBatches: 5, computedBatches: 5 });
+    expect(text).toMatchObject({ dim: 32, docs: 315, tokenBudget: 4096, computedBatches: text.totalBatches });
+    // Batched by length: at most 64 passages, and at most 4096 / 77 = 53 of the longest (77 tokens).
+    expect(text.totalBatches).toBeGreaterThanOrEqual(Math.ceil(314 / 64));
     // One vqa-rad document has an image but no passage: skipped, reported, an all-zero row.
     expect(text.missing).toHaveLength(1);
     expect(text.missingMaxAbs).toBe(0);
@@ -213,7 +247,6 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
     const hash = await call(page, 'importShard', 'medquad');
     const load = { device: 'wasm', dtype: 'fp32', ...OFFLINE } as const;
     const BATCH = 32;
-    const TOTAL = Math.ceil(3000 / BATCH); // 94
     // medquad passages are long: 128 tokens instead of 512 keeps this test at seconds, not a minute.
     const short = { maxTokens: 128 };
 
@@ -227,7 +260,11 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
     const meta = all1.find((r) => r.key.endsWith('#meta'));
     expect(meta).toBeDefined();
     const key = meta!.key.slice(0, -'#meta'.length);
+    // Batched by length (longest first) within 4096 padded tokens and 32 documents: the plan is stored.
+    const TOTAL = meta!.totalBatches!;
+    expect(TOTAL).toBeGreaterThanOrEqual(Math.ceil(3000 / BATCH));
     const stored1 = batchRecords(all1, key);
+    for (const r of stored1) expect(r.size).toBeLessThanOrEqual(BATCH);
     const k1 = stored1.length;
     expect(k1).toBeGreaterThanOrEqual(Math.floor(1000 / BATCH));
     expect(k1).toBeLessThan(TOTAL);
@@ -272,6 +309,18 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
       await call(page, 'embedCorpus', hash, BERT, 'text', BATCH, load, { overrides: short }),
     );
     expect(cached).toMatchObject({ computedBatches: 0, reusedBatches: TOTAL, checksum: done.checksum });
+
+    // 5. Ad-hoc queries (the Search view's path): the first reads the stored corpus and hands it to
+    //    the retrieval worker; the next ones find it there and rank the same.
+    await call(page, 'importShard', 'medquad');
+    const q = 'What are the treatments for Ledderhose disease ?';
+    const adhoc = await call(page, 'adhocDense', hash, 'qa-answer-retrieval', BERT, [q, q, q], load);
+    expect(adhoc[0].hits).toHaveLength(20);
+    expect(adhoc[1].hits).toEqual(adhoc[0].hits);
+    expect(adhoc[2].hits).toEqual(adhoc[0].hits);
+    console.log(
+      `ad-hoc query: ${adhoc.map((a) => a.ms.toFixed(1)).join(', ')} ms (first reads the stored corpus)`,
+    );
     console.log(
       `medquad resume: cancel after ${k1} of ${TOTAL} batches, reload after ${k2}; resumed run reused ${done.reusedBatches}, computed ${done.computedBatches} (${done.ms.toFixed(0)} ms)`,
     );

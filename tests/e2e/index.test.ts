@@ -207,7 +207,7 @@ describe('vector index (HNSW + exact) in Chromium', () => {
     // 'auto' does not pick a software adapter (SwiftShader is far slower than the CPU): wasm.
     const auto = await call(page, 'exact', 10, { nq: 4 });
     expect(auto).toMatchObject({ ok: true, backend: 'wasm' });
-    if (auto.ok) expect(auto.reason).toMatch(/software fallback/);
+    if (auto.ok) expect(auto.reason).toMatch(/software WebGPU adapter \(SwiftShader\) — using the CPU/);
   });
 
   it('orders exact ties trec_eval’s way on every backend (duplicated documents)', async () => {

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { chooseBackend, wasmThreads, type BackendProbe } from '../../src/lib/adapters/backend';
+import {
+  chooseBackend,
+  softwareAdapter,
+  wasmThreads,
+  type BackendProbe,
+} from '../../src/lib/adapters/backend';
 
 const gpu: BackendProbe = {
   webgpu: true,
@@ -41,6 +46,43 @@ describe('backend choice', () => {
       threads: 2,
     });
     expect(chooseBackend(gpu, { preferred: 'wasm', dtype: 'fp32' }).reason).toMatch(/WASM as requested/);
+  });
+
+  it('auto never takes a software adapter; an explicit webgpu still does', () => {
+    const swift: BackendProbe = {
+      ...gpu,
+      fallbackAdapter: true,
+      software: 'SwiftShader',
+      shaderF16: false,
+      adapterInfo: 'google swiftshader',
+    };
+    const auto = chooseBackend(swift, { available: [...HUB] });
+    expect(auto).toMatchObject({ device: 'wasm', dtype: 'q8', threads: 2 });
+    expect(auto.deviceReason).toBe('software WebGPU adapter (SwiftShader) — using WASM');
+    expect(auto.reason).toMatch(/^software WebGPU adapter \(SwiftShader\) — using WASM; 2 WASM threads/);
+    const forced = chooseBackend(swift, { preferred: 'webgpu', available: [...HUB] });
+    expect(forced).toMatchObject({ device: 'webgpu', dtype: 'fp32' });
+    expect(forced.deviceReason).toMatch(
+      /^WebGPU as requested on google swiftshader \(software adapter SwiftShader/,
+    );
+    // A flagged fallback adapter whose name says nothing is still software.
+    const flagged = chooseBackend({ ...gpu, fallbackAdapter: true }, { available: [...HUB] });
+    expect(flagged.device).toBe('wasm');
+    expect(flagged.deviceReason).toBe('software WebGPU adapter (fallback adapter) — using WASM');
+    expect(chooseBackend(gpu, { available: [...HUB] }).deviceReason).toBe('WebGPU on test gpu');
+  });
+
+  it('recognises software adapters by flag or by name', () => {
+    expect(softwareAdapter({ info: { vendor: 'google', architecture: 'swiftshader' } })).toBe('SwiftShader');
+    expect(softwareAdapter({ info: { description: 'llvmpipe (LLVM 15.0.6, 256 bits)' } })).toBe('llvmpipe');
+    expect(softwareAdapter({ info: { device: 'Intel(R) UHD Graphics (lavapipe)' } })).toBe('lavapipe');
+    expect(softwareAdapter({ info: { description: 'Microsoft Basic Render Driver' } })).toBe(
+      'Microsoft Basic Render Driver',
+    );
+    expect(softwareAdapter({ info: { vendor: 'nvidia', isFallbackAdapter: true } })).toBe('fallback adapter');
+    expect(softwareAdapter({ isFallbackAdapter: true, info: { vendor: 'x' } })).toBe('fallback adapter');
+    expect(softwareAdapter({ info: { vendor: 'nvidia', architecture: 'ampere' } })).toBeUndefined();
+    expect(softwareAdapter({ info: { vendor: 'apple', architecture: 'metal-3' } })).toBeUndefined();
   });
 
   it('uses at most two WASM threads, and only when cross-origin isolated', () => {

@@ -324,7 +324,7 @@ describe('model registry and embedding keys', () => {
     };
     const k = embeddingKey(base);
     expect(k).toBe(
-      'emb-v1|shard=abc|model=m@main|dtype=fp32|pool=mean|norm=1|part=text|qp=query%3A%20|dp=passage%3A%20%23%7C',
+      'emb-v2|shard=abc|model=m@main|dtype=fp32|pool=mean|norm=1|part=text|qp=query%3A%20|dp=passage%3A%20%23%7C',
     );
     expect(k).not.toMatch(/#/);
     const variants = [

@@ -1,5 +1,12 @@
 import { describe, expect, test } from 'vitest';
-import { decodeRun, encodeRun, runTag, type RunMeta } from '../../src/lib/core/runs';
+import {
+  decodeRun,
+  describeConfig,
+  deviceNote,
+  encodeRun,
+  runTag,
+  type RunMeta,
+} from '../../src/lib/core/runs';
 import type { Run } from '../../src/lib/core/types';
 
 const meta: RunMeta = {
@@ -47,5 +54,14 @@ describe('stored runs', () => {
     expect(
       runTag({ kind: 'dense', modelId: 'Xenova/all MiniLM', revision: 'main', dtype: 'q8', device: 'wasm' }),
     ).not.toMatch(/\s/);
+  });
+
+  test('a dense run is described with the reason for its device', () => {
+    const c = { kind: 'dense', modelId: 'm', revision: 'main', dtype: 'q8', device: 'wasm' } as const;
+    expect(describeConfig(c)).toBe('m (q8, wasm)');
+    expect(describeConfig({ ...c, deviceReason: 'software WebGPU adapter (SwiftShader) — using WASM' })).toBe(
+      'm (q8, wasm) · software WebGPU adapter (SwiftShader) — using WASM',
+    );
+    expect(deviceNote({ kind: 'bm25', k1: 0.9, b: 0.4, lossyLengths: true })).toBeUndefined();
   });
 });

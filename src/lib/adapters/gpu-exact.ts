@@ -28,6 +28,7 @@ import {
   type Matrix,
 } from '../core/exact';
 import { TopK, type TieBreak } from '../core/topk';
+import { probeWebGpu, type GpuProbe } from './backend';
 
 /** QUERY_BLOCK: queries scored per dispatch (bounded also by the score buffer's binding limit). */
 export const QUERY_BLOCK = 256;
@@ -181,32 +182,9 @@ function keyToFloat(k: number): number {
   return new Float32Array(b.buffer)[0];
 }
 
-/** Why WebGPU cannot be used here, or the adapter to use. */
-export type GpuProbe =
-  | { ok: true; adapter: GPUAdapter; fallbackAdapter: boolean; description: string }
-  | { ok: false; reason: string };
-
-/** Looks for a WebGPU adapter (in the page or a worker). */
-export async function probeWebGpu(): Promise<GpuProbe> {
-  const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
-  if (!gpu) return { ok: false, reason: 'navigator.gpu is missing (no WebGPU in this browser or context)' };
-  let adapter: GPUAdapter | null = null;
-  try {
-    adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
-  } catch (e) {
-    return { ok: false, reason: `requestAdapter failed: ${(e as Error).message}` };
-  }
-  if (!adapter) return { ok: false, reason: 'no WebGPU adapter' };
-  const info = adapter.info;
-  const fallbackAdapter =
-    (info as GPUAdapterInfo & { isFallbackAdapter?: boolean })?.isFallbackAdapter ??
-    (adapter as GPUAdapter & { isFallbackAdapter?: boolean }).isFallbackAdapter ??
-    false;
-  const description =
-    [info?.vendor, info?.architecture, info?.device, info?.description].filter(Boolean).join(' ') ||
-    'unknown';
-  return { ok: true, adapter, fallbackAdapter, description };
-}
+// The adapter probe is backend.ts's, shared with the encoders' choice (one place decides what a
+// software adapter is).
+export { probeWebGpu, type GpuProbe } from './backend';
 
 /** What one GPU search did, besides its answers. */
 export interface GpuSearchStats {

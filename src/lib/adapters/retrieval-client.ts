@@ -45,6 +45,11 @@ export async function setDenseDocs(
   await client.run((r) => r.setDense(key, Comlink.transfer(vectors, [vectors.buffer]), dim, docIds, missing));
 }
 
+/** Whether the worker holds `key`'s document matrix (set by an earlier setDenseDocs). */
+export function hasDenseDocs(key: string): Promise<boolean> {
+  return client.run((r) => r.hasDense(key));
+}
+
 /** Dense run over the document matrix set by setDenseDocs. */
 export function runDense(q: DenseQueries, fusion: QueryFusion, depth: number, opts: JobOptions = {}) {
   return client.run((r) => r.denseRun(q, fusion, depth, proxyProgress(opts.onProgress)), opts.signal);

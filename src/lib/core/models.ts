@@ -340,8 +340,8 @@ export function rerankScore(
  */
 export const WEBGPU_FAILED = 'WebGpuFailedError';
 
-/** EMBEDDING_KEY_VERSION: bump when the stored embedding layout or the text/image preparation changes. */
-export const EMBEDDING_KEY_VERSION = 1;
+/** EMBEDDING_KEY_VERSION: bump when the stored embedding layout or the text/image preparation changes (2: batches by length, plan stored). */
+export const EMBEDDING_KEY_VERSION = 2;
 
 export interface EmbeddingKeyInput {
   shardHash: string;
@@ -376,4 +376,25 @@ export function embeddingKey(k: EmbeddingKeyInput): string {
     `dp=${e(k.docPrefix)}`,
     ...(k.maxTokens !== undefined ? [`max=${k.maxTokens}`] : []),
   ].join('|');
+}
+
+/** The embedding key of a shard's `part` embedded by `spec` at `dtype` (the worker's and the page's). */
+export function corpusEmbeddingKey(
+  shardHash: string,
+  spec: ModelSpec,
+  dtype: Dtype,
+  part: EmbedPart,
+): string {
+  return embeddingKey({
+    shardHash,
+    modelId: spec.id,
+    revision: spec.revision,
+    dtype,
+    queryPrefix: spec.queryPrefix,
+    docPrefix: spec.docPrefix,
+    pooling: spec.pooling,
+    normalize: spec.normalize,
+    part,
+    ...(spec.maxTokens !== undefined ? { maxTokens: spec.maxTokens } : {}),
+  });
 }

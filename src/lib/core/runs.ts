@@ -11,6 +11,8 @@ export type RetrieverConfig =
       revision: string;
       dtype: string;
       device: string;
+      /** Why it ran on `device` (e.g. "software WebGPU adapter (SwiftShader) — using WASM"); absent on older runs. */
+      deviceReason?: string;
       /** Which query parts were used and how they were combined (image + text queries). */
       fusion?: { mode: 'score' | 'feature'; textWeight: number };
       /** Approximate search (HNSW) instead of exact, with its recall@10 against exact on this run. */
@@ -25,6 +27,8 @@ export type RetrieverConfig =
       revision: string;
       dtype: string;
       device: string;
+      /** Why it ran on `device` (as for dense runs). */
+      deviceReason?: string;
       topN: number;
       /** Id of the reranked run. */
       input: string;
@@ -115,8 +119,19 @@ export function runTag(c: RetrieverConfig): string {
   }
 }
 
-/** A short human description of a configuration. */
+/** Why a neural run (dense, rerank) ran on its device, when recorded. */
+export function deviceNote(c: RetrieverConfig): string | undefined {
+  return c.kind === 'dense' || c.kind === 'rerank' ? c.deviceReason : undefined;
+}
+
+/** A short human description of a configuration, with the device's reason for neural runs. */
 export function describeConfig(c: RetrieverConfig): string {
+  const note = deviceNote(c);
+  return note ? `${describeSettings(c)} · ${note}` : describeSettings(c);
+}
+
+/** describeConfig without the device's reason. */
+function describeSettings(c: RetrieverConfig): string {
   switch (c.kind) {
     case 'bm25':
       return `BM25 k1=${c.k1} b=${c.b}`;

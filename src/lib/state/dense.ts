@@ -3,7 +3,7 @@
 // ranks by exact cosine. Image + text queries are scored with score fusion and/or feature fusion.
 import type { Query, TaskInfo } from '../core/types';
 import { fuseFeatures } from '../core/dense';
-import { supportsPart, type Dtype, type EmbedPart, type ModelSpec } from '../core/models';
+import { corpusEmbeddingKey, supportsPart, type Dtype, type EmbedPart, type ModelSpec } from '../core/models';
 import type { Device } from '../adapters/backend';
 import { openShardStore } from '../adapters/shard-store';
 import {
@@ -13,7 +13,7 @@ import {
   loadEncoder,
   type LoadedEncoder,
 } from '../adapters/encoder-client';
-import { runDense, setDenseDocs } from '../adapters/retrieval-client';
+import { hasDenseDocs, runDense, setDenseDocs } from '../adapters/retrieval-client';
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../adapters/worker-client';
 import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../adapters/index-client';
@@ -90,7 +90,11 @@ interface DenseTaskArgs {
   onEncoder?: (e: LoadedEncoder) => void;
 }
 
-async function denseTaskWith(args: DenseTaskArgs, adhocImage: Blob | null): Promise<DenseOutcome> {
+async function denseTaskWith(
+  args: DenseTaskArgs,
+  adhocImage: Blob | null,
+  reuseCorpus = false,
+): Promise<DenseOutcome> {
   const { spec } = args.settings;
   const plan = densePlan(spec, args.task);
   if (!plan.canRun) throw new Error(`${spec.label ?? spec.id} ${plan.notes.join('; ')}`);
@@ -103,6 +107,23 @@ async function denseTaskWith(args: DenseTaskArgs, adhocImage: Blob | null): Prom
   args.onEncoder?.(encoder);
   // An explicit dtype and device keep the embedding key stable, so stored batches are reused.
   const load = { device: encoder.device, dtype: encoder.dtype };
+  // Ad-hoc queries: once the retrieval worker holds this corpus (from the first query or a run),
+  // nothing is read from IndexedDB, copied or sent again; only the query is embedded and ranked.
+  if (reuseCorpus && !args.settings.ann) {
+    const key = plan.docParts
+      .map((part) => corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, part))
+      .join('+');
+    if (await hasDenseDocs(key)) {
+      const { runs } = await rankQueries(args, plan.queryParts, encoder.dim, new Map(), null, adhocImage);
+      const embedded = plan.docParts.map((part) => ({
+        part,
+        computedBatches: 0,
+        reusedBatches: 0,
+        missing: 0,
+      }));
+      return { encoder, runs, embedded, notes: plan.notes };
+    }
+  }
 
   const parts = new Map<EmbedPart, Awaited<ReturnType<typeof embedCorpus>>>();
   for (const part of plan.docParts)
@@ -153,74 +174,8 @@ async function denseTaskWith(args: DenseTaskArgs, adhocImage: Blob | null): Prom
   const annDocs = args.settings.ann ? matrix.slice() : null;
   await setDenseDocs(key, matrix, dim, docIds, missing);
 
+  const { q, runs } = await rankQueries(args, plan.queryParts, dim, imageRowOf, imageCopy, adhocImage);
   const qs = args.queries;
-  const q: DenseQueries = {
-    ids: qs.map((x) => x.id),
-    dim,
-    text: null,
-    image: null,
-    hasText: new Uint8Array(qs.length),
-    hasImage: new Uint8Array(qs.length),
-    exclude: qs.map((x) => x.excludeIds),
-  };
-  if (plan.queryParts.includes('text')) {
-    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
-    const vecs = await embedTexts(
-      idx.map((i) => qs[i].text),
-      'query',
-      args.job,
-    );
-    q.text = new Float32Array(qs.length * dim);
-    idx.forEach((qi, j) => {
-      q.text!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
-      q.hasText[qi] = 1;
-    });
-  }
-  if (plan.queryParts.includes('image')) {
-    q.image = new Float32Array(qs.length * dim);
-    const store = await openShardStore();
-    const todo: number[] = [];
-    if (adhocImage) {
-      const vec = await embedImages([adhocImage], args.job);
-      q.image.set(vec.subarray(0, dim), 0);
-      q.hasImage[0] = 1;
-    }
-    qs.forEach((x, i) => {
-      if (!x.image) return;
-      const row = imageRowOf.get(x.image);
-      if (row !== undefined && imageCopy) {
-        q.image!.set(imageCopy.subarray(row * dim, (row + 1) * dim), i * dim);
-        q.hasImage[i] = 1;
-      } else todo.push(i);
-    });
-    if (todo.length) {
-      const blobs = await Promise.all(todo.map((i) => store.getImage(args.shardHash, qs[i].image!)));
-      const ok = todo.filter((_, j) => blobs[j]);
-      const vecs = await embedImages(
-        blobs.filter((b): b is Blob => !!b),
-        args.job,
-      );
-      ok.forEach((qi, j) => {
-        q.image!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
-        q.hasImage[qi] = 1;
-      });
-    }
-  }
-
-  const twoParts = qs.some((_, i) => q.hasText[i] && q.hasImage[i]);
-  const fusions: (QueryFusion | undefined)[] = !twoParts
-    ? [undefined]
-    : args.settings.fusion === 'both'
-      ? [{ mode: 'score', textWeight: args.settings.textWeight }, { mode: 'feature' }]
-      : args.settings.fusion === 'score'
-        ? [{ mode: 'score', textWeight: args.settings.textWeight }]
-        : [{ mode: 'feature' }];
-  const runs: DenseOutcome['runs'] = [];
-  for (const fusion of fusions)
-    runs.push({
-      fusion,
-      lists: await runDense(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job),
-    });
   const ann = args.settings.ann;
   if (ann && annDocs) {
     const single = runs.filter((r) => !r.fusion || r.fusion.mode === 'feature');
@@ -296,6 +251,90 @@ async function denseTaskWith(args: DenseTaskArgs, adhocImage: Blob | null): Prom
 }
 
 /**
+ * Embeds the task's queries (text, image, or the one ad-hoc image) and ranks them against the
+ * retrieval worker's document matrix, once per fusion strategy. `imageRowOf`/`imageCopy`: corpus
+ * image vectors, so a query image that is a corpus image is not embedded twice.
+ */
+async function rankQueries(
+  args: DenseTaskArgs,
+  queryParts: EmbedPart[],
+  dim: number,
+  imageRowOf: Map<string, number>,
+  imageCopy: Float32Array | null,
+  adhocImage: Blob | null,
+): Promise<{ q: DenseQueries; runs: DenseOutcome['runs'] }> {
+  const qs = args.queries;
+  const q: DenseQueries = {
+    ids: qs.map((x) => x.id),
+    dim,
+    text: null,
+    image: null,
+    hasText: new Uint8Array(qs.length),
+    hasImage: new Uint8Array(qs.length),
+    exclude: qs.map((x) => x.excludeIds),
+  };
+  if (queryParts.includes('text')) {
+    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
+    const vecs = await embedTexts(
+      idx.map((i) => qs[i].text),
+      'query',
+      args.job,
+    );
+    q.text = new Float32Array(qs.length * dim);
+    idx.forEach((qi, j) => {
+      q.text!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
+      q.hasText[qi] = 1;
+    });
+  }
+  if (queryParts.includes('image')) {
+    q.image = new Float32Array(qs.length * dim);
+    const todo: number[] = [];
+    if (adhocImage) {
+      const vec = await embedImages([adhocImage], args.job);
+      q.image.set(vec.subarray(0, dim), 0);
+      q.hasImage[0] = 1;
+    }
+    qs.forEach((x, i) => {
+      if (!x.image) return;
+      const row = imageRowOf.get(x.image);
+      if (row !== undefined && imageCopy) {
+        q.image!.set(imageCopy.subarray(row * dim, (row + 1) * dim), i * dim);
+        q.hasImage[i] = 1;
+      } else todo.push(i);
+    });
+    if (todo.length) {
+      const store = await openShardStore();
+      const blobs = await Promise.all(todo.map((i) => store.getImage(args.shardHash, qs[i].image!)));
+      const ok = todo.filter((_, j) => blobs[j]);
+      const vecs = await embedImages(
+        blobs.filter((b): b is Blob => !!b),
+        args.job,
+      );
+      ok.forEach((qi, j) => {
+        q.image!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
+        q.hasImage[qi] = 1;
+      });
+    }
+  }
+
+  const twoParts = qs.some((_, i) => q.hasText[i] && q.hasImage[i]);
+  const fusions: (QueryFusion | undefined)[] = !twoParts
+    ? [undefined]
+    : args.settings.fusion === 'both'
+      ? [{ mode: 'score', textWeight: args.settings.textWeight }, { mode: 'feature' }]
+      : args.settings.fusion === 'score'
+        ? [{ mode: 'score', textWeight: args.settings.textWeight }]
+        : [{ mode: 'feature' }];
+  const runs: DenseOutcome['runs'] = [];
+  for (const fusion of fusions)
+    runs.push({
+      fusion,
+      lists: await runDense(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job),
+    });
+  return { q, runs };
+}
+
+/**
  * One ad-hoc query (text, image or both) against a task's corpus with a dense model. The corpus
  * comes from the embedding cache (computed once if needed). With both parts, both fusions are
  * returned so the UI can show them side by side.
@@ -325,6 +364,7 @@ export async function denseAdhoc(args: {
   const out = await denseTaskWith(
     { ...args, task, queries: [query], settings: { ...args.settings, depth: args.k, fusion: 'both' } },
     hasImage ? args.image : null,
+    true,
   );
   return out.runs.map((r) => ({
     fusion: r.fusion,
