@@ -1,5 +1,6 @@
 // Shard import worker: reads a shard from a folder, directory handle, zip or URL, validates it
-// (core readShard) and, only when it is valid, stores it in the IndexedDB cache. An invalid shard
+// (core readShard; a Parquet dataset through readParquetShard, which feeds the same reader) and,
+// only when it is valid, stores it in the IndexedDB cache. An invalid shard
 // therefore leaves nothing behind; a worker terminated mid-store leaves an uncommitted entry that
 // the cache sweeps (see shard-store.ts).
 import * as Comlink from 'comlink';
@@ -7,7 +8,20 @@ import { readShard } from '../src/lib/core/shard/read-shard';
 import { ShardValidationError, type ShardIssue } from '../src/lib/core/source';
 import { throttle } from '../src/lib/core/throttle';
 import type { Progress, ProgressFn } from '../src/lib/core/types';
-import { sourceFromDescriptor, type SourceDescriptor } from '../src/lib/adapters/sources';
+import {
+  listHubDataset,
+  parseHubDatasetUrl,
+  sourceFromDescriptor,
+  type SourceDescriptor,
+} from '../src/lib/adapters/sources';
+import type { ParquetMapping } from '../src/lib/core/parquet/mapping';
+import {
+  inspectParquet,
+  isParquetSource,
+  readParquetShard,
+  type ParquetInspection,
+} from '../src/lib/core/parquet/read-parquet';
+import type { ShardSource } from '../src/lib/core/source';
 import { openShardStore, type ShardSummary } from '../src/lib/adapters/shard-store';
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
@@ -28,6 +42,24 @@ function imageType(path: string): string {
   return IMAGE_TYPES[path.slice(path.lastIndexOf('.') + 1).toLowerCase()] ?? 'application/octet-stream';
 }
 
+/** Options of an import: a Parquet dataset's confirmed column mapping. */
+export interface ImportOptions {
+  /** Read the source as a Parquet dataset with this mapping (without it, Parquet is detected). */
+  parquet?: ParquetMapping;
+}
+
+/** Outcome of inspecting a Parquet dataset: its files and the detected mapping, or why it cannot be read. */
+export type InspectResult = { ok: true; inspection: ParquetInspection } | { ok: false; issues: ShardIssue[] };
+
+/** A hub dataset URL is listed through the hub's API first (a plain URL cannot be listed). */
+async function openSource(d: SourceDescriptor): Promise<ShardSource> {
+  if (d.kind === 'url' && !d.files && parseHubDatasetUrl(d.url)) {
+    const listed = await listHubDataset(d.url);
+    return sourceFromDescriptor({ kind: 'url', url: listed.url, files: listed.files });
+  }
+  return sourceFromDescriptor(d);
+}
+
 /** Throttled progress that still forwards the first tick of each phase at once (so the page sees phase changes). */
 function phasedProgress(fn?: ProgressFn) {
   const throttled = throttle(fn);
@@ -45,19 +77,38 @@ function phasedProgress(fn?: ProgressFn) {
 }
 
 const api = {
+  /** Reads a Parquet dataset's footers and detects its layout and column mapping (nothing is stored). */
+  async inspectParquet(descriptor: SourceDescriptor): Promise<InspectResult> {
+    try {
+      return { ok: true, inspection: await inspectParquet(await openSource(descriptor)) };
+    } catch (e) {
+      if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };
+      throw e;
+    }
+  },
+
   /** Reads, validates and caches a shard. `onProgress` must be wrapped in Comlink.proxy. */
-  async importShard(descriptor: SourceDescriptor, onProgress?: ProgressFn): Promise<ImportResult> {
+  async importShard(
+    descriptor: SourceDescriptor,
+    onProgress?: ProgressFn,
+    options: ImportOptions = {},
+  ): Promise<ImportResult> {
     const report = phasedProgress(onProgress);
-    const source = sourceFromDescriptor(descriptor);
     const images = new Map<string, Blob>();
+    const source = await openSource(descriptor);
     let parsed;
     try {
-      parsed = await readShard(source, {
+      const readOpts = {
         onProgress: report,
         // Blob copies the bytes, so the reader may reuse its buffer afterwards.
-        onImage: (path, bytes) =>
+        onImage: (path: string, bytes: Uint8Array) =>
           void images.set(path, new Blob([bytes as Uint8Array<ArrayBuffer>], { type: imageType(path) })),
-      });
+      };
+      if (options.parquet) parsed = await readParquetShard(source, options.parquet, readOpts);
+      else if (await isParquetSource(source)) {
+        const inspection = await inspectParquet(source);
+        parsed = await readParquetShard(source, inspection.mapping, { ...readOpts, inspection });
+      } else parsed = await readShard(source, readOpts);
     } catch (e) {
       // Class identity does not survive comlink: validation failures are returned as data.
       if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };

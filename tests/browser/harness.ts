@@ -4,10 +4,22 @@ import { zipSync, type Zippable } from 'fflate';
 import { openDB } from 'idb';
 import {
   importShard,
+  inspectParquet,
   stopShardWorker,
   type ImportResult,
   type SourceDescriptor,
 } from '../../src/lib/adapters/shard-client';
+import {
+  initialParquetMapping,
+  recallParquetMapping,
+  rememberParquetMapping,
+} from '../../src/lib/adapters/parquet-mappings';
+import { prepareBm25, runBm25Task } from '../../src/lib/adapters/retrieval-client';
+import { DEFAULT_BM25_PARAMS } from '../../src/lib/core/bm25';
+import { evaluate } from '../../src/lib/core/metrics';
+import type { ParquetMapping } from '../../src/lib/core/parquet/mapping';
+import { qrelsFor } from '../../src/lib/core/report';
+import type { Run } from '../../src/lib/core/types';
 import { describeDrop } from '../../src/lib/adapters/sources';
 import {
   DB_NAME,
@@ -40,6 +52,8 @@ export interface ImportOptions {
    * `kill`: only terminate the worker, so its half-written records stay until the next sweep.
    */
   cancelHow?: 'abort' | 'kill';
+  /** A Parquet dataset's column mapping (else detected). */
+  parquet?: ParquetMapping;
 }
 
 export type Outcome =
@@ -84,7 +98,10 @@ async function run(desc: SourceDescriptor, opts: ImportOptions = {}): Promise<Ou
     else ac.abort();
   };
   try {
-    return { ...(await importShard(desc, { signal: ac.signal, onProgress })), progress };
+    return {
+      ...(await importShard(desc, { signal: ac.signal, onProgress, parquet: opts.parquet })),
+      progress,
+    };
   } catch (e) {
     const err = e as Error;
     return { ok: false, error: { name: err?.name ?? 'Error', message: err?.message ?? String(e) }, progress };
@@ -126,8 +143,83 @@ const harness = {
     return { files: out.size, bytes };
   },
 
-  importUrl(url: string, opts?: ImportOptions): Promise<Outcome> {
-    return run({ kind: 'url', url: new URL(url, location.href).href }, opts);
+  /** Fetches `<baseUrl><path>` for each path into page memory under `name` (like fetchShard). */
+  async fetchFiles(
+    name: string,
+    baseUrl: string,
+    paths: string[],
+  ): Promise<{ files: number; bytes: number }> {
+    const out: Files = new Map();
+    let bytes = 0;
+    for (const p of paths) {
+      const res = await fetch(new URL(p, new URL(baseUrl, location.href)));
+      if (!res.ok) throw new Error(`HTTP ${res.status} for ${baseUrl}${p}`);
+      const b = new Uint8Array(await res.arrayBuffer());
+      out.set(p, b);
+      bytes += b.length;
+    }
+    fetched.set(name, out);
+    return { files: out.size, bytes };
+  },
+
+  /** `files`: the listing of a URL that cannot be listed (a Parquet dataset's files). */
+  importUrl(url: string, opts?: ImportOptions & { files?: string[] }): Promise<Outcome> {
+    return run({ kind: 'url', url: new URL(url, location.href).href, files: opts?.files }, opts);
+  },
+
+  /** Inspects the fetched files of `name` as a Parquet dataset (File objects, as a folder pick gives). */
+  async inspectFiles(name: string) {
+    const list = [...files(name)].map(([path, bytes]) => ({
+      path,
+      file: new File([bytes as Uint8Array<ArrayBuffer>], path.split('/').pop()!),
+    }));
+    return inspectParquet({ kind: 'files', files: list, label: name });
+  },
+
+  /** Remembers, recalls and picks the initial mapping of a dataset identity (localStorage). */
+  rememberMapping(identity: string, mapping: ParquetMapping): void {
+    rememberParquetMapping(identity, mapping);
+  },
+  recallMapping(identity: string): ParquetMapping | null {
+    return recallParquetMapping(identity);
+  },
+  async initialMapping(name: string) {
+    const r = await harness.inspectFiles(name);
+    if (!r.ok) throw new Error(JSON.stringify(r.issues));
+    return initialParquetMapping(r.inspection);
+  },
+
+  /**
+   * BM25 (Anserini defaults) over every task of a cached shard, scored like the UI (trec_eval -c):
+   * per task, its query ids and the overall nDCG@10, Recall@100, MRR and MAP.
+   */
+  async bm25Metrics(hash: string) {
+    const store = await openShardStore();
+    let shard;
+    try {
+      shard = await store.load(hash);
+    } finally {
+      await store.close();
+    }
+    await prepareBm25(hash, { ...DEFAULT_BM25_PARAMS });
+    const out: Record<string, { queries: string[]; metrics: Record<string, number> }> = {};
+    for (const t of shard.summary.manifest.tasks) {
+      const lists = await runBm25Task(t.id, 1000);
+      const run: Run = new Map(
+        lists.map((l) => [l.queryId, l.docIds.map((docId, i) => ({ docId, score: l.scores[i] }))]),
+      );
+      const ids = shard.queries.filter((q) => q.task === t.id).map((q) => q.id);
+      const r = evaluate(
+        qrelsFor(shard.qrels, ids),
+        run,
+        ['ndcg_cut_10', 'recall_100', 'recip_rank', 'map'],
+        {
+          complete: true,
+        },
+      );
+      out[t.id] = { queries: ids, metrics: r.all };
+    }
+    return out;
   },
 
   /** Zips the fetched files in the page (optionally inside `topFolder`, optionally edited) and imports the zip. */

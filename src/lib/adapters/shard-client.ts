@@ -1,12 +1,13 @@
 // Page-side client of workers/shard.worker.ts. Owns the worker (started lazily, dropped when it dies
 // or is cancelled) and turns `{ signal, onProgress }` into comlink calls: cancel = terminate.
 import * as Comlink from 'comlink';
-import type { ImportResult, ShardWorkerApi } from '../../../workers/shard.worker';
+import type { ImportResult, InspectResult, ShardWorkerApi } from '../../../workers/shard.worker';
+import type { ParquetMapping } from '../core/parquet/mapping';
 import type { ProgressFn } from '../core/types';
 import { openShardStore } from './shard-store';
 import type { SourceDescriptor } from './sources';
 
-export type { ImportResult, SourceDescriptor };
+export type { ImportResult, InspectResult, SourceDescriptor };
 
 /** CANCEL_SWEEP_WAIT_MS: how long a cancel waits for the killed worker's lock before sweeping its debris. */
 export const CANCEL_SWEEP_WAIT_MS = 5000;
@@ -51,17 +52,47 @@ function abortError(): DOMException {
   return new DOMException('shard import cancelled', 'AbortError');
 }
 
+/** Options of {@link importShard}. */
+export interface ImportShardOptions extends JobOptions {
+  /**
+   * A Parquet dataset's confirmed column mapping (from inspectParquet, possibly edited). Without it a
+   * source holding only .parquet files is imported with the detected mapping.
+   */
+  parquet?: ParquetMapping;
+}
+
 /**
  * Imports a shard in the worker: read, validate, cache. Resolves `{ ok: false, issues }` for an
  * invalid shard (nothing cached), `{ ok: true, summary }` otherwise. Aborting terminates the
  * worker, removes whatever it had half-written, then rejects with an AbortError.
  */
-export function importShard(source: SourceDescriptor, opts: JobOptions = {}): Promise<ImportResult> {
-  const { signal, onProgress } = opts;
+export function importShard(source: SourceDescriptor, opts: ImportShardOptions = {}): Promise<ImportResult> {
+  const { onProgress, parquet } = opts;
+  return call<ImportResult>(opts.signal, (api) =>
+    api.importShard(source, onProgress ? Comlink.proxy(onProgress) : undefined, parquet ? { parquet } : {}),
+  );
+}
+
+/**
+ * Reads a Parquet dataset's file footers in the worker and detects its layout and column mapping:
+ * `{ ok: true, inspection }` (show `inspection.mapping` for confirmation), or `{ ok: false, issues }`.
+ */
+export function inspectParquet(
+  source: SourceDescriptor,
+  opts: { signal?: AbortSignal } = {},
+): Promise<InspectResult> {
+  return call<InspectResult>(opts.signal, (api) => api.inspectParquet(source));
+}
+
+/** Runs one worker call with cancel (terminate + sweep) and worker-death handling. */
+function call<T>(
+  signal: AbortSignal | undefined,
+  invoke: (api: Comlink.Remote<ShardWorkerApi>) => Promise<T>,
+): Promise<T> {
   if (signal?.aborted) return Promise.reject(abortError());
   const api = connect();
   const w = worker;
-  return new Promise<ImportResult>((resolve, reject) => {
+  return new Promise<T>((resolve, reject) => {
     let settled = false;
     const reject1 = (e: unknown) => {
       if (settled) return;
@@ -82,7 +113,7 @@ export function importShard(source: SourceDescriptor, opts: JobOptions = {}): Pr
     };
     pending.add(reject1);
     signal?.addEventListener('abort', onAbort, { once: true });
-    api.importShard(source, onProgress ? Comlink.proxy(onProgress) : undefined).then((r) => {
+    invoke(api).then((r) => {
       if (settled) return;
       settled = true;
       pending.delete(reject1);

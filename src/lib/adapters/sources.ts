@@ -2,7 +2,7 @@
 // entry by entry from its central directory) and a URL. Each one maps shard-relative paths
 // (`corpus.jsonl`, `images/a.jpg`) to streams of bytes; the core parser only sees ShardSource.
 import { Inflate } from 'fflate';
-import { ShardValidationError, type ShardSource } from '../core/source';
+import { ShardValidationError, type RandomAccessFile, type ShardSource } from '../core/source';
 
 /** A file with the shard-relative path it was found at (drag-and-drop, or attached by the caller). */
 export interface PathedFile {
@@ -18,7 +18,11 @@ export type SourceDescriptor =
   | { kind: 'files'; files: PathedFile[]; label?: string }
   | { kind: 'directory'; handle: FileSystemDirectoryHandle }
   | { kind: 'zip'; file: File; label?: string }
-  | { kind: 'url'; url: string };
+  /**
+   * `files`: the paths under `url` when the server cannot list them (a Parquet dataset's files); a
+   * Hugging Face `resolve/<rev>/` URL without them is listed through the hub's tree API.
+   */
+  | { kind: 'url'; url: string; files?: string[] };
 
 /** READ_CHUNK_BYTES: size of each slice read from a Blob (zip entries, files without streams). */
 export const READ_CHUNK_BYTES = 1 << 20;
@@ -33,8 +37,13 @@ export function sourceFromDescriptor(d: SourceDescriptor): ShardSource {
     case 'zip':
       return zipSource(d.file, d.label);
     case 'url':
-      return urlSource(d.url);
+      return urlSource(d.url, d.files);
   }
+}
+
+/** Random access to a Blob (a File, a stored zip entry, an inflated one). */
+function blobFile(blob: Blob): RandomAccessFile {
+  return { byteLength: blob.size, slice: (start, end) => blob.slice(start, end).arrayBuffer() };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -129,6 +138,10 @@ export function folderSource(files: File[] | FileList | PathedFile[], label?: st
       return f ? blobChunks(f) : null;
     },
     size: async (path) => byPath.get(path)?.size,
+    openRandom: async (path) => {
+      const f = byPath.get(path);
+      return f ? blobFile(f) : null;
+    },
   };
 }
 
@@ -191,6 +204,10 @@ export function directoryHandleSource(handle: FileSystemDirectoryHandle): ShardS
     size: async (path) => {
       const h = await fileHandle(path);
       return h ? (await h.getFile()).size : undefined;
+    },
+    openRandom: async (path) => {
+      const h = await fileHandle(path);
+      return h ? blobFile(await h.getFile()) : null;
     },
   };
 }
@@ -473,19 +490,50 @@ export function zipSource(file: Blob, label?: string): ShardSource {
       return e ? inflate(path, e) : null;
     },
     size: async (path) => (await entries()).get(path)?.size,
+    // Parquet readers seek: a stored entry is a slice of the zip itself; a deflated one is inflated
+    // (with its CRC checked) into a Blob first.
+    openRandom: async (path) => {
+      const e = (await entries()).get(path);
+      if (!e) return null;
+      if (e.method === 0 && !(e.flags & 1)) {
+        const local = await readBytes(file, e.localHeaderOffset, e.localHeaderOffset + 30);
+        if (local.byteLength < 30 || local.getUint32(0, true) !== SIG_LOCAL)
+          throw issue(
+            path,
+            'zip-corrupt-entry',
+            `${name}: entry ${e.name} is damaged (local header missing)`,
+          );
+        const start = e.localHeaderOffset + 30 + local.getUint16(26, true) + local.getUint16(28, true);
+        return blobFile(file.slice(start, start + e.size));
+      }
+      const parts: Uint8Array<ArrayBuffer>[] = [];
+      for await (const c of inflate(path, e)) parts.push(c as Uint8Array<ArrayBuffer>);
+      return blobFile(new Blob(parts));
+    },
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // URL
 
+/** Hosts a Hugging Face `resolve/` URL may redirect to (its LFS / Xet storage). */
+function isHubHost(host: string): boolean {
+  return (
+    host === 'huggingface.co' ||
+    host.endsWith('.huggingface.co') ||
+    host === 'hf.co' ||
+    host.endsWith('.hf.co')
+  );
+}
+
 /**
  * A shard served over HTTP(S) at `baseUrl` (`/shards/medquad/`, `https://host/shard/`). Bodies are
  * streamed; a 404 (or 410) means the file does not exist; any other failure is an Error naming the
- * status and URL. Only URLs under the given base, on its origin, are ever fetched; the listing is
+ * status and URL. Only URLs under the given base, on its origin, are ever fetched (a Hugging Face
+ * URL may be redirected to the hub's own file storage); the listing is `files` when given, else
  * unknown (list() → null), so the reader asks for the files the format names.
  */
-export function urlSource(baseUrl: string): ShardSource {
+export function urlSource(baseUrl: string, files?: string[]): ShardSource {
   const here = (globalThis as { location?: { href: string } }).location?.href;
   const base = new URL(baseUrl, here);
   if (!base.pathname.endsWith('/')) base.pathname += '/';
@@ -493,6 +541,7 @@ export function urlSource(baseUrl: string): ShardSource {
   base.hash = '';
   if (base.protocol !== 'https:' && base.protocol !== 'http:')
     throw new Error(`not an http(s) URL: ${base.href}`);
+  const hub = isHubHost(base.hostname);
 
   const urlOf = (path: string): URL => {
     const clean = cleanPath(path);
@@ -503,15 +552,23 @@ export function urlSource(baseUrl: string): ShardSource {
     return u;
   };
 
-  const request = async (path: string, method: 'GET' | 'HEAD'): Promise<Response | null> => {
+  const request = async (
+    path: string,
+    method: 'GET' | 'HEAD',
+    headers?: Record<string, string>,
+  ): Promise<Response | null> => {
     const u = urlOf(path);
     let res: Response;
     try {
-      res = await fetch(u, { method, credentials: 'same-origin' });
+      res = await fetch(u, { method, credentials: 'same-origin', headers });
     } catch (e) {
       throw new Error(`could not fetch ${u.href}: ${(e as Error).message || 'network error'}`);
     }
-    if (res.url && new URL(res.url).origin !== base.origin) {
+    if (
+      res.url &&
+      new URL(res.url).origin !== base.origin &&
+      !(hub && isHubHost(new URL(res.url).hostname))
+    ) {
       await res.body?.cancel().catch(() => undefined);
       throw new Error(
         `${u.href} redirected to another origin (${new URL(res.url).origin}); refusing to read it`,
@@ -528,22 +585,98 @@ export function urlSource(baseUrl: string): ShardSource {
     return res;
   };
 
+  const size = async (path: string): Promise<number | undefined> => {
+    const res = await request(path, 'HEAD').catch(() => null);
+    const len = res?.headers.get('Content-Length');
+    // A compressed transfer's length is not the file's.
+    if (!res || !len || res.headers.get('Content-Encoding')) return undefined;
+    const n = Number(len);
+    return Number.isFinite(n) ? n : undefined;
+  };
+
   return {
     label: base.href,
-    list: async () => null,
+    list: async () => (files ? [...files] : null),
     open: async (path) => {
       const res = await request(path, 'GET');
       if (!res) return null;
       if (!res.body) return (async function* () {})();
       return streamChunks(res.body);
     },
-    size: async (path) => {
-      const res = await request(path, 'HEAD').catch(() => null);
-      const len = res?.headers.get('Content-Length');
-      // A compressed transfer's length is not the file's.
-      if (!res || !len || res.headers.get('Content-Encoding')) return undefined;
-      const n = Number(len);
-      return Number.isFinite(n) ? n : undefined;
+    size,
+    // HTTP range requests (a Parquet footer, then only the row groups read); a server that ignores
+    // Range gets one whole download, kept for the following slices.
+    openRandom: async (path) => {
+      const n = await size(path);
+      if (n === undefined) {
+        const res = await request(path, 'GET');
+        return res ? blobFile(await res.blob()) : null;
+      }
+      let whole: Promise<Blob> | undefined;
+      return {
+        byteLength: n,
+        slice: async (start, end = n) => {
+          if (whole) return (await whole).slice(start, end).arrayBuffer();
+          const res = await request(path, 'GET', { Range: `bytes=${start}-${end - 1}` });
+          if (!res) throw new Error(`${urlOf(path).href} disappeared while it was being read`);
+          if (res.status === 206) return res.arrayBuffer();
+          whole = res.blob();
+          return (await whole).slice(start, end).arrayBuffer();
+        },
+      };
     },
   };
+}
+
+/** A Hugging Face dataset URL split into repository, revision and folder, or null for another URL. */
+export function parseHubDatasetUrl(
+  url: string,
+): { repo: string; revision: string; folder: string; resolveBase: string } | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  if (u.hostname !== 'huggingface.co') return null;
+  const m = /^\/datasets\/([^/]+\/[^/]+)(?:\/(?:resolve|tree|blob)\/([^/]+)(?:\/(.*?))?)?\/?$/.exec(
+    u.pathname,
+  );
+  if (!m) return null;
+  const repo = m[1];
+  const revision = decodeURIComponent(m[2] ?? 'main');
+  const folder = (m[3] ?? '').replace(/\/+$/, '');
+  const rev = encodeURIComponent(revision);
+  return {
+    repo,
+    revision,
+    folder,
+    resolveBase: `https://huggingface.co/datasets/${repo}/resolve/${rev}/${folder ? `${folder}/` : ''}`,
+  };
+}
+
+/**
+ * The files of a Hugging Face dataset (or of one folder of it, e.g. `refs/convert/parquet`'s) through
+ * the hub's tree API, relative to the folder: what a `{ kind: 'url', url, files }` descriptor needs.
+ * Fetches only huggingface.co, the host the user chose.
+ */
+export async function listHubDataset(url: string): Promise<{ url: string; files: string[] }> {
+  const hub = parseHubDatasetUrl(url);
+  if (!hub) throw new Error(`${url} is not a Hugging Face dataset URL`);
+  const files: string[] = [];
+  let next: string | null =
+    `https://huggingface.co/api/datasets/${hub.repo}/tree/${encodeURIComponent(hub.revision)}` +
+    `${hub.folder ? `/${hub.folder.split('/').map(encodeURIComponent).join('/')}` : ''}?recursive=true`;
+  while (next) {
+    const res: Response = await fetch(next, { credentials: 'omit' });
+    if (!res.ok) throw new Error(`HTTP ${res.status} listing ${hub.repo} at ${hub.revision}`);
+    for (const e of (await res.json()) as { type: string; path: string }[]) {
+      if (e.type !== 'file') continue;
+      const rel = hub.folder ? e.path.slice(hub.folder.length + 1) : e.path;
+      if (/\.parquet$/i.test(rel) || rel === 'README.md') files.push(rel);
+    }
+    // The tree API pages with a Link: <…>; rel="next" header.
+    next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('Link') ?? '')?.[1] ?? null;
+  }
+  return { url: hub.resolveBase, files };
 }

@@ -11,6 +11,18 @@ export interface ShardSource {
   open(path: string): Promise<AsyncIterable<Uint8Array> | null>;
   /** The file's size in bytes when known without reading it. */
   size(path: string): Promise<number | undefined>;
+  /**
+   * Random access to a file (Parquet needs its footer first), or null when it does not exist. Sources
+   * without it are read whole into memory by the Parquet reader.
+   */
+  openRandom?(path: string): Promise<RandomAccessFile | null>;
+}
+
+/** A file read by byte ranges (hyparquet's AsyncBuffer): a Blob, a stored zip entry, an HTTP range. */
+export interface RandomAccessFile {
+  byteLength: number;
+  /** Bytes [start, end) of the file (end defaults to its length). */
+  slice(start: number, end?: number): ArrayBuffer | Promise<ArrayBuffer>;
 }
 
 /** One problem found while reading a shard: where it is and what is wrong. */
@@ -19,6 +31,10 @@ export interface ShardIssue {
   file: string;
   /** 1-based line number when the problem is on a line. */
   line?: number;
+  /** Parquet: 0-based row group of the file the problem is in. */
+  rowGroup?: number;
+  /** Parquet: 0-based row of the file (counted over all its row groups, as pandas/pyarrow do). */
+  row?: number;
   /** Stable machine-readable code, e.g. `malformed-json`, `duplicate-id`. */
   code: string;
   message: string;
@@ -29,10 +45,22 @@ export class ShardValidationError extends Error {
   readonly issues: ShardIssue[];
   constructor(issues: ShardIssue[]) {
     const first = issues[0];
-    const where = first ? `${first.file}${first.line ? `:${first.line}` : ''}: ` : '';
+    const where = first ? `${issueLocation(first)}: ` : '';
     const more = issues.length > 1 ? ` (+${issues.length - 1} more)` : '';
     super(`${where}${first?.message ?? 'invalid shard'}${more}`);
     this.name = 'ShardValidationError';
     this.issues = issues;
   }
+}
+
+/** `file:line`, or for Parquet `file (row group g, row r)`, for messages. */
+export function issueLocation(i: ShardIssue): string {
+  if (i.rowGroup !== undefined || i.row !== undefined) {
+    const parts = [
+      ...(i.rowGroup !== undefined ? [`row group ${i.rowGroup}`] : []),
+      ...(i.row !== undefined ? [`row ${i.row}`] : []),
+    ];
+    return `${i.file} (${parts.join(', ')})`;
+  }
+  return `${i.file}${i.line ? `:${i.line}` : ''}`;
 }
