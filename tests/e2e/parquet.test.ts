@@ -75,7 +75,16 @@ describe('Parquet (MIEB layout) import in Chromium', () => {
     expect(fromFiles.summary.hash).not.toBe(jsonl.summary.hash);
 
     const fromZip = ok(await call(page, 'importZip', 'valid', { topFolder: 'vqa-rad-mieb' }));
+    const ranges: string[] = [];
+    const onRequest = (r: import('playwright-core').Request) => {
+      const range = r.headers()['range'];
+      if (range && r.url().endsWith('.parquet')) ranges.push(range);
+    };
+    page.context().on('request', onRequest);
     const fromUrl = ok(await call(page, 'importUrl', urlOf(fx.valid), { files: filesOf(fx.valid) }));
+    page.context().off('request', onRequest);
+    // The URL is read by range requests (footers, then row groups), not whole downloads.
+    expect(ranges.length).toBeGreaterThan(5);
     for (const r of [fromZip, fromUrl]) {
       expect(r.summary.hash).toBe(fromFiles.summary.hash);
       expect(r.cached).toBe(true);

@@ -6,7 +6,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FsSource } from '../../scripts/lib/fs-source';
-import { classifyParquetPath, parseModality } from '../../src/lib/core/parquet/mapping';
+import {
+  checkParquetMapping,
+  classifyParquetPath,
+  detectParquetMapping,
+  normaliseQuerySplits,
+  parseModality,
+  type ParquetFileInfo,
+} from '../../src/lib/core/parquet/mapping';
+import { parseHubDatasetUrl } from '../../src/lib/adapters/sources';
+import { recallParquetMapping, rememberParquetMapping } from '../../src/lib/adapters/parquet-mappings';
 import { inspectParquet, readParquetShard } from '../../src/lib/core/parquet/read-parquet';
 import { readShard } from '../../src/lib/core/shard/read-shard';
 import { ShardValidationError, type ShardIssue } from '../../src/lib/core/source';
@@ -75,6 +84,109 @@ describe('Parquet layouts', () => {
     expect(parseModality('text')).toBe('text');
     expect(parseModality('Image')).toBe('image');
     expect(parseModality('x-ray')).toBeNull();
+  });
+});
+
+describe('Parquet mapping detection', () => {
+  const file = (
+    path: string,
+    columns: [string, ParquetFileInfo['columns'][number]['kind']][],
+  ): ParquetFileInfo => ({
+    path,
+    ...classifyParquetPath(path),
+    rows: 1,
+    rowGroups: [1],
+    columns: columns.map(([name, kind]) => ({ name, kind })),
+  });
+  // MTEB's text retrieval layout: corpus/, queries/ and the qrels in the default configuration.
+  const files = [
+    file('corpus/corpus-00000-of-00001.parquet', [
+      ['_id', 'string'],
+      ['title', 'string'],
+      ['text', 'string'],
+    ]),
+    file('queries/queries-00000-of-00001.parquet', [
+      ['_id', 'string'],
+      ['text', 'string'],
+      ['lang', 'string'],
+    ]),
+    file('default/test-00000-of-00001.parquet', [
+      ['query-id', 'string'],
+      ['corpus-id', 'string'],
+      ['score', 'number'],
+    ]),
+    file('default/train-00000-of-00001.parquet', [
+      ['query-id', 'string'],
+      ['corpus-id', 'string'],
+      ['score', 'number'],
+    ]),
+  ];
+
+  it('maps an MTEB text dataset and prefers the test split', () => {
+    // The queries file's "split" (queries) is none of the qrels': it serves every qrels split.
+    normaliseQuerySplits(files);
+    expect(files[1].split).toBe('*');
+    const m = detectParquetMapping(files, { name: 'scifact' });
+    expect(m).toEqual({
+      version: 1,
+      name: 'scifact',
+      corpus: { id: '_id', text: 'text', title: 'title', image: undefined, modality: undefined, meta: [] },
+      query: {
+        id: '_id',
+        text: 'text',
+        image: undefined,
+        modality: undefined,
+        excludeIds: undefined,
+        meta: ['lang'],
+      },
+      qrels: { queryId: 'query-id', corpusId: 'corpus-id', score: 'score' },
+      splits: ['test'],
+    });
+    expect(checkParquetMapping(files, m)).toEqual([]);
+  });
+
+  it('names what an edited mapping gets wrong', () => {
+    const m = detectParquetMapping(files, { name: 'x' });
+    const issues = checkParquetMapping(files, {
+      ...m,
+      corpus: { ...m.corpus, text: 'body', image: 'title' },
+    });
+    expect(issues.map((i) => [i.file, i.code])).toEqual([
+      ['corpus/corpus-00000-of-00001.parquet', 'missing-column'],
+      ['corpus/corpus-00000-of-00001.parquet', 'wrong-type'],
+    ]);
+    expect(checkParquetMapping(files, { ...m, splits: ['dev'] }).map((i) => [i.file, i.code])).toEqual([
+      ['qrels/', 'missing-file'],
+    ]);
+  });
+
+  it('remembers a mapping per dataset identity', () => {
+    const data = new Map<string, string>();
+    const store = {
+      getItem: (k: string) => data.get(k) ?? null,
+      setItem: (k: string, v: string) => void data.set(k, v),
+      removeItem: (k: string) => void data.delete(k),
+    };
+    const m = detectParquetMapping(files, { name: 'x' });
+    expect(recallParquetMapping('id-1', store)).toBeNull();
+    rememberParquetMapping('id-1', m, store);
+    expect(recallParquetMapping('id-1', store)).toEqual(JSON.parse(JSON.stringify(m)));
+    expect(recallParquetMapping('id-2', store)).toBeNull();
+    data.set('loupe:parquet-mapping:id-3', JSON.stringify({ ...m, version: 0 }));
+    expect(recallParquetMapping('id-3', store)).toBeNull();
+  });
+
+  it('parses Hugging Face dataset URLs', () => {
+    expect(parseHubDatasetUrl('https://huggingface.co/datasets/MIEB/foo')).toEqual({
+      repo: 'MIEB/foo',
+      revision: 'main',
+      folder: '',
+      resolveBase: 'https://huggingface.co/datasets/MIEB/foo/resolve/main/',
+    });
+    expect(
+      parseHubDatasetUrl('https://huggingface.co/datasets/MIEB/foo/resolve/refs%2Fconvert%2Fparquet/corpus/'),
+    ).toMatchObject({ revision: 'refs/convert/parquet', folder: 'corpus' });
+    expect(parseHubDatasetUrl('https://example.org/datasets/a/b')).toBeNull();
   });
 });
 

@@ -155,6 +155,25 @@ export function classifyParquetPath(path: string): {
   return { role: ROLE_OF_CONFIG[config] ?? null, config, split };
 }
 
+/** ANY_SPLIT: the split of query files that serve every qrels split (MTEB's `queries/queries-….parquet`). */
+export const ANY_SPLIT = '*';
+
+/**
+ * When all query files share one split the qrels do not have (MTEB text datasets name it `queries`),
+ * those queries serve every qrels split: their split becomes {@link ANY_SPLIT}. Edits `files` in place.
+ */
+export function normaliseQuerySplits(files: ParquetFileInfo[]): void {
+  const queries = files.filter((f) => f.role === 'query');
+  const qrelsSplits = new Set(files.filter((f) => f.role === 'qrels').map((f) => f.split));
+  const splits = new Set(queries.map((f) => f.split));
+  if (splits.size === 1 && !qrelsSplits.has([...splits][0])) for (const f of queries) f.split = ANY_SPLIT;
+}
+
+/** Whether a file belongs to one of `splits` (a query file of ANY_SPLIT belongs to all). */
+export function inSplits(f: ParquetFileInfo, splits: string[]): boolean {
+  return f.split === ANY_SPLIT || splits.includes(f.split);
+}
+
 function find(
   columns: ParquetColumnInfo[],
   names: string[],
@@ -232,7 +251,7 @@ export function detectParquetMapping(
 
   const querySplits = new Set(files.filter((f) => f.role === 'query').map((f) => f.split));
   const both = [...new Set(files.filter((f) => f.role === 'qrels').map((f) => f.split))]
-    .filter((s) => querySplits.has(s))
+    .filter((s) => querySplits.has(s) || querySplits.has(ANY_SPLIT))
     .sort();
   // MIEB evaluates on its test split; other splits (train, dev) are opt-in.
   const splits = both.includes('test') ? ['test'] : both;
@@ -246,7 +265,7 @@ export function detectParquetMapping(
 export function checkParquetMapping(files: ParquetFileInfo[], mapping: ParquetMapping): ShardIssue[] {
   const issues: ShardIssue[] = [];
   const roleFiles = (role: ParquetRole, splits?: string[]) =>
-    files.filter((f) => f.role === role && (!splits || splits.includes(f.split)));
+    files.filter((f) => f.role === role && (!splits || inSplits(f, splits)));
   const parts: { role: ParquetRole; label: string; files: ParquetFileInfo[] }[] = [
     { role: 'corpus', label: 'corpus', files: roleFiles('corpus') },
     { role: 'query', label: 'query', files: roleFiles('query', mapping.splits) },

@@ -18,9 +18,12 @@ import { ShardValidationError, type ShardIssue, type ShardSource } from '../sour
 import type { Modality, ParsedShard, ShardWarning, TaskInfo } from '../types';
 import { readShard, type ReadShardOptions } from '../shard/read-shard';
 import {
+  ANY_SPLIT,
   checkParquetMapping,
   classifyParquetPath,
   detectParquetMapping,
+  inSplits,
+  normaliseQuerySplits,
   parseModality,
   type ParquetColumnInfo,
   type ParquetColumnKind,
@@ -178,6 +181,7 @@ async function openAll(source: ShardSource, paths: string[]): Promise<OpenFile[]
     if (qrelsLike) f.info.role = 'qrels';
     else if (f.info.role === 'qrels' && f.info.config !== 'qrels') f.info.role = null;
   }
+  normaliseQuerySplits(out.map((f) => f.info));
   return out;
 }
 
@@ -258,7 +262,7 @@ export async function inspectParquet(source: ShardSource): Promise<ParquetInspec
   });
   const querySplits = new Set(byRole('query').map((f) => f.info.split));
   const splits = [...new Set(byRole('qrels').map((f) => f.info.split))]
-    .filter((s) => querySplits.has(s))
+    .filter((s) => querySplits.has(s) || querySplits.has(ANY_SPLIT))
     .sort();
   const identity = `parquet:${source.label}:${fnv(
     infos.map((f) => `${f.path}\t${f.columns.map((c) => `${c.name}:${c.kind}`).join(',')}`).join('\n'),
@@ -433,7 +437,7 @@ class ParquetShard {
   }
 
   private of(role: string, splits?: string[]): OpenFile[] {
-    return this.files.filter((f) => f.info.role === role && (!splits || splits.includes(f.info.split)));
+    return this.files.filter((f) => f.info.role === role && (!splits || inSplits(f.info, splits)));
   }
 
   async read(): Promise<ParsedShard> {
