@@ -219,6 +219,29 @@ async function compareMode() {
   console.log(`\npermalink (this server): ${link}`);
 }
 
+/** The per-language rows of the UI's metrics.json (the `language` query facet), as printed lines. */
+function languageTable(ui: {
+  facets?: { key: string; values: { value: string; queries: number; means: Record<string, number> }[] }[];
+}): string[] {
+  const facet = ui.facets?.find((f) => f.key === 'language');
+  if (!facet) return [];
+  const cols = ['ndcg_cut_10', 'recall_100', 'recip_rank'];
+  return [
+    '  per language (also in metrics.json "facets" and the language rows of metrics.csv):',
+    '  ' +
+      'language'.padEnd(10) +
+      'queries'.padStart(8) +
+      cols.map((m) => measureLabel(m).padStart(11)).join(''),
+    ...facet.values.map(
+      (v) =>
+        '  ' +
+        v.value.padEnd(10) +
+        String(v.queries).padStart(8) +
+        cols.map((m) => (v.means[m] ?? 0).toFixed(4).padStart(11)).join(''),
+    ),
+  ];
+}
+
 try {
   if (args.compare) {
     await compareMode();
@@ -310,6 +333,7 @@ try {
         '  ' + shown.map((m) => `${measureLabel(m).padStart(11)}`).join(''),
         '  ' + shown.map((m) => `${ui.overall[m].toFixed(4).padStart(11)}`).join(''),
         `  re-scored from run.trec: max |diff| ${worst.toExponential(1)} · ${trecEvalNote}`,
+        ...languageTable(ui),
         `  files: ${outDir}`,
       );
       if (worst > 1e-12) throw new Error(`re-scoring run.trec disagrees with the UI by ${worst}`);

@@ -2,6 +2,8 @@
 // caches it in IndexedDB as an artifact, and answers batch runs and ad-hoc searches.
 import * as Comlink from 'comlink';
 import {
+  bm25AnalyzerKey,
+  bm25Doc,
   buildBm25Index,
   deserializeBm25,
   explainBm25,
@@ -53,12 +55,17 @@ interface Open {
   docs: Doc[];
   queries: Query[];
   key: string;
+  /** The key without the analysis part: what a repeated prepare() call can compare before loading docs. */
+  params: string;
   index: Bm25Index;
 }
 
 let open: Open | null = null;
 
-const paramsKey = (p: Bm25Params) => `bm25:k1=${p.k1};b=${p.b};lossy=${p.lossyLengths ? 1 : 0};v1`;
+// The key names the analysis too (each document-language group's analyzer and the analyzer
+// version): the same shard and parameters analysed differently is a different index.
+const paramsKey = (p: Bm25Params, analysis: string) =>
+  `bm25:k1=${p.k1};b=${p.b};lossy=${p.lossyLengths ? 1 : 0};analysis=${analysis};v2`;
 
 const api = {
   /**
@@ -68,12 +75,19 @@ const api = {
   async prepare(hash: string, params: Bm25Params, onProgress?: (p: Progress) => void) {
     const report = throttle(onProgress);
     const t0 = performance.now();
-    const key = paramsKey(params);
-    if (open?.hash === hash && open.key === key)
-      return { cached: true, ms: 0, indexedDocs: open.index.indexedDocCount };
+    if (open?.hash === hash && open.params === paramsKey(params, ''))
+      return {
+        cached: true,
+        ms: 0,
+        indexedDocs: open.index.indexedDocCount,
+        analyzers: open.index.analyzers,
+      };
     const store = await openShardStore();
     report({ kind: 'status', message: 'Reading shard from IndexedDB' });
-    const { docs, queries } = await store.load(hash);
+    const { docs, queries, summary } = await store.load(hash);
+    const language = summary.manifest.language;
+    const bm25Docs = docs.map(bm25Doc);
+    const key = paramsKey(params, bm25AnalyzerKey(bm25Docs, language));
     let index: Bm25Index | null = null;
     let cached = false;
     try {
@@ -88,13 +102,18 @@ const api = {
       await store.deleteArtifacts(hash, 'bm25');
     }
     if (!index) {
-      index = await buildBm25Index(docs, params, { onProgress: report });
+      index = await buildBm25Index(bm25Docs, params, { onProgress: report, language });
       report({ kind: 'status', message: 'Caching BM25 index' });
       await store.putArtifact(hash, 'bm25', key, serializeBm25(index));
     }
     report.flush();
-    open = { hash, docs, queries, key, index };
-    return { cached, ms: performance.now() - t0, indexedDocs: index.indexedDocCount };
+    open = { hash, docs, queries, key, params: paramsKey(params, ''), index };
+    return {
+      cached,
+      ms: performance.now() - t0,
+      indexedDocs: index.indexedDocCount,
+      analyzers: index.analyzers,
+    };
   },
 
   /** Ranks the corpus for every query of a task (top `depth`), honouring each query's exclude_ids. */

@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ENGLISH_STOP_WORDS, analyze, tokenize } from '../../src/lib/core/analyzer';
+import { ANALYZER_VERSION, ENGLISH_STOP_WORDS, analyze, tokenize } from '../../src/lib/core/analyzer';
+import type { AnalyzerId } from '../../src/lib/core/analyzers';
 import {
   BM25_FORMAT_VERSION,
   CorruptIndexError,
+  bm25AnalyzerKey,
+  bm25Doc,
   buildBm25Index,
   bm25HasTokens,
   byte4ToInt,
@@ -350,6 +353,71 @@ describe('serialization', () => {
     // Invalid UTF-8 in a term.
     expect(corrupt((s) => (new Uint8Array(s.buffers[3])[0] = 0xff))).toThrow(CorruptIndexError);
     expect(() => deserializeBm25({} as SerializedBm25)).toThrow(CorruptIndexError);
+  });
+});
+
+describe('analyzers per document language', () => {
+  const MIXED = [
+    { id: 'en1', title: 'Fractures', text: 'Bone fractures heal slowly in older people', language: 'en' },
+    {
+      id: 'de1',
+      title: 'Knochenbrüche',
+      text: 'Knochenbrüche heilen bei älteren Menschen langsam',
+      language: 'de',
+    },
+    { id: 'de2', title: 'Ernährung', text: 'Gesunde Ernährung im Alter', language: 'de' },
+    { id: 'x1', title: '', text: 'fractures and more fractures' },
+  ];
+
+  it("analyses each document with its language and the query with each group's analyzer", async () => {
+    const index = await buildBm25Index(MIXED, {}, { language: 'en' });
+    expect(index.analyzers).toEqual(['english', 'german']);
+    expect([...index.docAnalyzer]).toEqual([0, 1, 1, 0]);
+    // German analysis of the query reaches the German document, English analysis the English ones.
+    expect(searchBm25(index, 'Knochenbruch', 10).map((h) => h.docId)).toEqual(['de1']);
+    expect(searchBm25(index, 'fracture', 10).map((h) => h.docId)).toEqual(['x1', 'en1']);
+    const why = explainBm25(index, 'Knochenbruch', 'de1')!;
+    expect(why.analyzer).toBe('german');
+    expect(why.terms.map((t) => t.term)).toEqual(['knochenbruch']);
+    expect(why.score).toBe(searchBm25(index, 'Knochenbruch', 1)[0].score);
+    expect(explainBm25(index, 'Knochenbruch', 'en1')!.analyzer).toBe('english');
+  });
+
+  it('uses the declared language for documents without one, English by default', async () => {
+    const plain = MIXED.map(({ language: _, ...d }) => d);
+    expect((await buildBm25Index(plain)).analyzers).toEqual(['english']);
+    expect((await buildBm25Index(plain, {}, { language: 'de' })).analyzers).toEqual(['german']);
+    expect((await buildBm25Index([], {}, { language: 'th' })).analyzers).toEqual(['thai']);
+    expect(bm25AnalyzerKey(plain)).toBe(`english@${ANALYZER_VERSION}`);
+    expect(bm25AnalyzerKey(MIXED, 'fr')).toBe(`english+german+french@${ANALYZER_VERSION}`);
+    expect(bm25Doc({ id: 'a', title: 't', text: 'x', meta: { language: 'ru', field: 'y' } })).toEqual({
+      id: 'a',
+      title: 't',
+      text: 'x',
+      language: 'ru',
+    });
+    expect(bm25Doc({ id: 'a', title: 't', text: 'x', meta: {} })).toEqual({ id: 'a', title: 't', text: 'x' });
+  });
+
+  it('keeps the groups through serialization and rejects bad group data', async () => {
+    const index = await buildBm25Index(MIXED);
+    const data = serializeBm25(index);
+    expect(data.meta.analyzers).toEqual(['english', 'german']);
+    const back = deserializeBm25(structuredClone(data));
+    expect(back.analyzers).toEqual(index.analyzers);
+    for (const q of ['Knochenbruch', 'fractures', 'Ernährung'])
+      expect(searchBm25(back, q, 10)).toEqual(searchBm25(index, q, 10));
+    const bad = (mutate: (s: SerializedBm25) => void) => {
+      const s = structuredClone(data);
+      mutate(s);
+      return () => deserializeBm25(s);
+    };
+    expect(bad((s) => (new Uint8Array(s.buffers[8])[1] = 2))).toThrow(/names analyzer group 2 of 2/);
+    expect(bad((s) => (s.meta.analyzers = ['english', 'klingon' as AnalyzerId]))).toThrow(
+      /bad analyzer list/,
+    );
+    expect(bad((s) => (s.meta.analyzers = []))).toThrow(CorruptIndexError);
+    expect(bad((s) => (s.buffers[8] = s.buffers[8].slice(0, 2)))).toThrow(/doc analyzer groups/);
   });
 });
 

@@ -545,6 +545,26 @@ describe('defects: exact file, line and code', () => {
       { file: 'shard.json', line, code: 'bad-modality' },
     ]);
     expect(i.message).toContain('tasks[1].query_modality');
+    // A declared document language must look like a language tag.
+    const lang = JSON.stringify({ ...MANIFEST, language: 'German!' }, null, 2);
+    const [li] = await expectIssues(withFiles(tiny(), { 'shard.json': lang }), [
+      {
+        file: 'shard.json',
+        line: lang.split('\n').findIndex((l) => l.includes('"language"')) + 1,
+        code: 'bad-language',
+      },
+    ]);
+    expect(li.message).toContain('"German!"');
+    await expectIssues(withFiles(tiny(), { 'shard.json': JSON.stringify({ ...MANIFEST, language: 7 }) }), [
+      { file: 'shard.json', line: 1, code: 'wrong-type' },
+    ]);
+    const de = await readShard(
+      new MemorySource(
+        withFiles(tiny(), { 'shard.json': JSON.stringify({ ...MANIFEST, language: 'de-AT' }) }),
+      ),
+    );
+    expect(de.manifest.language).toBe('de-AT');
+    expect((await readShard(new MemorySource(tiny()))).manifest.language).toBeUndefined();
     await expectIssues(withFiles(tiny(), { 'shard.json': '[1]' }), [
       { file: 'shard.json', line: undefined, code: 'not-object' },
     ]);

@@ -26,8 +26,11 @@
 // `logi`→`log` departures), as Lucene's PorterStemmer does; they may differ on rare edge cases.
 import { stemmer } from 'stemmer';
 
-/** Bumped whenever analysis output changes, so cached indexes built by an older analyzer are rejected. */
-export const ANALYZER_VERSION = 1;
+/**
+ * Bumped whenever analysis output changes, so cached indexes built by an older analyzer are rejected.
+ * 2: the per-language analyzers of analyzers.ts (English output unchanged).
+ */
+export const ANALYZER_VERSION = 2;
 
 // prettier-ignore
 /** Lucene's English stop words (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET), the 33 words Anserini removes. */
@@ -118,12 +121,14 @@ function splitCjk(token: string, out: string[]): void {
   if (cur) out.push(cur);
 }
 
-/** Lucene's StandardTokenizer approximation (see the file comment); returns lowercased tokens. */
-export function tokenize(text: string): string[] {
-  const norm = text
-    .normalize('NFKC')
-    .replace(FORMAT_RE, (c) => (c === '\u200B' ? ' ' : ''))
-    .toLowerCase();
+const lowerCase = (s: string) => s.toLowerCase();
+
+/**
+ * Lucene's StandardTokenizer approximation (see the file comment); returns lowercased tokens.
+ * `lower` replaces String#toLowerCase for languages with their own case rules (Turkish dotless ı).
+ */
+export function tokenize(text: string, lower: (s: string) => string = lowerCase): string[] {
+  const norm = lower(text.normalize('NFKC').replace(FORMAT_RE, (c) => (c === '\u200B' ? ' ' : '')));
   const hasCjk = CJK_RE.test(norm);
   const raw: string[] = [];
   for (const m of norm.matchAll(TOKEN_RE)) {

@@ -18,10 +18,20 @@
 // weight − weight / (1 + tf · that), then a double sum cast to float); this mode emulates that
 // with Math.fround so equal Lucene scores tie here too. With `lossyLengths: false` the textbook
 // formula is evaluated in float64 with exact lengths.
-import { ANALYZER_VERSION, analyze } from './analyzer';
+//
+// Languages: each document is analysed by its own language's analyzer (analyzers.ts: the document's
+// `language`, else the shard's declared language, else English), and a query is analysed, for each
+// document, by that document's analyzer: terms only match when both sides went through the same
+// analysis. A corpus in one language (the common case, and every demo shard) is one analyzer and
+// exactly the single-analyzer index; in a mixed corpus the documents of each language form a group,
+// the query is analysed once per group and its terms score only that group's documents. All groups
+// share one field, so N, avgdl and df are corpus-wide (a term two languages produce alike, such as
+// a drug name, counts its documents in both).
+import { ANALYZER_VERSION } from './analyzer';
+import { ANALYZER_IDS, analyzerIdForLanguage, getAnalyzer, type AnalyzerId } from './analyzers';
 import { throttle } from './throttle';
 import { TopK, compareUtf8 } from './topk';
-import type { ProgressFn, ScoredDoc } from './types';
+import type { Doc, ProgressFn, ScoredDoc } from './types';
 
 /** BM25 parameters; Anserini's BEIR defaults are k1 = 0.9, b = 0.4 with Lucene's lossy lengths. */
 export interface Bm25Params {
@@ -43,6 +53,8 @@ export interface Bm25Doc {
   id: string;
   title: string;
   text: string;
+  /** The document's language (ISO 639-1 tag); it picks the analyzer. */
+  language?: string;
 }
 
 /** An in-memory BM25 index. Treat as read-only; persist with serializeBm25. */
@@ -72,6 +84,10 @@ export interface Bm25Index {
   readonly idRank: Uint32Array;
   /** Average document length over indexed documents, as used in scoring. */
   readonly avgdl: number;
+  /** The analyzers used, one per document-language group (one for a single-language corpus). */
+  readonly analyzers: readonly AnalyzerId[];
+  /** Per document, its analyzer's position in `analyzers`. */
+  readonly docAnalyzer: Uint8Array;
   /** lossy: float32 1/(k1·(1 − b + b·dl/avgdl)) per norm byte; exact: k1·(1 − b + b·dl/avgdl) per doc. */
   readonly lengthFactors: Float32Array | Float64Array;
 }
@@ -81,6 +97,8 @@ export interface BuildBm25Options {
   onProgress?: ProgressFn;
   /** Polled between documents; when it returns true the build throws an Error named 'AbortError'. */
   isCancelled?: () => boolean;
+  /** The shard's declared document language, for documents without their own (default English). */
+  language?: string;
 }
 
 /** Options of searchBm25. */
@@ -113,6 +131,8 @@ export interface Bm25Explanation {
   /** The length the formula used: the decoded one-byte norm when lossyLengths, else docLength. */
   scoredLength: number;
   avgdl: number;
+  /** The analyzer that analysed this document and, for it, the query. */
+  analyzer: AnalyzerId;
   /** One entry per distinct query term, in query order. */
   terms: Bm25TermExplanation[];
 }
@@ -136,6 +156,8 @@ export interface Bm25Meta {
   sumDocLength: number;
   /** Bytes per stored term frequency: 2 (Uint16) or 4 (Uint32). */
   tfBytes: 2 | 4;
+  /** Analyzer of each document-language group (buffer 8 holds each document's group). */
+  analyzers: AnalyzerId[];
 }
 
 /** Thrown by deserializeBm25 when a snapshot is corrupt, truncated or from another format version. */
@@ -146,8 +168,8 @@ export class CorruptIndexError extends Error {
   }
 }
 
-/** Current serialization format version. */
-export const BM25_FORMAT_VERSION = 1;
+/** Current serialization format version (2: per-document analyzer groups). */
+export const BM25_FORMAT_VERSION = 2;
 
 // ---------------------------------------------------------------------------------------------
 // Lucene's one-byte length norm (SmallFloat.intToByte4 / byte4ToInt), implemented from the
@@ -221,6 +243,8 @@ function assemble(
   postingDocs: Uint32Array,
   postingTfs: Uint16Array | Uint32Array,
   docLengths: Uint32Array,
+  analyzers: AnalyzerId[],
+  docAnalyzer: Uint8Array,
 ): Bm25Index {
   const n = docIds.length;
   const docIndex = new Map<string, number>();
@@ -276,6 +300,8 @@ function assemble(
     idRank,
     avgdl,
     lengthFactors,
+    analyzers: Object.freeze([...analyzers]),
+    docAnalyzer,
   };
 }
 
@@ -304,6 +330,8 @@ export async function buildBm25Index(
   const terms = new Map<string, number>();
   const docIds: string[] = new Array(total);
   const docLengths = new Uint32Array(total);
+  const analyzers: AnalyzerId[] = [];
+  const docAnalyzer = new Uint8Array(total);
   // Postings are first collected as (term, doc, tf) triples in document order, then counting-
   // sorted by term, which leaves every posting list doc-ascending.
   let tTerm: Uint32Array = new Uint32Array(1 << 16);
@@ -328,7 +356,11 @@ export async function buildBm25Index(
     }
     const doc = docs[d];
     docIds[d] = doc.id;
-    const tokens = analyze(`${doc.title ?? ''} ${doc.text ?? ''}`);
+    const analyzerId = analyzerIdForLanguage(doc.language || opts.language);
+    let group = analyzers.indexOf(analyzerId);
+    if (group < 0) group = analyzers.push(analyzerId) - 1;
+    docAnalyzer[d] = group;
+    const tokens = getAnalyzer(analyzerId).analyze(`${doc.title ?? ''} ${doc.text ?? ''}`);
     docLengths[d] = tokens.length;
     for (const tok of tokens) {
       let id = terms.get(tok);
@@ -367,10 +399,46 @@ export async function buildBm25Index(
     postingDocs[at] = tDoc[i];
     postingTfs[at] = tTf[i];
   }
-  const index = assemble(p, docIds, terms, postingOffsets, postingDocs, postingTfs, docLengths);
+  if (analyzers.length === 0) analyzers.push(analyzerIdForLanguage(opts.language));
+  const index = assemble(
+    p,
+    docIds,
+    terms,
+    postingOffsets,
+    postingDocs,
+    postingTfs,
+    docLengths,
+    analyzers,
+    docAnalyzer,
+  );
   report({ kind: 'index', done: total, total });
   report.flush();
   return index;
+}
+
+/** A shard document as BM25 reads it: its `language` metadata (a string) picks the analyzer. */
+export function bm25Doc(doc: Doc): Bm25Doc {
+  const language = doc.meta?.language;
+  return {
+    id: doc.id,
+    title: doc.title,
+    text: doc.text,
+    ...(typeof language === 'string' && language ? { language } : {}),
+  };
+}
+
+/**
+ * The analysis a build over these documents uses, as a cache-key part: the analyzer of each
+ * document-language group in first-appearance order and the analyzer version, e.g. "english@2".
+ */
+export function bm25AnalyzerKey(docs: readonly Bm25Doc[], language?: string): string {
+  const ids: AnalyzerId[] = [];
+  for (const d of docs) {
+    const id = analyzerIdForLanguage(d.language || language);
+    if (!ids.includes(id)) ids.push(id);
+  }
+  if (ids.length === 0) ids.push(analyzerIdForLanguage(language));
+  return `${ids.join('+')}@${ANALYZER_VERSION}`;
 }
 
 /** Whether the document produced any token (false for unknown ids); token-less documents are never returned. */
@@ -386,10 +454,10 @@ interface QueryTerm {
   id: number;
 }
 
-/** Distinct analyzed query terms in first-occurrence order, with their repeat counts. */
-function queryTerms(index: Bm25Index, queryText: string): QueryTerm[] {
+/** Distinct query terms (analysed by `analyzer`) in first-occurrence order, with their repeat counts. */
+function queryTerms(index: Bm25Index, queryText: string, analyzer: AnalyzerId): QueryTerm[] {
   const byTerm = new Map<string, QueryTerm>();
-  for (const term of analyze(queryText)) {
+  for (const term of getAnalyzer(analyzer).analyze(queryText)) {
     const q = byTerm.get(term);
     if (q) q.count++;
     else byTerm.set(term, { term, count: 1, id: index.terms.get(term) ?? -1 });
@@ -442,27 +510,36 @@ export function searchBm25(
   const lossy = index.params.lossyLengths;
   let nTouched = 0;
 
-  // Term-at-a-time: one pass over each query term's postings into the accumulator.
-  for (const q of queryTerms(index, queryText)) {
-    if (q.id < 0) continue;
-    const { weight } = termWeight(index, q);
-    const end = postingOffsets[q.id + 1];
-    if (lossy) {
-      const norms = index.norms;
-      const cache = index.lengthFactors;
-      for (let i = postingOffsets[q.id]; i < end; i++) {
-        const d = postingDocs[i];
-        const sc = fround(weight - fround(weight / fround(1 + fround(postingTfs[i] * cache[norms[d]]))));
-        if (mark[d] === 0) ((mark[d] = 1), (touched[nTouched++] = d));
-        acc[d] += sc;
-      }
-    } else {
-      const lf = index.lengthFactors;
-      for (let i = postingOffsets[q.id]; i < end; i++) {
-        const d = postingDocs[i];
-        const tf = postingTfs[i];
-        if (mark[d] === 0) ((mark[d] = 1), (touched[nTouched++] = d));
-        acc[d] += (weight * tf) / (tf + lf[d]);
+  // Term-at-a-time: one pass over each query term's postings into the accumulator. With several
+  // document-language groups, the query is analysed once per group and each analysis scores only
+  // its group's documents (group −1: a single group, no filter).
+  const groups = index.analyzers;
+  const docGroup = index.docAnalyzer;
+  for (let g = 0; g < groups.length; g++) {
+    const only = groups.length === 1 ? -1 : g;
+    for (const q of queryTerms(index, queryText, groups[g])) {
+      if (q.id < 0) continue;
+      const { weight } = termWeight(index, q);
+      const end = postingOffsets[q.id + 1];
+      if (lossy) {
+        const norms = index.norms;
+        const cache = index.lengthFactors;
+        for (let i = postingOffsets[q.id]; i < end; i++) {
+          const d = postingDocs[i];
+          if (only >= 0 && docGroup[d] !== only) continue;
+          const sc = fround(weight - fround(weight / fround(1 + fround(postingTfs[i] * cache[norms[d]]))));
+          if (mark[d] === 0) ((mark[d] = 1), (touched[nTouched++] = d));
+          acc[d] += sc;
+        }
+      } else {
+        const lf = index.lengthFactors;
+        for (let i = postingOffsets[q.id]; i < end; i++) {
+          const d = postingDocs[i];
+          if (only >= 0 && docGroup[d] !== only) continue;
+          const tf = postingTfs[i];
+          if (mark[d] === 0) ((mark[d] = 1), (touched[nTouched++] = d));
+          acc[d] += (weight * tf) / (tf + lf[d]);
+        }
       }
     }
   }
@@ -494,7 +571,8 @@ export function explainBm25(index: Bm25Index, queryText: string, docId: string):
   if (d === undefined) return null;
   const terms: Bm25TermExplanation[] = [];
   let total = 0;
-  for (const q of queryTerms(index, queryText)) {
+  const analyzer = index.analyzers[index.docAnalyzer[d]];
+  for (const q of queryTerms(index, queryText, analyzer)) {
     if (q.id < 0) {
       terms.push({ term: q.term, queryCount: q.count, tf: 0, df: 0, idf: 0, score: 0 });
       continue;
@@ -520,6 +598,7 @@ export function explainBm25(index: Bm25Index, queryText: string, docId: string):
     docLength: index.docLengths[d],
     scoredLength: lossy ? byte4ToInt(index.norms[d]) : index.docLengths[d],
     avgdl: index.avgdl,
+    analyzer,
     terms,
   };
 }
@@ -530,6 +609,7 @@ export function explainBm25(index: Bm25Index, queryText: string, docId: string):
 //   2 term UTF-8 byte offsets    Uint32[termCount + 1]    3 term UTF-8 bytes
 //   4 posting offsets            Uint32[termCount + 1]    5 posting docs Uint32[postingCount]
 //   6 posting tfs Uint16|Uint32[postingCount]             7 doc lengths  Uint32[docCount]
+//   8 doc analyzer groups Uint8[docCount] (positions in meta.analyzers)
 // Derived data (norms, length factors, id ranks, lookup maps) is recomputed on load.
 
 function encodeStrings(strings: Iterable<string>, count: number): [ArrayBuffer, ArrayBuffer] {
@@ -572,6 +652,7 @@ export function serializeBm25(index: Bm25Index): SerializedBm25 {
     postingCount,
     sumDocLength: index.sumDocLength,
     tfBytes: index.postingTfs.BYTES_PER_ELEMENT as 2 | 4,
+    analyzers: [...index.analyzers],
   };
   return {
     meta,
@@ -584,6 +665,7 @@ export function serializeBm25(index: Bm25Index): SerializedBm25 {
       copyBuffer(index.postingDocs),
       copyBuffer(index.postingTfs),
       copyBuffer(index.docLengths),
+      copyBuffer(index.docAnalyzer),
     ],
   };
 }
@@ -642,7 +724,16 @@ export function deserializeBm25(data: SerializedBm25): Bm25Index {
   const D = docCount!;
   const T = termCount!;
   const P = postingCount!;
-  if (!Array.isArray(buffers) || buffers.length !== 8) throw new CorruptIndexError('expected 8 buffers');
+  const analyzers = meta.analyzers;
+  if (
+    !Array.isArray(analyzers) ||
+    analyzers.length === 0 ||
+    analyzers.length > 255 ||
+    !analyzers.every((a) => ANALYZER_IDS.includes(a)) ||
+    new Set(analyzers).size !== analyzers.length
+  )
+    throw new CorruptIndexError('bad analyzer list in header');
+  if (!Array.isArray(buffers) || buffers.length !== 9) throw new CorruptIndexError('expected 9 buffers');
   for (const b of buffers)
     if (Object.prototype.toString.call(b) !== '[object ArrayBuffer]')
       throw new CorruptIndexError('a buffer is not an ArrayBuffer');
@@ -651,6 +742,7 @@ export function deserializeBm25(data: SerializedBm25): Bm25Index {
     [5, 4 * P, 'posting docs'],
     [6, tfBytes! * P, 'posting tfs'],
     [7, 4 * D, 'doc lengths'],
+    [8, D, 'doc analyzer groups'],
   ] as const;
   for (const [i, size, what] of sizes)
     if (buffers[i].byteLength !== size)
@@ -668,6 +760,12 @@ export function deserializeBm25(data: SerializedBm25): Bm25Index {
   const postingTfs =
     tfBytes === 2 ? new Uint16Array(buffers[6].slice(0)) : new Uint32Array(buffers[6].slice(0));
   const docLengths = new Uint32Array(buffers[7].slice(0));
+  const docAnalyzer = new Uint8Array(buffers[8].slice(0));
+  for (let d = 0; d < D; d++)
+    if (docAnalyzer[d] >= analyzers.length)
+      throw new CorruptIndexError(
+        `document ${d} names analyzer group ${docAnalyzer[d]} of ${analyzers.length}`,
+      );
 
   if (postingOffsets[0] !== 0 || postingOffsets[T] !== P)
     throw new CorruptIndexError('posting offsets do not span the postings');
@@ -698,7 +796,17 @@ export function deserializeBm25(data: SerializedBm25): Bm25Index {
   if (sum !== sumDocLength || indexed !== indexedDocCount)
     throw new CorruptIndexError('length totals disagree with the header');
   try {
-    return assemble(params, docIds, terms, postingOffsets, postingDocs, postingTfs, docLengths);
+    return assemble(
+      params,
+      docIds,
+      terms,
+      postingOffsets,
+      postingDocs,
+      postingTfs,
+      docLengths,
+      [...analyzers],
+      docAnalyzer,
+    );
   } catch (e) {
     throw new CorruptIndexError((e as Error).message);
   }

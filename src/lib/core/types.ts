@@ -30,6 +30,8 @@ export interface ShardManifest {
   source?: string;
   /** Grade → meaning, e.g. {"2": "same organ and finding"}. */
   relevance?: Record<string, string>;
+  /** The documents' language (`language` in shard.json), for those without their own `language`. */
+  language?: string;
   tasks: TaskInfo[];
 }
 

@@ -20,6 +20,9 @@ import type {
 import { combineFileHashes, FileHasher } from './hash';
 import { DEFAULT_MAX_LINE_BYTES, invalidUtf8Offset, LineReadError, readLines, type Line } from './lines';
 
+/** A BCP 47 language tag's shape: a 2–3 letter primary language, then optional subtags. */
+const LANGUAGE_TAG_RE = /^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*$/;
+
 /** Options of {@link readShard}. */
 export interface ReadShardOptions {
   /** Progress (`read` per file with its size when known, `parse` with lines), at most every ~100 ms. */
@@ -555,11 +558,23 @@ class ShardReader {
         }
       });
     }
+    // The documents' language, when the shard declares one (BM25 picks its analyzer from it).
+    let language = optString('language');
+    if (language !== undefined && !LANGUAGE_TAG_RE.test(language)) {
+      this.issue({
+        file,
+        line: at('"language"'),
+        code: 'bad-language',
+        message: `"language" is ${JSON.stringify(language)}; use a language tag such as "en", "de" or "pt-BR"`,
+      });
+      language = undefined;
+    }
     this.manifest = {
       name,
       format: 'beir+images',
       tasks,
       ...pick({
+        language,
         version: optString('version'),
         description: optString('description'),
         license: optString('license'),
