@@ -62,6 +62,10 @@ interface Open {
 
 let open: Open | null = null;
 
+/** A query's `language` metadata, when it is a string. */
+const queryLanguage = (q: Query | undefined) =>
+  typeof q?.meta.language === 'string' ? q.meta.language : undefined;
+
 // The key names the analysis too (each document-language group's analyzer and the analyzer
 // version): the same shard and parameters analysed differently is a different index.
 const paramsKey = (p: Bm25Params, analysis: string) =>
@@ -125,7 +129,10 @@ const api = {
     let last = performance.now();
     for (let i = 0; i < queries.length; i++) {
       const q = queries[i];
-      const hits = searchBm25(open.index, q.text, depth, { exclude: q.excludeIds });
+      const hits = searchBm25(open.index, q.text, depth, {
+        exclude: q.excludeIds,
+        queryLanguage: queryLanguage(q),
+      });
       out.push({
         queryId: q.id,
         docIds: hits.map((h) => h.docId),
@@ -193,16 +200,21 @@ const api = {
     return out;
   },
 
-  /** Ad-hoc search over the prepared shard. */
-  search(text: string, k: number) {
+  /** Ad-hoc search over the prepared shard; `language` is the query's (its stop words are dropped). */
+  search(text: string, k: number, language?: string) {
     if (!open) throw new Error('no shard prepared');
-    return searchBm25(open.index, text, k);
+    return searchBm25(open.index, text, k, { queryLanguage: language });
   },
 
-  /** Per-term BM25 contributions of one document for a query ("why this rank"). */
-  explain(text: string, docId: string) {
+  /**
+   * Per-term BM25 contributions of one document for a query ("why this rank"). Without `language`,
+   * a shard query with exactly this text lends its language, so the drill-down of a run's query
+   * explains the score the run gave.
+   */
+  explain(text: string, docId: string, language?: string) {
     if (!open) throw new Error('no shard prepared');
-    return explainBm25(open.index, text, docId);
+    const lang = language ?? queryLanguage(open.queries.find((q) => q.text === text));
+    return explainBm25(open.index, text, docId, lang);
   },
 };
 

@@ -7,6 +7,7 @@ import {
   analyzerForLanguage,
   analyzerIdForLanguage,
   cjkBigrams,
+  dropQueryStopWords,
   foldDigits,
   germanLightStem,
   germanNormalize,
@@ -300,5 +301,19 @@ describe('language-neutral default', () => {
     // Dictionary segmentation of scripts without spaces (ICU), unlike a run-of-letters tokenizer.
     expect(a('standard', 'ภาษาไทย').length).toBe(2);
     expect(withoutSegmenter.standard().analyze('The Running Dogs')).toEqual(['the', 'running', 'dogs']);
+  });
+});
+
+describe('dropQueryStopWords', () => {
+  it("removes the query language's stop words before another language's analyzer reads it", () => {
+    expect(dropQueryStopWords('El paciente de la clínica con fiebre', 'es')).toBe('paciente clínica fiebre');
+    // Elided articles count as the stop word they hide; the rest keeps its elision for the analyzer.
+    expect(dropQueryStopWords("Le traitement de l'infection et d'un", 'fr')).toBe("traitement l'infection");
+    expect(dropQueryStopWords('The patient and the doctor', 'en')).toBe('patient doctor');
+    // Unspaced scripts and languages without a stop list are left as they are.
+    expect(dropQueryStopWords('糖尿病の患者', 'ja')).toBe('糖尿病の患者');
+    expect(dropQueryStopWords('ภาษาไทย', 'th')).toBe('ภาษาไทย');
+    expect(dropQueryStopWords('habari ya leo', 'sw')).toBe('habari ya leo');
+    expect(dropQueryStopWords('El paciente', undefined)).toBe('El paciente');
   });
 });

@@ -383,6 +383,27 @@ describe('analyzers per document language', () => {
     expect(explainBm25(index, 'Knochenbruch', 'en1')!.analyzer).toBe('english');
   });
 
+  it("drops the query language's stop words for documents in another language, and explains the same", async () => {
+    const docs = [
+      { id: 'a', title: '', text: 'Fever in patients with pneumonia' },
+      { id: 'b', title: '', text: 'La Paz de Ayala clinic' },
+      { id: 'c', title: '', text: 'pneumonia treatment and fever' },
+    ];
+    const index = await buildBm25Index(docs);
+    const query = 'la neumonía de la fiebre pneumonia';
+    // As English text, "la" and "de" match the Spanish-named document.
+    expect(searchBm25(index, query, 10).map((h) => h.docId)).toContain('b');
+    const hits = searchBm25(index, query, 10, { queryLanguage: 'es' });
+    expect(hits.map((h) => h.docId).sort()).toEqual(['a', 'c']);
+    const why = explainBm25(index, query, 'c', 'es')!;
+    expect(why.terms.map((t) => t.term)).toEqual(['neumonía', 'fiebr', 'pneumonia']);
+    expect(why.score).toBe(hits.find((h) => h.docId === 'c')!.score);
+    // A query in the documents' own language is analysed as before.
+    expect(searchBm25(index, 'the fever', 10, { queryLanguage: 'en' })).toEqual(
+      searchBm25(index, 'the fever', 10),
+    );
+  });
+
   it('uses the declared language for documents without one, English by default', async () => {
     const plain = MIXED.map(({ language: _, ...d }) => d);
     expect((await buildBm25Index(plain)).analyzers).toEqual(['english']);

@@ -66,6 +66,20 @@ describe('crossLingualGap', () => {
     expect(th.byMeasure.ndcg_cut_10).toEqual({ reference: 0.625, language: 0.25, gap: 0.375, ci: null });
   });
 
+  it('leaves ids that look parallel unpaired when their judgements differ (term-to-article)', () => {
+    const qrels = new Map<string, Map<string, number>>();
+    for (const id of Object.keys(scores))
+      qrels.set(id, new Map([[`doc-${id.split('-').slice(2).join('-')}`, 1]]));
+    // Same relevant documents for the parallel case queries: still paired.
+    expect(crossLingualGap({ queries, perQuery, qrels, measures: ['ndcg_cut_10'] })[0].paired).toBe(4);
+    // Different terms behind the same id stem: unpaired, difference of means only.
+    qrels.set('cq-es-test-002', new Map([['other', 1]]));
+    const [es] = crossLingualGap({ queries, perQuery, qrels, measures: ['ndcg_cut_10'] });
+    expect(es.paired).toBe(0);
+    expect(es.byMeasure.ndcg_cut_10.ci).toBeNull();
+    expect(es.byMeasure.ndcg_cut_10.gap).toBeCloseTo(0.625 - 0.1875, 12);
+  });
+
   it('skips unscored queries, honours another reference and is empty without the reference', () => {
     const partial = new Map(perQuery);
     partial.delete('cq-es-test-004');

@@ -17,12 +17,14 @@ export function runBm25Task(taskId: string, depth: number, opts: JobOptions = {}
   return client.run((r) => r.runTask(taskId, depth, proxyProgress(opts.onProgress)), opts.signal);
 }
 
-export function searchBm25Adhoc(text: string, k: number) {
-  return client.run((r) => r.search(text, k));
+/** Ad-hoc BM25 search; `language` is the query's language (its stop words are dropped for other-language documents). */
+export function searchBm25Adhoc(text: string, k: number, language?: string) {
+  return client.run((r) => r.search(text, k, language));
 }
 
-export function explainBm25Doc(text: string, docId: string) {
-  return client.run((r) => r.explain(text, docId));
+/** Per-term explanation of a document's score; without `language` a shard query with this text lends its own. */
+export function explainBm25Doc(text: string, docId: string, language?: string) {
+  return client.run((r) => r.explain(text, docId, language));
 }
 
 /** Drops the worker (and its in-memory index), e.g. after the shard is deleted. */

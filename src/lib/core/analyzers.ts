@@ -37,7 +37,7 @@ import { stopwords as portugueseStop } from '@orama/stopwords/portuguese';
 import { stopwords as russianStop } from '@orama/stopwords/russian';
 import { stopwords as spanishStop } from '@orama/stopwords/spanish';
 import { stopwords as turkishStop } from '@orama/stopwords/turkish';
-import { analyze as analyzeEnglish, tokenize } from './analyzer';
+import { ENGLISH_STOP_WORDS, analyze as analyzeEnglish, tokenize } from './analyzer';
 
 /** The analyzers Loupe implements, by id. */
 export type AnalyzerId =
@@ -277,6 +277,12 @@ function dropApostropheSuffix(t: string): string {
 // prettier-ignore
 const CJK_STOP_WORDS = ['a', 'and', 'are', 'as', 'at', 'be', 'but', 'by', 'for', 'if', 'in', 'into', 'is', 'it', 'no', 'not', 'of', 'on', 'or', 's', 'such', 't', 'that', 'the', 'their', 'then', 'there', 'these', 'they', 'this', 'to', 'was', 'will', 'with', 'www'];
 
+/** Each Standard-chain analyzer's stop set and the token filters that run before it (elision…). */
+const chainStops = new Map<
+  AnalyzerId,
+  { stop: ReadonlySet<string>; before?: (t: string) => string; lower?: (s: string) => string }
+>();
+
 /** An analyzer made of the Standard tokenizer, optional per-token filters, a stop set and a stemmer. */
 function standardChain(
   id: AnalyzerId,
@@ -286,6 +292,7 @@ function standardChain(
   opts: { before?: (t: string) => string; lower?: (s: string) => string; after?: (t: string) => string } = {},
 ): Analyzer {
   const stop = new Set(stopWords);
+  chainStops.set(id, { stop, before: opts.before, lower: opts.lower });
   return {
     id,
     lucene,
@@ -484,6 +491,30 @@ export function analyzerIdForLanguage(language: string | undefined | null): Anal
 /** The analyzer for a language tag; English when there is none, the default analyzer when unknown. */
 export function analyzerForLanguage(language: string | undefined | null): Analyzer {
   return getAnalyzer(analyzerIdForLanguage(language));
+}
+
+const ENGLISH_STOP = new Set(ENGLISH_STOP_WORDS);
+
+/**
+ * Removes the stop words of `language` from a query written in it, for analysis by another
+ * language's analyzer (a Spanish query against an English index): the query's function words mean
+ * nothing in the other language, and as unknown terms they would only match noise ("de", "la" in
+ * English names). Returns the remaining words separated by spaces, which the other analyzer then
+ * tokenizes the same way. Text in a language without a stop list, or one whose words are not
+ * separated by spaces (CJK, Thai: their tokens cannot be rejoined), is returned unchanged.
+ */
+export function dropQueryStopWords(text: string, language: string | undefined | null): string {
+  const id = analyzerIdForLanguage(language);
+  if (!language || id === 'cjk' || id === 'thai' || id === 'standard') return text;
+  if (id === 'english')
+    return tokenize(text)
+      .filter((t) => !ENGLISH_STOP.has(t))
+      .join(' ');
+  getAnalyzer(id);
+  const chain = chainStops.get(id)!;
+  return tokenize(text, chain.lower)
+    .filter((t) => !chain.stop.has(chain.before ? chain.before(t) : t))
+    .join(' ');
 }
 
 /** Test hooks: the Thai and default analyzers without a runtime segmenter (the fallback paths). */

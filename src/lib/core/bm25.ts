@@ -22,13 +22,20 @@
 // Languages: each document is analysed by its own language's analyzer (analyzers.ts: the document's
 // `language`, else the shard's declared language, else English), and a query is analysed, for each
 // document, by that document's analyzer: terms only match when both sides went through the same
-// analysis. A corpus in one language (the common case, and every demo shard) is one analyzer and
+// analysis. A query in another language than the document's first loses its own language's stop
+// words (they mean nothing in the document's language and would only match noise). A corpus in one language (the common case, and every demo shard) is one analyzer and
 // exactly the single-analyzer index; in a mixed corpus the documents of each language form a group,
 // the query is analysed once per group and its terms score only that group's documents. All groups
 // share one field, so N, avgdl and df are corpus-wide (a term two languages produce alike, such as
 // a drug name, counts its documents in both).
 import { ANALYZER_VERSION } from './analyzer';
-import { ANALYZER_IDS, analyzerIdForLanguage, getAnalyzer, type AnalyzerId } from './analyzers';
+import {
+  ANALYZER_IDS,
+  analyzerIdForLanguage,
+  dropQueryStopWords,
+  getAnalyzer,
+  type AnalyzerId,
+} from './analyzers';
 import { throttle } from './throttle';
 import { TopK, compareUtf8 } from './topk';
 import type { Doc, ProgressFn, ScoredDoc } from './types';
@@ -105,6 +112,17 @@ export interface BuildBm25Options {
 export interface SearchBm25Options {
   /** Document ids never returned (e.g. the query's own document). */
   exclude?: ReadonlySet<string> | readonly string[];
+  /**
+   * Analyse the query with this analyzer for every document instead of each document's own (an
+   * experiment: query-language analysis against a corpus in another language; terms then only
+   * match where both analyzers happen to agree).
+   */
+  queryAnalyzer?: AnalyzerId;
+  /**
+   * The query's language. Where it differs from a document group's, the query's own stop words are
+   * removed before that group's analyzer reads it (analyzers.dropQueryStopWords).
+   */
+  queryLanguage?: string;
 }
 
 /** One query term's share of a document's score. */
@@ -454,10 +472,22 @@ interface QueryTerm {
   id: number;
 }
 
-/** Distinct query terms (analysed by `analyzer`) in first-occurrence order, with their repeat counts. */
-function queryTerms(index: Bm25Index, queryText: string, analyzer: AnalyzerId): QueryTerm[] {
+/**
+ * Distinct query terms (analysed by `analyzer`, after the stop words of the query's language when
+ * that is another language's) in first-occurrence order, with their repeat counts.
+ */
+function queryTerms(
+  index: Bm25Index,
+  queryText: string,
+  analyzer: AnalyzerId,
+  queryLanguage?: string,
+): QueryTerm[] {
   const byTerm = new Map<string, QueryTerm>();
-  for (const term of getAnalyzer(analyzer).analyze(queryText)) {
+  const text =
+    queryLanguage && analyzerIdForLanguage(queryLanguage) !== analyzer
+      ? dropQueryStopWords(queryText, queryLanguage)
+      : queryText;
+  for (const term of getAnalyzer(analyzer).analyze(text)) {
     const q = byTerm.get(term);
     if (q) q.count++;
     else byTerm.set(term, { term, count: 1, id: index.terms.get(term) ?? -1 });
@@ -517,7 +547,7 @@ export function searchBm25(
   const docGroup = index.docAnalyzer;
   for (let g = 0; g < groups.length; g++) {
     const only = groups.length === 1 ? -1 : g;
-    for (const q of queryTerms(index, queryText, groups[g])) {
+    for (const q of queryTerms(index, queryText, opts.queryAnalyzer ?? groups[g], opts.queryLanguage)) {
       if (q.id < 0) continue;
       const { weight } = termWeight(index, q);
       const end = postingOffsets[q.id + 1];
@@ -565,14 +595,22 @@ export function searchBm25(
   return top.drain().map((e) => ({ docId: index.docIds[e.index], score: e.score }));
 }
 
-/** Per-term breakdown of a document's score for the query ("why this rank"); null for an unknown id. */
-export function explainBm25(index: Bm25Index, queryText: string, docId: string): Bm25Explanation | null {
+/**
+ * Per-term breakdown of a document's score for the query ("why this rank"); null for an unknown id.
+ * `queryLanguage` must be what searchBm25 was given for the scores to agree.
+ */
+export function explainBm25(
+  index: Bm25Index,
+  queryText: string,
+  docId: string,
+  queryLanguage?: string,
+): Bm25Explanation | null {
   const d = index.docIndex.get(docId);
   if (d === undefined) return null;
   const terms: Bm25TermExplanation[] = [];
   let total = 0;
   const analyzer = index.analyzers[index.docAnalyzer[d]];
-  for (const q of queryTerms(index, queryText, analyzer)) {
+  for (const q of queryTerms(index, queryText, analyzer, queryLanguage)) {
     if (q.id < 0) {
       terms.push({ term: q.term, queryCount: q.count, tf: 0, df: 0, idf: 0, score: 0 });
       continue;

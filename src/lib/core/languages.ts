@@ -4,6 +4,18 @@
 // the queries are paired across languages and the gap gets a paired bootstrap CI; otherwise (each
 // language with its own queries, as in term-to-article) only the difference of means is defined.
 import { pairedBootstrap, type BootstrapOptions, type ConfidenceInterval } from './stats';
+import type { Qrels } from './types';
+
+/** The relevant documents of a query (grade > 0), as a sorted, joined key. */
+function relevantKey(qrels: Qrels, id: string): string {
+  const rows = qrels.get(id);
+  if (!rows) return '';
+  return [...rows]
+    .filter(([, g]) => g > 0)
+    .map(([d]) => d)
+    .sort()
+    .join('\u0000');
+}
 
 /**
  * A language's name for display ("de" → "German"), in `displayLocale` (English by default); the tag
@@ -67,6 +79,12 @@ export interface CrossLingualGapArgs {
   reference?: string;
   /** How a query's translations are recognised. Default parallelQueryKey. */
   pairKey?: (queryId: string, language: string) => string | null;
+  /**
+   * The task's judgements. When given, two queries pair only if they judge the same documents
+   * relevant: ids that look parallel but ask different things (xling-med's term-to-article: tq-de-001
+   * and tq-en-001 are different terms) then stay unpaired.
+   */
+  qrels?: Qrels;
   /** Bootstrap settings (resamples, confidence, seed) for the paired CIs. */
   bootstrap?: BootstrapOptions;
 }
@@ -75,8 +93,8 @@ const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 
 
 /**
  * Reference-language mean minus each other language's mean, per measure. Languages whose queries
- * pair one-to-one with at least two reference queries (same pairKey) are compared on those pairs
- * only, with a paired bootstrap CI (stats.pairedBootstrap: `diff` = reference − language); other
+ * all pair one-to-one with reference queries (same pairKey; same relevant documents when qrels are
+ * given; at least two pairs) are compared on those pairs, with a paired bootstrap CI (stats.pairedBootstrap: `diff` = reference − language); other
  * languages get the difference of their means over all their queries and no CI. Sorted by language.
  */
 export function crossLingualGap(args: CrossLingualGapArgs): LanguageGap[] {
@@ -117,7 +135,12 @@ export function crossLingualGap(args: CrossLingualGapArgs): LanguageGap[] {
       const ref = refByKey.get(k);
       if (ref) pairs.push([ref, id]);
     }
-    const isPaired = pairs.length >= 2;
+    // A language is paired only when every one of its queries has its translation (and, with qrels,
+    // the same relevant documents): a partial match would compare a biased subset.
+    const sameJudgements = (r: string, id: string) =>
+      !args.qrels || relevantKey(args.qrels, r) === relevantKey(args.qrels, id);
+    const isPaired =
+      pairs.length >= 2 && pairs.length === ids.length && pairs.every(([r, id]) => sameJudgements(r, id));
     const byMeasure: Record<string, MeasureGap> = {};
     for (const m of args.measures) {
       if (isPaired) {
