@@ -3,7 +3,7 @@
 // run.trec / qrels.trec / metrics.json / metrics.csv, re-scores run.trec independently, prints the table.
 //
 //   npm run bench -- --shard ../shared/data/medquad [--task T] [--retriever bm25] [--k1 0.9] [--b 0.4]
-//                    [--depth 100] [--out bench-results] [--no-build]
+//                    [--depth 100] [--out bench-results] [--no-build] [--maxLineMB 8 --maxFieldMB 4 --maxImageMB 32 --maxImageMP 100]
 //   npm run bench -- --shard ../shared/data/vqa-rad --retriever dense --model loupe-test/clip-tiny-random
 //                    [--device auto|webgpu|wasm] [--dtype fp32|q8|…] [--fusion both|score|feature] [--alpha 0.5]
 //                    [--index exact|hnsw] [--M 16] [--efConstruction 200] [--efSearch 384]
@@ -23,6 +23,7 @@ import { parseArgs } from 'node:util';
 import { evaluate, measureLabel, standardMeasures } from '../src/lib/core/metrics';
 import { parseQrels, parseRun } from '../src/lib/core/trec';
 import { readShard } from '../src/lib/core/shard/read-shard';
+import { LIMIT_OPTIONS, parseLimits } from '../src/lib/core/shard/limits';
 import { ShardValidationError, type ShardIssue } from '../src/lib/core/source';
 import { FsSource } from './lib/fs-source';
 import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
@@ -48,6 +49,11 @@ const { values: args } = parseArgs({
     fuse: { type: 'string' },
     out: { type: 'string', default: 'bench-results' },
     'no-build': { type: 'boolean', default: false },
+    // Shard size limits (README "Limits"): passed to the page URL and to the pre-validation.
+    maxLineMB: { type: 'string' },
+    maxFieldMB: { type: 'string' },
+    maxImageMB: { type: 'string' },
+    maxImageMP: { type: 'string' },
   },
 });
 
@@ -95,6 +101,17 @@ process.on('uncaughtException', (e) => {
   process.exit(1);
 });
 
+const limitArgs = Object.values(LIMIT_OPTIONS)
+  .map((o) => o.name)
+  .filter((n) => args[n as keyof typeof args] !== undefined);
+const { limits, errors: limitErrors } = parseLimits(
+  (n) => args[n as keyof typeof args] as string | undefined,
+);
+if (limitErrors.length) {
+  console.error(`bench: ${limitErrors.join('; ')}`);
+  process.exit(2);
+}
+
 const isUrl = /^https?:\/\//.test(args.shard);
 if (!isUrl) {
   const folder = resolve(args.shard);
@@ -105,7 +122,7 @@ if (!isUrl) {
   // Validate before building anything: an invalid shard is the user's input, reported as such (exit 2).
   // The page validates again on import; this only makes the verdict fast and stack-free.
   try {
-    await readShard(new FsSource(folder));
+    await readShard(new FsSource(folder), { limits });
   } catch (e) {
     if (e instanceof ShardValidationError) invalidShard(args.shard, e.issues);
     throw e;
@@ -169,6 +186,7 @@ async function saveDownload(p: Page, testId: string, file: string) {
 }
 
 const common: Record<string, string> = { shard: shardUrl, depth: args.depth! };
+for (const n of limitArgs) common[n] = args[n as keyof typeof args] as string;
 if (args.k1) common.k1 = args.k1;
 if (args.b) common.b = args.b;
 if (model) {

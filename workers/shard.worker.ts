@@ -22,7 +22,21 @@ import {
   type ParquetInspection,
 } from '../src/lib/core/parquet/read-parquet';
 import type { ShardSource } from '../src/lib/core/source';
-import { openShardStore, type ShardSummary } from '../src/lib/adapters/shard-store';
+import {
+  estimateShardBytes,
+  isQuotaError,
+  openShardStore,
+  StorageQuotaError,
+  type ShardSummary,
+} from '../src/lib/adapters/shard-store';
+import type { ShardLimits } from '../src/lib/core/shard/limits';
+
+/** STORAGE_ISSUE_FILE: the `file` of issues about the browser's storage rather than a shard file. */
+export const STORAGE_ISSUE_FILE = '(browser storage)';
+
+function storageIssue(message: string): ShardIssue {
+  return { file: STORAGE_ISSUE_FILE, code: 'storage-quota', message };
+}
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
 export type ImportResult =
@@ -42,10 +56,14 @@ function imageType(path: string): string {
   return IMAGE_TYPES[path.slice(path.lastIndexOf('.') + 1).toLowerCase()] ?? 'application/octet-stream';
 }
 
-/** Options of an import: a Parquet dataset's confirmed column mapping. */
+/** Options of an import (structured-cloneable). */
 export interface ImportOptions {
   /** Read the source as a Parquet dataset with this mapping (without it, Parquet is detected). */
   parquet?: ParquetMapping;
+  /** Size limits (default DEFAULT_LIMITS). */
+  limits?: Partial<ShardLimits>;
+  /** Skip the storage pre-flight: only for fault-injection tests that need a write to hit the quota. */
+  skipPreflight?: boolean;
 }
 
 /** Outcome of inspecting a Parquet dataset: its files and the detected mapping, or why it cannot be read. */
@@ -99,6 +117,7 @@ const api = {
     let parsed;
     try {
       const readOpts = {
+        limits: options.limits,
         onProgress: report,
         // Blob copies the bytes, so the reader may reuse its buffer afterwards.
         onImage: (path: string, bytes: Uint8Array) =>
@@ -118,9 +137,28 @@ const api = {
     const store = await openShardStore();
     try {
       const cached = await store.has(parsed.hash);
+      // Refuse before writing anything when the shard cannot fit (the write would fail half-way).
+      if (!cached && !options.skipPreflight)
+        await store.ensureRoom(`the shard "${parsed.manifest.name}"`, estimateShardBytes(parsed, images));
       const summary = await store.put(parsed, images, source.label, report);
       report.flush();
       return { ok: true, summary, cached };
+    } catch (e) {
+      // Storage refusals are reported like validation issues: what failed and what to do (put() has
+      // already removed whatever it wrote).
+      if (e instanceof StorageQuotaError) return { ok: false, issues: [storageIssue(e.message)] };
+      if (isQuotaError(e))
+        return {
+          ok: false,
+          issues: [
+            storageIssue(
+              `the browser's storage filled up while saving the shard "${parsed.manifest.name}"; what was ` +
+                'written was removed and shards cached before are kept. Delete cached shards or runs you no longer ' +
+                'need, or allow this site more storage in the browser settings, then import again',
+            ),
+          ],
+        };
+      throw e;
     } finally {
       await store.close();
     }

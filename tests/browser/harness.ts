@@ -54,11 +54,18 @@ export interface ImportOptions {
   cancelHow?: 'abort' | 'kill';
   /** A Parquet dataset's column mapping (else detected). */
   parquet?: ParquetMapping;
+  /** Skip the storage pre-flight (to let a write run into the quota). */
+  skipPreflight?: boolean;
+  /** Reload the page when a progress tick of this kind arrives (`store`: once `done >= minDone`). */
+  reloadOn?: Progress['kind'];
 }
 
 export type Outcome =
   | (ImportResult & { progress: string[] })
   | { ok: false; error: { name: string; message: string }; progress: string[] };
+
+/** A store connection kept open by holdOpen(). */
+let held: Awaited<ReturnType<typeof openShardStore>> | undefined;
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -91,6 +98,13 @@ async function run(desc: SourceDescriptor, opts: ImportOptions = {}): Promise<Ou
   let cancelled = false;
   const onProgress = (p: Progress) => {
     progress.push(p.kind === 'store' ? `store:${p.done}/${p.total}` : p.kind);
+    if (p.kind === opts.reloadOn && (p.kind !== 'store' || p.done >= (opts.minDone ?? 0))) {
+      // The tab goes away mid-job, as a reload or a closed tab would (the test waits for the new page).
+      // The worker is stopped at once, as the unload will: otherwise it may finish before the page goes.
+      stopShardWorker();
+      location.reload();
+      return;
+    }
     if (cancelled || p.kind !== opts.cancelOn) return;
     if (p.kind === 'store' && p.done < (opts.minDone ?? 0)) return;
     cancelled = true;
@@ -98,10 +112,13 @@ async function run(desc: SourceDescriptor, opts: ImportOptions = {}): Promise<Ou
     else ac.abort();
   };
   try {
-    return {
-      ...(await importShard(desc, { signal: ac.signal, onProgress, parquet: opts.parquet })),
-      progress,
-    };
+    const r = await importShard(desc, {
+      signal: ac.signal,
+      onProgress,
+      parquet: opts.parquet,
+      skipPreflight: opts.skipPreflight,
+    });
+    return { ...r, progress };
   } catch (e) {
     const err = e as Error;
     return { ok: false, error: { name: err?.name ?? 'Error', message: err?.message ?? String(e) }, progress };
@@ -352,6 +369,105 @@ const harness = {
   },
 
   counts,
+
+  /** Hashes with records in some store but no complete `shards` row (half-written debris). */
+  async debris(): Promise<string[]> {
+    const db = await openDB(DB_NAME);
+    try {
+      const complete = new Set(
+        ((await db.getAll('shards')) as { hash: string; complete?: boolean }[])
+          .filter((m) => m.complete === true)
+          .map((m) => m.hash),
+      );
+      const out = new Set<string>();
+      for (const s of STORES) {
+        for (const key of await db.getAllKeys(s)) {
+          const h = s === 'shards' ? (key as string) : ((key as unknown[])[0] as string);
+          if (!complete.has(h)) out.add(h);
+        }
+      }
+      return [...out];
+    } finally {
+      db.close();
+    }
+  },
+
+  /** Opens the shard store and keeps the connection open (as a tab using the cache does). */
+  async holdOpen(): Promise<void> {
+    held = await openShardStore();
+  },
+
+  /**
+   * The storage pre-flight with the page's navigator.storage.estimate() reporting `usage` of `quota`
+   * (Chromium reports usage + 10 GiB whatever the real quota: see tests/e2e/faults.test.ts).
+   */
+  async preflight(usage: number, quota: number, needed: number) {
+    const real = navigator.storage.estimate;
+    navigator.storage.estimate = async () => ({ usage, quota });
+    const store = await openShardStore();
+    try {
+      await store.ensureRoom('the shard "big"', needed);
+      return { ok: true as const };
+    } catch (e) {
+      const err = e as Error & { needed?: number; available?: number };
+      return {
+        ok: false as const,
+        name: err.name,
+        message: err.message,
+        needed: err.needed,
+        available: err.available,
+      };
+    } finally {
+      navigator.storage.estimate = real;
+      await store.close();
+    }
+  },
+
+  /** Closes the connection holdOpen() kept. */
+  async release(): Promise<void> {
+    await held?.close();
+    held = undefined;
+  },
+
+  /** Opens the database at `version` directly (as a newer Loupe would); resolves how the open ended. */
+  openAtVersion(version: number, timeoutMs: number): Promise<string> {
+    return new Promise((resolve) => {
+      const req = indexedDB.open(DB_NAME, version);
+      const timer = setTimeout(() => resolve('still blocked'), timeoutMs);
+      req.onblocked = () => undefined; // keep waiting: the older connection should close itself
+      req.onsuccess = () => {
+        clearTimeout(timer);
+        req.result.close();
+        resolve(`opened at ${req.result.version}`);
+      };
+      req.onerror = () => {
+        clearTimeout(timer);
+        resolve(`error ${req.error?.name}`);
+      };
+    });
+  },
+
+  /** Deletes the whole database (cleanup after a version test). */
+  deleteDatabase(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const req = indexedDB.deleteDatabase(DB_NAME);
+      req.onsuccess = () => resolve();
+      req.onerror = () => reject(req.error);
+    });
+  },
+
+  /** Changes one stored document's text behind the store's back (same record count, other bytes). */
+  async tamperDoc(hash: string, chunkNo: number): Promise<void> {
+    const db = await openDB(DB_NAME);
+    try {
+      const row = (await db.get('docs', [hash, chunkNo])) as { records: { text: string }[] } | undefined;
+      if (!row) throw new Error(`no docs chunk ${chunkNo} for ${hash}`);
+      row.records[0].text = row.records[0].text.replace(/[a-z]/, 'X');
+      await db.put('docs', row);
+    } finally {
+      db.close();
+    }
+  },
 
   async putArtifact(
     hash: string,

@@ -675,10 +675,14 @@ describe('streaming', () => {
     }
   });
 
-  it('parses a 50 MB single-line document', async () => {
+  it('parses a 50 MB single-line document when the limits are raised (the defaults refuse it)', async () => {
     const text = 'lorem ipsum é '.repeat(3_600_000); // ~50 MB of UTF-8
     const files = append(tiny(), 'corpus.jsonl', JSON.stringify({ _id: 'big', title: '', text }) + '\n');
-    const shard = await readShard(new MemorySource(files, { chunkSize: 1 << 16 }));
+    const refused = await readShard(new MemorySource(files, { chunkSize: 1 << 16 })).catch((e) => e);
+    expect(refused.issues.map((i: ShardIssue) => i.code)).toEqual(['line-too-large']);
+    const shard = await readShard(new MemorySource(files, { chunkSize: 1 << 16 }), {
+      limits: { maxLineBytes: 64 << 20, maxFieldChars: 64 << 20 },
+    });
     expect(shard.docs[3].text.length).toBe(text.length);
     expect(shard.bytes).toBeGreaterThan(50_000_000);
   }, 30_000);

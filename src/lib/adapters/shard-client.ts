@@ -4,6 +4,8 @@ import * as Comlink from 'comlink';
 import type { ImportResult, InspectResult, ShardWorkerApi } from '../../../workers/shard.worker';
 import type { ParquetMapping } from '../core/parquet/mapping';
 import type { ProgressFn } from '../core/types';
+import { parseLimits, type ShardLimits } from '../core/shard/limits';
+import type { ShardIssue } from '../core/source';
 import { openShardStore } from './shard-store';
 import type { SourceDescriptor } from './sources';
 
@@ -59,6 +61,21 @@ export interface ImportShardOptions extends JobOptions {
    * source holding only .parquet files is imported with the detected mapping.
    */
   parquet?: ParquetMapping;
+  /**
+   * Size limits for this import. Default: the page URL's options (`?maxLineMB=…&maxFieldMB=…&maxImageMB=…&maxImageMP=…`,
+   * see core/shard/limits.ts), else DEFAULT_LIMITS.
+   */
+  limits?: Partial<ShardLimits>;
+  /** Tests only: let the write run into the quota instead of refusing up front. */
+  skipPreflight?: boolean;
+}
+
+/** Limits given in the page URL; a malformed value becomes an issue naming the option. */
+function limitsFromPage(): { limits: ShardLimits; issues: ShardIssue[] } {
+  const search = typeof location === 'undefined' ? '' : location.search;
+  const params = new URLSearchParams(search);
+  const { limits, errors } = parseLimits((name) => params.get(name));
+  return { limits, issues: errors.map((message) => ({ file: '(page URL)', code: 'bad-option', message })) };
 }
 
 /**
@@ -67,9 +84,16 @@ export interface ImportShardOptions extends JobOptions {
  * worker, removes whatever it had half-written, then rejects with an AbortError.
  */
 export function importShard(source: SourceDescriptor, opts: ImportShardOptions = {}): Promise<ImportResult> {
-  const { onProgress, parquet } = opts;
+  const { onProgress, parquet, skipPreflight } = opts;
+  let limits = opts.limits;
+  if (!limits) {
+    const fromPage = limitsFromPage();
+    if (fromPage.issues.length) return Promise.resolve({ ok: false, issues: fromPage.issues });
+    limits = fromPage.limits;
+  }
+  const options = { limits, skipPreflight, ...(parquet ? { parquet } : {}) };
   return call<ImportResult>(opts.signal, (api) =>
-    api.importShard(source, onProgress ? Comlink.proxy(onProgress) : undefined, parquet ? { parquet } : {}),
+    api.importShard(source, onProgress ? Comlink.proxy(onProgress) : undefined, options),
   );
 }
 

@@ -11,6 +11,7 @@
 // means "abandoned", and the sweep never deletes an import that is still running in another worker
 // or tab. Without Web Locks (very old browsers) the sweep treats every incomplete hash as abandoned.
 import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
+import { formatBytes } from '../core/shard/limits';
 import type {
   Doc,
   ParsedShard,
@@ -102,6 +103,60 @@ export class StaleCacheError extends Error {
   }
 }
 
+/**
+ * STORAGE_OVERHEAD: factor from the JSON size of a shard's records to what IndexedDB takes for them
+ * (keys, structured-clone framing, UTF-16 strings outside Latin-1), used by the pre-flight check.
+ */
+export const STORAGE_OVERHEAD = 1.2;
+
+/** The origin's storage cannot hold what is about to be written. `needed` / `available` in bytes. */
+export class StorageQuotaError extends Error {
+  readonly needed: number;
+  readonly available: number;
+  readonly quota: number;
+  constructor(what: string, needed: number, available: number, quota: number) {
+    super(
+      `not enough browser storage for ${what}: it needs about ${formatBytes(needed)}, and ` +
+        `${formatBytes(Math.max(0, available))} of the ${formatBytes(quota)} this site may use is free. ` +
+        'Delete cached shards or runs you no longer need, or allow this site more storage in the browser settings, then try again; ' +
+        'nothing was written',
+    );
+    this.name = 'StorageQuotaError';
+    this.needed = needed;
+    this.available = available;
+    this.quota = quota;
+  }
+}
+
+/** Whether `e` is the browser refusing a write for lack of space (IndexedDB, Cache, OPFS). */
+export function isQuotaError(e: unknown): boolean {
+  const name = (e as { name?: string } | null)?.name;
+  if (name === 'QuotaExceededError' || name === 'StorageQuotaError') return true;
+  // An IDB transaction aborted for quota reports it on its error (idb rejects tx.done with it).
+  const inner = (e as { error?: { name?: string } } | null)?.error;
+  return inner?.name === 'QuotaExceededError';
+}
+
+/** Approximate bytes IndexedDB needs for a parsed shard and its images (records' JSON × STORAGE_OVERHEAD). */
+export function estimateShardBytes(parsed: ParsedShard, images: Map<string, Blob>): number {
+  let json = JSON.stringify(parsed.docs).length + JSON.stringify(parsed.queries).length;
+  for (const [qid, row] of parsed.qrels)
+    for (const docId of row.keys()) json += qid.length + docId.length + 12;
+  let blobs = 0;
+  for (const b of images.values()) blobs += b.size;
+  return Math.ceil(json * STORAGE_OVERHEAD + blobs);
+}
+
+/** 32-bit FNV-1a over a string's UTF-16 code units: a cheap check that a stored chunk is unchanged. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Schema
 
@@ -109,6 +164,8 @@ export class StaleCacheError extends Error {
 interface ShardMetaRecord extends ShardSummary {
   schema: number;
   chunks: { docs: number; queries: number; qrels: number };
+  /** FNV-1a of each chunk's records as JSON, checked on load (absent in rows written before it existed). */
+  sums?: { docs: number[]; queries: number[]; qrels: number[] };
   /** The commit marker: the row is only ever written once everything else is. */
   complete: true;
 }
@@ -183,7 +240,7 @@ async function withHashLock<T>(
 // Store
 
 function toSummary(m: ShardMetaRecord): ShardSummary {
-  const { schema: _schema, chunks: _chunks, complete: _complete, ...summary } = m;
+  const { schema: _schema, chunks: _chunks, sums: _sums, complete: _complete, ...summary } = m;
   return summary;
 }
 
@@ -348,24 +405,22 @@ export class ShardStore {
       if (batchBytes >= TX_MAX_BYTES || batch.length >= TX_MAX_RECORDS) await flush();
     };
 
-    for (const [chunkNo, records] of docChunks.entries())
-      await add(
-        { store: 'docs', value: { hash, chunkNo, records } },
-        JSON.stringify(records).length,
-        records.length,
-      );
-    for (const [chunkNo, records] of queryChunks.entries())
-      await add(
-        { store: 'queries', value: { hash, chunkNo, records } },
-        JSON.stringify(records).length,
-        records.length,
-      );
-    for (const [chunkNo, records] of qrelChunks.entries())
-      await add(
-        { store: 'qrels', value: { hash, chunkNo, records } },
-        JSON.stringify(records).length,
-        records.length,
-      );
+    const sums: NonNullable<ShardMetaRecord['sums']> = { docs: [], queries: [], qrels: [] };
+    for (const [chunkNo, records] of docChunks.entries()) {
+      const json = JSON.stringify(records);
+      sums.docs.push(fnv1a(json));
+      await add({ store: 'docs', value: { hash, chunkNo, records } }, json.length, records.length);
+    }
+    for (const [chunkNo, records] of queryChunks.entries()) {
+      const json = JSON.stringify(records);
+      sums.queries.push(fnv1a(json));
+      await add({ store: 'queries', value: { hash, chunkNo, records } }, json.length, records.length);
+    }
+    for (const [chunkNo, records] of qrelChunks.entries()) {
+      const json = JSON.stringify(records);
+      sums.qrels.push(fnv1a(json));
+      await add({ store: 'qrels', value: { hash, chunkNo, records } }, json.length, records.length);
+    }
     for (const [path, blob] of images)
       await add({ store: 'images', value: { hash, path, blob } }, blob.size, 1);
     await flush();
@@ -389,6 +444,7 @@ export class ShardStore {
       cachedAt: Date.now(),
       schema: SCHEMA_VERSION,
       chunks: { docs: docChunks.length, queries: queryChunks.length, qrels: qrelChunks.length },
+      sums,
       complete: true,
     };
     // The commit marker, last and alone.
@@ -415,20 +471,29 @@ export class ShardStore {
         tx.done,
       ]);
       const m = meta;
-      const flatten = <T>(what: string, rows: ChunkRow<T>[], chunks: number, count: number): T[] => {
+      const flatten = <T>(
+        what: string,
+        rows: ChunkRow<T>[],
+        chunks: number,
+        count: number,
+        sums?: number[],
+      ): T[] => {
         if (rows.length !== chunks)
           throw new Error(`${what}: ${rows.length} chunks stored, ${chunks} expected`);
         const out: T[] = [];
         rows.forEach((r, i) => {
           if (r.chunkNo !== i || !Array.isArray(r.records)) throw new Error(`${what}: chunk ${i} is damaged`);
+          // Structured clone keeps property order, so the JSON (and its checksum) is what was written.
+          if (sums && fnv1a(JSON.stringify(r.records)) !== sums[i])
+            throw new Error(`${what}: chunk ${i} does not match its checksum (its bytes were changed)`);
           for (const x of r.records) out.push(x);
         });
         if (out.length !== count) throw new Error(`${what}: ${out.length} records stored, ${count} expected`);
         return out;
       };
-      const docs = flatten('documents', docRows, m.chunks.docs, m.counts.docs);
-      const queries = flatten('queries', queryRows, m.chunks.queries, m.counts.queries);
-      const triples = flatten('qrels', qrelRows, m.chunks.qrels, m.counts.qrels);
+      const docs = flatten('documents', docRows, m.chunks.docs, m.counts.docs, m.sums?.docs);
+      const queries = flatten('queries', queryRows, m.chunks.queries, m.counts.queries, m.sums?.queries);
+      const triples = flatten('qrels', qrelRows, m.chunks.qrels, m.counts.qrels, m.sums?.qrels);
       if (imageCount !== m.counts.images)
         throw new Error(`images: ${imageCount} stored, ${m.counts.images} expected`);
       for (const d of docs) if (typeof d?.id !== 'string') throw new Error('documents: a record is damaged');
@@ -551,6 +616,16 @@ export class ShardStore {
   async deleteArtifacts(hash: string, kind?: string): Promise<void> {
     const range = kind === undefined ? hashRange(hash) : hashRange(hash, kind);
     await (await this.db()).delete('artifacts', range);
+  }
+
+  /**
+   * Pre-flight: throws StorageQuotaError when `needed` bytes do not fit in what the origin's quota
+   * leaves free (navigator.storage.estimate()). Does nothing when the browser gives no estimate.
+   */
+  async ensureRoom(what: string, needed: number): Promise<void> {
+    const { usage, quota } = await this.estimate();
+    if (usage === undefined || quota === undefined) return;
+    if (needed > quota - usage) throw new StorageQuotaError(what, needed, quota - usage, quota);
   }
 
   /** Usage and quota of the origin's storage, and whether it is persistent. */

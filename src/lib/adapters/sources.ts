@@ -102,6 +102,21 @@ async function* streamChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator
   }
 }
 
+/** A response body whose connection drops mid-way fails with an Error naming the URL and what to do. */
+async function* droppedAs(chunks: AsyncGenerator<Uint8Array>, url: string): AsyncGenerator<Uint8Array> {
+  try {
+    yield* chunks;
+  } catch (e) {
+    // Errors thrown by the consumer into the generator are not network failures: only wrap read errors.
+    if (e instanceof TypeError || (e as { name?: string })?.name === 'NetworkError')
+      throw new Error(
+        `the connection dropped while reading ${url} (${(e as Error).message}): check the network and import ` +
+          'again; nothing was saved',
+      );
+    throw e;
+  }
+}
+
 /** Streams a Blob: its own stream when the runtime has one, else READ_CHUNK_BYTES slices. */
 function blobChunks(blob: Blob): AsyncIterable<Uint8Array> {
   if (typeof blob.stream === 'function') return streamChunks(blob.stream());
@@ -562,7 +577,10 @@ export function urlSource(baseUrl: string, files?: string[]): ShardSource {
     try {
       res = await fetch(u, { method, credentials: 'same-origin', headers });
     } catch (e) {
-      throw new Error(`could not fetch ${u.href}: ${(e as Error).message || 'network error'}`);
+      throw new Error(
+        `could not fetch ${u.href} (${(e as Error).message || 'network error'}): check the network ` +
+          'connection, the URL, and that the server allows this site (CORS), then import again; nothing was saved',
+      );
     }
     if (
       res.url &&
@@ -601,7 +619,7 @@ export function urlSource(baseUrl: string, files?: string[]): ShardSource {
       const res = await request(path, 'GET');
       if (!res) return null;
       if (!res.body) return (async function* () {})();
-      return streamChunks(res.body);
+      return droppedAs(streamChunks(res.body), res.url || urlOf(path).href);
     },
     size,
     // HTTP range requests (a Parquet footer, then only the row groups read); a server that ignores

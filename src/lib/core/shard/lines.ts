@@ -4,8 +4,10 @@
 import type { ShardIssue } from '../source';
 import type { ShardWarning } from '../types';
 
-/** Default cap on one line (and on whole small files read in one piece): 64 MiB. */
-export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
+import { DEFAULT_LIMITS, LIMIT_OPTIONS } from './limits';
+
+/** Default cap on one line (and on whole small files read in one piece): DEFAULT_LIMITS.maxLineBytes. */
+export const DEFAULT_MAX_LINE_BYTES = DEFAULT_LIMITS.maxLineBytes;
 
 /** One line of a file, without its `\n` (and without a `\r` before it). */
 export interface Line {
@@ -154,7 +156,9 @@ export async function* readLines(
       file,
       line: lineNo,
       code: 'line-too-large',
-      message: `line is longer than ${maxLineBytes} bytes (the limit); reading stopped here`,
+      message:
+        `line is longer than ${maxLineBytes} bytes (the limit); reading stopped here. No real corpus has ` +
+        `such a record: check the export, or raise the limit with ${LIMIT_OPTIONS.maxLineBytes.name}=<MiB>`,
     });
 
   for await (const chunk of chunks) {

@@ -18,7 +18,8 @@ import type {
   TaskInfo,
 } from '../types';
 import { combineFileHashes, FileHasher } from './hash';
-import { DEFAULT_MAX_LINE_BYTES, invalidUtf8Offset, LineReadError, readLines, type Line } from './lines';
+import { DEFAULT_LIMITS, formatBytes, imageDimensions, LIMIT_OPTIONS, type ShardLimits } from './limits';
+import { invalidUtf8Offset, LineReadError, readLines, type Line } from './lines';
 
 /** A BCP 47 language tag's shape: a 2–3 letter primary language, then optional subtags. */
 const LANGUAGE_TAG_RE = /^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*$/;
@@ -29,7 +30,9 @@ export interface ReadShardOptions {
   onProgress?: ProgressFn;
   /** Polled between chunks; when it returns true reading stops with an `Error` named `AbortError`. */
   isCancelled?: () => boolean;
-  /** Longest accepted line, and largest shard.json / NOTICE.md / image, in bytes (default 64 MiB). */
+  /** Size limits (defaults: DEFAULT_LIMITS). */
+  limits?: Partial<ShardLimits>;
+  /** Longest accepted line, and largest shard.json / NOTICE.md, in bytes (overrides limits.maxLineBytes). */
   maxLineBytes?: number;
   /** Issues collected before giving up (default 50). */
   maxIssues?: number;
@@ -80,6 +83,7 @@ class ShardReader {
   private readonly source: ShardSource;
   private readonly opts: ReadShardOptions;
   private readonly maxLineBytes: number;
+  private readonly limits: ShardLimits;
   private readonly maxIssues: number;
   private readonly issues: ShardIssue[] = [];
   private readonly warnings: ShardWarning[] = [];
@@ -105,7 +109,8 @@ class ShardReader {
   constructor(source: ShardSource, opts: ReadShardOptions) {
     this.source = source;
     this.opts = opts;
-    this.maxLineBytes = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.maxLineBytes = opts.maxLineBytes ?? this.limits.maxLineBytes;
     this.maxIssues = Math.max(1, opts.maxIssues ?? 50);
   }
 
@@ -258,19 +263,27 @@ class ShardReader {
     emit(true);
   }
 
-  /** A whole (small) file: shard.json, NOTICE.md or an image, capped at maxLineBytes. */
-  private async readWhole(path: string, stream: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  /** A whole (small) file: shard.json, NOTICE.md (capped at maxLineBytes) or an image (maxImageBytes). */
+  private async readWhole(
+    path: string,
+    stream: AsyncIterable<Uint8Array>,
+    image = false,
+  ): Promise<Uint8Array> {
     const hasher = new FileHasher();
     const parts: Uint8Array[] = [];
+    const cap = image ? this.limits.maxImageBytes : this.maxLineBytes;
+    const option = image ? LIMIT_OPTIONS.maxImageBytes.name : LIMIT_OPTIONS.maxLineBytes.name;
     let n = 0;
     for await (const chunk of stream) {
       this.checkCancelled();
       n += chunk.length;
-      if (n > this.maxLineBytes) {
+      if (n > cap) {
         this.fatal({
           file: path,
           code: 'file-too-large',
-          message: `${path} is larger than ${this.maxLineBytes} bytes (the limit)`,
+          message:
+            `${path} is larger than ${formatBytes(cap)} (the limit for ${image ? 'an image' : 'this file'}); ` +
+            `reading stopped here. Shrink it, or raise the limit with ${option}=<MiB>`,
         });
       }
       parts.push(chunk);
@@ -610,6 +623,18 @@ class ShardReader {
         line: l.line,
         code: 'not-object',
         message: `expected one JSON object per line, found ${describe(v)}`,
+      });
+      return null;
+    }
+    const long = longField(v, this.limits.maxFieldChars);
+    if (long) {
+      this.issue({
+        file,
+        line: l.line,
+        code: 'field-too-large',
+        message:
+          `field "${long.key}" has ${long.length} characters, more than the limit of ${this.limits.maxFieldChars}. ` +
+          `No real corpus has such a field: check the export, or raise the limit with ${LIMIT_OPTIONS.maxFieldChars.name}=<Mi characters>`,
       });
       return null;
     }
@@ -1087,13 +1112,26 @@ class ShardReader {
         });
         continue;
       }
-      const bytes = await this.readWhole(path, stream);
+      const bytes = await this.readWhole(path, stream, true);
       if (!sniffImage(bytes)) {
         const head = Array.from(bytes.subarray(0, 8), (b) => b.toString(16).padStart(2, '0')).join(' ');
         this.issue({
           file: path,
           code: 'not-an-image',
           message: `${path} (referenced on ${ref.file}:${ref.line}) is not a JPEG, PNG or WebP image (it starts with ${head || 'nothing'})`,
+        });
+        continue;
+      }
+      // Decompression bombs: refuse by the header's dimensions, before anything decodes the image.
+      const dims = imageDimensions(bytes);
+      if (dims && dims.width * dims.height > this.limits.maxImagePixels) {
+        this.issue({
+          file: path,
+          code: 'image-too-large',
+          message:
+            `${path} (referenced on ${ref.file}:${ref.line}) is ${dims.width} × ${dims.height} pixels, more than the ` +
+            `limit of ${this.limits.maxImagePixels / 1e6} megapixels. Downscale it, or raise the limit with ` +
+            `${LIMIT_OPTIONS.maxImagePixels.name}=<megapixels>`,
         });
         continue;
       }
@@ -1271,6 +1309,17 @@ function pathProblem(p: string): string | null {
   const segments = p.split('/');
   if (segments.includes('..')) return 'contains ".."; paths must stay inside the shard folder';
   if (segments.some((s) => s === '' || s === '.')) return 'has an empty or "." segment';
+  return null;
+}
+
+/** The first string (at any depth) longer than `max` characters, with its key path; null when none is. */
+function longField(v: unknown, max: number, key = ''): { key: string; length: number } | null {
+  if (typeof v === 'string') return v.length > max ? { key, length: v.length } : null;
+  if (typeof v !== 'object' || v === null) return null;
+  for (const [k, x] of Object.entries(v)) {
+    const found = longField(x, max, key ? `${key}.${k}` : k);
+    if (found) return found;
+  }
   return null;
 }
 

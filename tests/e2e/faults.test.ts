@@ -1,0 +1,271 @@
+// Fault injection below the UI, in real Chromium through the harness page: one named test per fault.
+// Each checks the error says what failed and what to do, that nothing is left half-written (records
+// without the store's commit marker), that shards stored before are kept, and that a retry or a
+// reload recovers. Quota: the DevTools protocol's Storage.overrideQuotaForOrigin.
+import { readdirSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DATA_DIR } from '../paths';
+import type { Harness, Outcome } from '../browser/harness';
+import { harnessCaller, launch, pageErrors, type Session } from './browser';
+
+const baseUrl = inject('baseUrl');
+const HARNESS = `${baseUrl}/tests/browser/harness.html`;
+const call = harnessCaller<Harness>('harness');
+
+function shardFiles(name: string): string[] {
+  const root = join(DATA_DIR, name);
+  return readdirSync(root, { recursive: true, withFileTypes: true })
+    .filter((d) => d.isFile())
+    .map((d) => relative(root, join(d.parentPath, d.name)).split(sep).join('/'))
+    .sort();
+}
+
+async function openHarness(page: Page, how: 'goto' | 'reload' | 'wait' = 'goto'): Promise<void> {
+  if (how === 'goto') await page.goto(HARNESS);
+  else if (how === 'reload') await page.reload();
+  await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+}
+
+function ok(r: Outcome) {
+  if (!r.ok) throw new Error(`import failed: ${JSON.stringify(r)}`);
+  return r;
+}
+
+/** The single issue of a refused import. */
+function issueOf(r: Outcome) {
+  if (r.ok || !('issues' in r)) throw new Error(`expected issues, got ${JSON.stringify(r)}`);
+  expect(r.issues).toHaveLength(1);
+  return r.issues[0];
+}
+
+/** Page errors other than the browser's own log lines for failed or refused requests. */
+function realErrors(page: Page): string[] {
+  return pageErrors(page).filter((e) => !/Failed to load resource|net::ERR_/.test(e));
+}
+
+describe('faults: shard import and the shard cache', () => {
+  let session: Session;
+  let page: Page;
+  /** A shard stored before each fault: it must survive every one of them. */
+  let kept = '';
+
+  /** Nothing half-written; the earlier shard still loads in full. */
+  async function expectIntact(p: Page = page) {
+    expect(await call(p, 'debris')).toEqual([]);
+    const prev = await call(p, 'load', kept);
+    expect(prev.ok).toBe(true);
+  }
+
+  beforeAll(async () => {
+    session = await launch();
+    page = session.page;
+    await openHarness(page);
+    kept = ok(await call(page, 'importUrl', '/shards/r2med-demo/')).summary.hash;
+  });
+
+  afterAll(async () => {
+    await session?.dispose();
+  });
+
+  it('quota pre-flight: refused before writing, saying how much is needed and free', async () => {
+    // Chromium reports a fake quota (usage + 10 GiB) to pages, so the check runs on the numbers a
+    // browser with an honest estimate (Firefox, Safari) gives; see the quota test below.
+    // The check itself, in the page, on the numbers a browser with an honest estimate gives.
+    const r = await call(page, 'preflight', 50_000_000, 52_000_000, 4_800_000);
+    expect(r).toMatchObject({
+      ok: false,
+      name: 'StorageQuotaError',
+      needed: 4_800_000,
+      available: 2_000_000,
+    });
+    expect(r.ok === false && r.message).toBe(
+      'not enough browser storage for the shard "big": it needs about 4.8 MB, and 2.0 MB of the 52.0 MB this ' +
+        'site may use is free. Delete cached shards or runs you no longer need, or allow this site more storage ' +
+        'in the browser settings, then try again; nothing was written',
+    );
+    expect(await call(page, 'preflight', 50_000_000, 52_000_000, 1_900_000)).toEqual({ ok: true });
+    await expectIntact();
+  });
+
+  it('worker terminated mid-import: the call rejects (no hang), the sweep clears its records, a retry works', async () => {
+    const r = await call(page, 'importUrl', '/shards/vqa-rad/', {
+      cancelOn: 'store',
+      minDone: 1,
+      cancelHow: 'kill',
+    });
+    expect(r.ok).toBe(false);
+    expect('error' in r && r.error.name).toBe('AbortError');
+    // The browser releases the dead worker's lock; the next open sweeps what it left.
+    await call(page, 'sweep', 5000);
+    await expectIntact();
+    expect(r.progress.some((p) => /^store:[1-9]/.test(p))).toBe(true);
+    const again = ok(await call(page, 'importUrl', '/shards/vqa-rad/'));
+    await call(page, 'delete', again.summary.hash);
+  });
+
+  it('page reloaded mid-import: the next start sweeps the half-written shard, a new import works', async () => {
+    const reloaded = page.waitForEvent('load');
+    const during = await call(page, 'importUrl', '/shards/vqa-rad/', { reloadOn: 'store', minDone: 1 }).catch(
+      (e: Error) => e,
+    );
+    // Either the evaluate dies with its page, or the stopped worker's rejection gets out first.
+    if (!(during instanceof Error)) expect(during.ok).toBe(false);
+    await reloaded;
+    await openHarness(page, 'wait');
+    // Opening the store (list) sweeps debris of imports whose tab is gone.
+    expect((await call(page, 'list')).map((s) => s.hash)).toEqual([kept]);
+    await expectIntact();
+    const again = ok(await call(page, 'importUrl', '/shards/vqa-rad/'));
+    await call(page, 'delete', again.summary.hash);
+  });
+
+  it('a stored record whose bytes changed: detected on load, dropped, and a re-import restores it', async () => {
+    const hash = ok(await call(page, 'importUrl', '/shards/medquad/')).summary.hash;
+    await call(page, 'tamperDoc', hash, 1);
+    const r = await call(page, 'load', hash);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.name).toBe('StaleCacheError');
+    expect(r.message).toBe(
+      'cached shard medquad is unusable (documents: chunk 1 does not match its checksum (its bytes were changed)); ' +
+        'it was removed, import it again',
+    );
+    expect(await call(page, 'counts', hash)).toEqual({
+      shards: 0,
+      docs: 0,
+      queries: 0,
+      qrels: 0,
+      images: 0,
+      artifacts: 0,
+    });
+    await expectIntact();
+    const again = ok(await call(page, 'importUrl', '/shards/medquad/'));
+    expect(again.summary.hash).toBe(hash);
+    expect((await call(page, 'load', hash)).ok).toBe(true);
+    await call(page, 'delete', hash);
+    expect(realErrors(page)).toEqual([]);
+  });
+
+  it('network cut during a URL import: the error names the file and says what to do; nothing is saved', async () => {
+    // corpus.jsonl arrives, then the connection is gone for queries.jsonl.
+    await session.context.route('**/shards/medquad/queries.jsonl', (route) =>
+      route.abort('internetdisconnected'),
+    );
+    try {
+      const r = await call(page, 'importUrl', '/shards/medquad/');
+      expect(r.ok).toBe(false);
+      const message = 'error' in r ? r.error.message : JSON.stringify(r);
+      expect(message).toContain(`could not fetch ${baseUrl}/shards/medquad/queries.jsonl`);
+      expect(message).toContain('check the network connection');
+      expect(message).toContain('nothing was saved');
+      await expectIntact();
+    } finally {
+      await session.context.unroute('**/shards/medquad/queries.jsonl');
+    }
+    const again = ok(await call(page, 'importUrl', '/shards/medquad/'));
+    await call(page, 'delete', again.summary.hash);
+  });
+
+  it('a second tab deletes the shard the first is using: the first gets clear errors, and re-imports', async () => {
+    const hash = ok(await call(page, 'importUrl', '/shards/medquad/')).summary.hash;
+    const other = await session.context.newPage();
+    try {
+      await openHarness(other);
+      await call(other, 'delete', hash);
+    } finally {
+      await other.close();
+    }
+    const load = await call(page, 'load', hash);
+    expect(load.ok).toBe(false);
+    if (!load.ok) {
+      expect(load.name).toBe('StaleCacheError');
+      expect(load.message).toBe(
+        `cached shard ${hash.slice(0, 12)} is unusable (not in the cache); it was removed, import it again`,
+      );
+    }
+    const put = await call(page, 'putArtifact', hash, 'bm25', 'k', { x: 1 });
+    expect(put).toEqual({
+      ok: false,
+      message: `cannot store bm25 for shard ${hash.slice(0, 12)}: the shard is not cached`,
+    });
+    await expectIntact();
+    ok(await call(page, 'importUrl', '/shards/medquad/'));
+    expect((await call(page, 'load', hash)).ok).toBe(true);
+    await call(page, 'delete', hash);
+  });
+
+  it('IndexedDB opened at a newer version by another tab: this tab does not block it, and says to reload', async () => {
+    await call(page, 'holdOpen');
+    const other = await session.context.newPage();
+    try {
+      await openHarness(other);
+      // The older connection closes itself on versionchange, so the newer open is not blocked.
+      expect(await call(other, 'openAtVersion', 2, 10_000)).toBe('opened at 2');
+      const r = await call(page, 'importUrl', '/shards/medquad/');
+      expect(r.ok).toBe(false);
+      expect('error' in r && r.error.message).toBe(
+        'the shard cache was written by a newer version of Loupe; reload the page',
+      );
+      expect('error' in r || r).toBeTruthy();
+      // Recovery (what a reload into the newer version does): the newer schema replaces the database.
+      await call(other, 'deleteDatabase');
+    } finally {
+      await call(page, 'release');
+      await other.close();
+    }
+    const again = ok(await call(page, 'importUrl', '/shards/medquad/'));
+    expect(again.cached).toBe(false);
+    kept = ok(await call(page, 'importUrl', '/shards/r2med-demo/')).summary.hash;
+    await expectIntact();
+  });
+});
+
+describe('faults: storage quota exhausted (DevTools Storage.overrideQuotaForOrigin)', () => {
+  // Chromium applies the override only to an origin whose storage has not been used yet in this
+  // browser (the quota is cached when IndexedDB first opens), so this runs in a fresh profile.
+  it('quota exhausted during import: what was written is removed, the earlier shard is kept, and a restart with room recovers', async () => {
+    const first = await launch();
+    let profileDir = first.profileDir;
+    try {
+      const cdp = await first.context.newCDPSession(first.page);
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: baseUrl, quotaSize: 3_000_000 });
+      await openHarness(first.page);
+      const kept = ok(await call(first.page, 'importUrl', '/shards/r2med-demo/')).summary.hash;
+      // Chromium reports usage + 10 GiB to the page whatever the quota, so the pre-flight lets it through
+      // and the write itself runs into the quota (skipPreflight makes that explicit for other browsers).
+      const reported = await call(first.page, 'estimate');
+      expect((reported.quota ?? 0) - (reported.usage ?? 0)).toBeGreaterThan(1e9);
+      const r = await call(first.page, 'importUrl', '/shards/vqa-rad/', { skipPreflight: true });
+      const issue = issueOf(r);
+      expect(issue).toMatchObject({ file: '(browser storage)', code: 'storage-quota' });
+      expect(issue.message).toBe(
+        'the browser\'s storage filled up while saving the shard "vqa-rad"; what was written was removed and ' +
+          'shards cached before are kept. Delete cached shards or runs you no longer need, or allow this site ' +
+          'more storage in the browser settings, then import again',
+      );
+      expect(r.progress.some((p) => /^store:[1-9]/.test(p))).toBe(true);
+      expect(await call(first.page, 'debris')).toEqual([]);
+      expect((await call(first.page, 'load', kept)).ok).toBe(true);
+      expect(realErrors(first.page)).toEqual([]);
+      await first.close();
+
+      // The same profile with the browser's normal quota (the user made room): the import succeeds.
+      const second = await launch({ profileDir });
+      try {
+        await openHarness(second.page);
+        expect(await call(second.page, 'debris')).toEqual([]);
+        expect((await call(second.page, 'load', kept)).ok).toBe(true);
+        const again = ok(await call(second.page, 'importUrl', '/shards/vqa-rad/'));
+        expect(again.cached).toBe(false);
+        expect(realErrors(second.page)).toEqual([]);
+      } finally {
+        await second.dispose();
+        profileDir = '';
+      }
+    } finally {
+      if (profileDir) await first.dispose().catch(() => undefined);
+    }
+  });
+});
