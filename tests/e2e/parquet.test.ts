@@ -177,4 +177,43 @@ describe('Parquet (MIEB layout) import in Chromium', () => {
     expect(await call(page, 'counts')).toEqual(before);
     expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
   });
+
+  it('shows the mapping for confirmation, flags a wrong edit and hands back the edited mapping', async () => {
+    const ui = await session.context.newPage();
+    try {
+      await ui.goto(`${baseUrl}/tests/browser/mapping-harness.html`);
+      await ui.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+      const detected = await ui.evaluate(([u, p]) => window.mappingHarness.show(u, p), [
+        urlOf(fx.valid),
+        filesOf(fx.valid),
+      ] as const);
+      const corpus = ui.getByRole('group', { name: 'Corpus' });
+      await expect.poll(() => corpus.getByLabel('Text', { exact: true }).inputValue()).toBe('text');
+      expect(
+        await ui
+          .getByRole('group', { name: 'Qrels' })
+          .getByLabel('Relevance score', { exact: true })
+          .inputValue(),
+      ).toBe('score');
+
+      // A text column as the image: the component names the file and the reason, and will not confirm.
+      await corpus.getByLabel('Image', { exact: true }).selectOption('title');
+      await expect
+        .poll(() => ui.getByRole('alert').textContent())
+        .toContain('column "title" (the document image) holds string values');
+      const confirm = ui.getByRole('button', { name: 'Import with these columns' });
+      expect(await confirm.isDisabled()).toBe(true);
+
+      await corpus.getByLabel('Image', { exact: true }).selectOption('image');
+      await corpus.getByRole('checkbox', { name: 'plane' }).uncheck();
+      await confirm.click();
+      const confirmed = await ui.evaluate(() => window.mappingHarness.confirmed);
+      expect(confirmed).toEqual({
+        ...detected,
+        corpus: { ...detected.corpus, meta: detected.corpus.meta.filter((m) => m !== 'plane') },
+      });
+    } finally {
+      await ui.close();
+    }
+  });
 });
