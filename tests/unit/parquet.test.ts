@@ -22,6 +22,9 @@ import { ShardValidationError, type ShardIssue } from '../../src/lib/core/source
 import type { ParsedShard } from '../../src/lib/core/types';
 import { makeMieb, type MiebFixture } from '../fixtures/parquet/make-mieb';
 import { DATA_DIR } from '../paths';
+import { gzipSync } from 'node:zlib';
+import { parquetWriteBuffer } from 'hyparquet-writer';
+import { MemorySource } from '../../src/lib/core/shard/memory-source';
 
 let out: string;
 let fx: MiebFixture;
@@ -187,6 +190,76 @@ describe('Parquet mapping detection', () => {
       parseHubDatasetUrl('https://huggingface.co/datasets/MIEB/foo/resolve/refs%2Fconvert%2Fparquet/corpus/'),
     ).toMatchObject({ revision: 'refs/convert/parquet', folder: 'corpus' });
     expect(parseHubDatasetUrl('https://example.org/datasets/a/b')).toBeNull();
+  });
+});
+
+describe('small Parquet datasets in memory', () => {
+  const strings = (name: string, data: (string | null)[]) => ({ name, data, type: 'STRING' as const });
+  const file = (columnData: Parameters<typeof parquetWriteBuffer>[0]['columnData'], codec?: 'GZIP') =>
+    new Uint8Array(
+      parquetWriteBuffer({
+        columnData,
+        ...(codec ? { codec, compressors: { GZIP: (b: Uint8Array) => new Uint8Array(gzipSync(b)) } } : {}),
+      }),
+    );
+  const dataset = () => ({
+    // gzip pages need hyparquet-compressors; the reader has no random access here (whole-file fallback).
+    'corpus.parquet': file(
+      [strings('_id', ['d1', 'd2', 'd3']), strings('text', ['heart attack', 'broken leg', 'flu symptoms'])],
+      'GZIP',
+    ),
+    'queries.parquet': file([
+      strings('_id', ['q1', 'q2', 'q3']),
+      strings('text', ['myocardial', 'fracture', 'cold']),
+    ]),
+    'qrels-test.parquet': file([
+      strings('query-id', ['q1', 'q2']),
+      strings('corpus-id', ['d1', 'd2']),
+      { name: 'score', data: [1, 2], type: 'INT32' as const },
+    ]),
+  });
+
+  it('reads flat files with gzip pages; a query without judgements is skipped with a warning', async () => {
+    const source = new MemorySource(dataset(), { label: 'tiny' });
+    const inspection = await inspectParquet(source);
+    const shard = await readParquetShard(source, inspection.mapping, { inspection });
+    expect(shard.docs.map((d) => [d.id, d.text])).toEqual([
+      ['d1', 'heart attack'],
+      ['d2', 'broken leg'],
+      ['d3', 'flu symptoms'],
+    ]);
+    expect(shard.manifest).toMatchObject({
+      name: 'tiny',
+      tasks: [{ id: 'test', queryModality: 'text', corpusModality: 'text' }],
+    });
+    expect(shard.queries.map((q) => q.id)).toEqual(['q1', 'q2']);
+    expect(shard.qrels.get('q2')).toEqual(new Map([['d2', 2]]));
+    expect(shard.warnings).toEqual([
+      expect.objectContaining({ file: 'queries.parquet', code: 'queries-without-qrels', examples: ['q3'] }),
+    ]);
+  });
+
+  it('names a file that is not Parquet, and a duplicate id by its row', async () => {
+    const garbage = new MemorySource({ ...dataset(), 'corpus.parquet': 'not parquet at all, just text' });
+    await expect(inspectParquet(garbage)).rejects.toMatchObject({
+      issues: [{ file: 'corpus.parquet', code: 'parquet-invalid' }],
+    });
+    const dup = new MemorySource({
+      ...dataset(),
+      'corpus.parquet': file([strings('_id', ['d1', 'd2', 'd1']), strings('text', ['a', 'b', 'c'])]),
+    });
+    const inspection = await inspectParquet(dup);
+    await expect(readParquetShard(dup, inspection.mapping, { inspection })).rejects.toMatchObject({
+      issues: [
+        {
+          file: 'corpus.parquet',
+          rowGroup: 0,
+          row: 2,
+          code: 'duplicate-id',
+          message: 'duplicate document _id "d1" (first in corpus.parquet, row group 0, row 0)',
+        },
+      ],
+    });
   });
 });
 

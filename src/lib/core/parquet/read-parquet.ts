@@ -787,7 +787,11 @@ class ParquetShard {
           : i.file === VIRTUAL.qrels
             ? this.maps.qrels
             : null;
-    const message = this.wording(i.message);
+    // "(first on line 12)" points into the same virtual file: say which row that is.
+    const message = this.wording(i.message).replace(/first on line (\d+)/, (all, n: string) => {
+      const first = map?.locate(Number(n));
+      return first ? `first in ${first.file}, row group ${first.rowGroup}, row ${first.row}` : all;
+    });
     if (map && i.line !== undefined) {
       const at = map.locate(i.line);
       if (at) return { file: at.file, rowGroup: at.rowGroup, row: at.row, code: i.code, message };
