@@ -23,7 +23,11 @@ const MIME: Record<string, string> = {
   '.jpeg': 'image/jpeg',
   '.png': 'image/png',
   '.webp': 'image/webp',
+  '.dcm': 'application/dicom',
 };
+
+/** Shards made by scripts (scripts/make-dicom-shard.sh), gitignored; served at /generated-shards/. */
+const GENERATED_DIR = resolve(import.meta.dirname, 'generated-shards');
 
 /** Shard folders under DATA_DIR: any folder holding a corpus.jsonl. */
 function listShards(): { name: string; url: string }[] {
@@ -41,16 +45,20 @@ function listShards(): { name: string; url: string }[] {
 function demoShards(): Plugin {
   const handler = (req: IncomingMessage, res: ServerResponse, next: () => void) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    if (!url.pathname.startsWith('/shards/')) return next();
+    const generated = url.pathname.startsWith('/generated-shards/');
+    if (!url.pathname.startsWith('/shards/') && !generated) return next();
     for (const [k, v] of Object.entries(ISOLATION_HEADERS)) res.setHeader(k, v);
     if (url.pathname === '/shards/index.json') {
       res.setHeader('Content-Type', 'application/json');
       res.end(JSON.stringify({ dataDir: DATA_DIR, shards: listShards() }));
       return;
     }
-    const rel = decodeURIComponent(url.pathname.slice('/shards/'.length));
-    const file = resolve(DATA_DIR, rel);
-    if (!file.startsWith(DATA_DIR + sep) || !existsSync(file) || !statSync(file).isFile()) {
+    const root = generated ? GENERATED_DIR : DATA_DIR;
+    const rel = decodeURIComponent(
+      url.pathname.slice(generated ? '/generated-shards/'.length : '/shards/'.length),
+    );
+    const file = resolve(root, rel);
+    if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) {
       res.statusCode = 404;
       res.end('not found');
       return;

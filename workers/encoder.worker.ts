@@ -4,6 +4,8 @@
 // closed run resumes where it stopped), and scores query–document pairs with a cross-encoder.
 /// <reference types="vite/client" />
 import * as Comlink from 'comlink';
+import { decodeDicomBlob, isDicomBlob } from '../src/lib/adapters/dicom-image';
+import { rgbaToRgb } from '../src/lib/core/dicom/image';
 import {
   AutoModel,
   AutoModelForSequenceClassification,
@@ -673,6 +675,11 @@ async function scorePairBatch(
 
 async function decode(blob: Blob, label: string): Promise<RawImage> {
   try {
+    if (await isDicomBlob(blob)) {
+      // DICOM: LUTs (default window, first frame) to 8-bit RGB, the layout the image processor takes.
+      const img = await decodeDicomBlob(blob);
+      return new RawImage(rgbaToRgb(img.rgba), img.width, img.height, 3);
+    }
     return await RawImage.fromBlob(blob);
   } catch (e) {
     throw new Error(`could not decode image ${label}: ${errorText(e)}`);

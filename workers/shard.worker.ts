@@ -37,6 +37,8 @@ export const STORAGE_ISSUE_FILE = '(browser storage)';
 function storageIssue(message: string): ShardIssue {
   return { file: STORAGE_ISSUE_FILE, code: 'storage-quota', message };
 }
+import { loadDicomCodecs } from '../src/lib/adapters/dicom-codecs';
+import { isDicom } from '../src/lib/core/dicom/image';
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
 export type ImportResult =
@@ -50,6 +52,8 @@ const IMAGE_TYPES: Record<string, string> = {
   webp: 'image/webp',
   gif: 'image/gif',
   bmp: 'image/bmp',
+  dcm: 'application/dicom',
+  dicom: 'application/dicom',
 };
 
 function imageType(path: string): string {
@@ -121,7 +125,14 @@ const api = {
         onProgress: report,
         // Blob copies the bytes, so the reader may reuse its buffer afterwards.
         onImage: (path: string, bytes: Uint8Array) =>
-          void images.set(path, new Blob([bytes as Uint8Array<ArrayBuffer>], { type: imageType(path) })),
+          void images.set(
+            path,
+            new Blob([bytes as Uint8Array<ArrayBuffer>], {
+              // A DICOM file is typed as such whatever its name, so the encoder and display know it.
+              type: isDicom(bytes) ? 'application/dicom' : imageType(path),
+            }),
+          ),
+        loadDicomCodecs,
       };
       if (options.parquet) parsed = await readParquetShard(source, options.parquet, readOpts);
       else if (await isParquetSource(source)) {

@@ -18,6 +18,9 @@ import {
   parseDicom,
   type DicomCodecs,
 } from '../../src/lib/core/dicom/image';
+import { MemorySource } from '../../src/lib/core/shard/memory-source';
+import { readShard } from '../../src/lib/core/shard/read-shard';
+import { ShardValidationError } from '../../src/lib/core/source';
 
 interface Entry {
   file: string;
@@ -226,5 +229,71 @@ describe('privacy', () => {
     expect(id.PatientName).toBeTruthy();
     for (const v of Object.values(id).filter((x) => x.length >= 4)) expect(text).not.toContain(v);
     expect(img.info).toMatchObject({ modality: 'CT', rows: 128, columns: 128, frames: 1, bitsStored: 16 });
+  });
+});
+
+describe('DICOM images in a shard (readShard)', () => {
+  const jsonl = (rows: unknown[]): string => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  const enc = (s: string) => new TextEncoder().encode(s);
+  const shard = (image: Uint8Array, name = 'images/ct.dcm') =>
+    new Map<string, Uint8Array>([
+      [
+        'shard.json',
+        enc(
+          JSON.stringify({
+            name: 'dicom',
+            version: '1',
+            format: 'beir+images',
+            license: 'CC0-1.0',
+            tasks: [{ id: 'i2t', query_modality: 'image', corpus_modality: 'text' }],
+          }),
+        ),
+      ],
+      ['corpus.jsonl', enc(jsonl([{ _id: 'd1', title: '', text: 'a CT slice' }]))],
+      ['queries.jsonl', enc(jsonl([{ _id: 'q1', text: '', image: name, task: 'i2t' }]))],
+      ['qrels/test.tsv', enc('query-id\tcorpus-id\tscore\nq1\td1\t1\n')],
+      [name, image],
+    ]);
+  const path = (f: string) => manifest.files.find((x) => x.file === f)!.path;
+
+  it('accepts a decodable DICOM image (compressed ones through the injected codecs)', async () => {
+    for (const f of ['CT_small.dcm', 'MR_small_jp2klossless.dcm', 'MR_small_RLE.dcm']) {
+      const kept: string[] = [];
+      await readShard(new MemorySource(shard(bytes(path(f)))), {
+        loadDicomCodecs: async () => codecs,
+        onImage: (p) => void kept.push(p),
+      });
+      expect(kept).toEqual(['images/ct.dcm']);
+    }
+  });
+
+  it('rejects a broken or unsupported one with its file, the line that references it and the reason', async () => {
+    const cases: [string, RegExp][] = [
+      ['MR_truncated.dcm', /runs past the end of the file/],
+      [
+        'JPGExtended.dcm',
+        /1\.2\.840\.10008\.1\.2\.4\.51 \(JPEG Extended \(Process 2 & 4\)\) with 12-bit samples/,
+      ],
+    ];
+    for (const [f, why] of cases) {
+      const err = await readShard(new MemorySource(shard(bytes(path(f)))), {
+        loadDicomCodecs: async () => codecs,
+      }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ShardValidationError);
+      const [issue] = (err as ShardValidationError).issues;
+      expect(issue).toMatchObject({ file: 'images/ct.dcm', code: 'bad-dicom' });
+      expect(issue.message).toContain('referenced on queries.jsonl:1');
+      expect(issue.message).toMatch(why);
+      expect(issue.message).toContain('is not a usable DICOM image');
+    }
+  });
+
+  it('without codecs a compressed image is refused, not crashed on', async () => {
+    const err = await readShard(new MemorySource(shard(bytes(path('MR_small_jp2klossless.dcm'))))).catch(
+      (e: unknown) => e,
+    );
+    expect((err as ShardValidationError).issues[0].message).toContain(
+      'needs a codec that is not loaded here',
+    );
   });
 });

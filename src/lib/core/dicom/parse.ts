@@ -1,7 +1,7 @@
 // Parses a DICOM file's data set (dicom-parser) into the image attributes Loupe needs. Patient- and
 // institution-identifying attributes are read only when the caller opts in, and are kept apart.
 
-import * as dicomParser from 'dicom-parser';
+import { dicomParser, type DataSet } from './dicom-parser';
 import { inflateSync } from 'fflate';
 import { describeSyntax, transferSyntax, type TransferSyntax } from './syntaxes';
 
@@ -92,7 +92,7 @@ export const IDENTIFYING_TAGS: Readonly<Record<string, string>> = {
 /** A parsed file: its safe attributes, the dicom-parser data set, and identifying data if asked for. */
 export interface ParsedDicom {
   info: DicomInfo;
-  dataSet: dicomParser.DataSet;
+  dataSet: DataSet;
   identifying?: DicomIdentifying;
 }
 
@@ -128,7 +128,7 @@ export function parserMessage(e: unknown): string {
  */
 export function parseDicom(bytes: Uint8Array, opts: { includeIdentifying?: boolean } = {}): ParsedDicom {
   const part10 = hasDicomPreamble(bytes);
-  let ds: dicomParser.DataSet;
+  let ds: DataSet;
   try {
     ds = dicomParser.parseDicom(
       bytes,

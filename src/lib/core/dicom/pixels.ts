@@ -3,7 +3,7 @@
 // endian (1, 8, 16, 32 bits), RLE Lossless and JPEG Lossless here in pure TS; JPEG baseline, JPEG-LS and
 // JPEG 2000 through codecs the caller injects (wasm, loaded by src/lib/adapters/dicom-codecs.ts).
 
-import * as dicomParser from 'dicom-parser';
+import { dicomParser, type ByteArray, type Element } from './dicom-parser';
 import { Decoder as JpegLosslessDecoder } from 'jpeg-lossless-decoder-js';
 import { assertSupported, DicomError, parserMessage, type ParsedDicom } from './parse';
 import { describeSyntax } from './syntaxes';
@@ -140,7 +140,7 @@ function fromCodec(parsed: ParsedDicom, c: CodecFrame, frame: number): DecodedFr
   return { values, width: info.columns, height: info.rows, samples: info.samplesPerPixel, photometric };
 }
 
-function nativeFrame(parsed: ParsedDicom, el: dicomParser.Element, frame: number): DecodedFrame {
+function nativeFrame(parsed: ParsedDicom, el: Element, frame: number): DecodedFrame {
   const { info, dataSet } = parsed;
   const { rows, columns, samplesPerPixel: spp, bitsAllocated: bits } = info;
   const pixels = rows * columns;
@@ -202,7 +202,7 @@ function nativeFrame(parsed: ParsedDicom, el: dicomParser.Element, frame: number
 }
 
 /** The encoded bytes of one frame of encapsulated pixel data. */
-function encapsulatedFrame(parsed: ParsedDicom, el: dicomParser.Element, frame: number): Uint8Array {
+function encapsulatedFrame(parsed: ParsedDicom, el: Element, frame: number): Uint8Array {
   const { info, dataSet } = parsed;
   const frags = el.fragments ?? [];
   if (!el.encapsulatedPixelData || frags.length === 0)
@@ -242,7 +242,7 @@ function opensCodestream(b: Uint8Array, p: number): boolean {
   return b[p + 4] === 0x6a && b[p + 5] === 0x50 && b[p + 6] === 0x20 && b[p + 7] === 0x20;
 }
 
-function toU8(b: dicomParser.ByteArray): Uint8Array {
+function toU8(b: ByteArray): Uint8Array {
   return b instanceof Uint8Array ? b : new Uint8Array(b);
 }
 

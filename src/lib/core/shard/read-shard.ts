@@ -17,6 +17,7 @@ import type {
   ShardWarning,
   TaskInfo,
 } from '../types';
+import { DicomError, decodeDicomImage, isDicom, parseDicom, type DicomCodecs } from '../dicom/image';
 import { combineFileHashes, FileHasher } from './hash';
 import { DEFAULT_LIMITS, formatBytes, imageDimensions, LIMIT_OPTIONS, type ShardLimits } from './limits';
 import { invalidUtf8Offset, LineReadError, readLines, type Line } from './lines';
@@ -41,6 +42,11 @@ export interface ReadShardOptions {
    * while no issue has been found. The shard may still fail afterwards: discard what you kept on a throw.
    */
   onImage?: (path: string, bytes: Uint8Array) => void | Promise<void>;
+  /**
+   * Codecs for compressed DICOM images, loaded on the first DICOM image met. Every DICOM image is
+   * decoded (first frame) to check it; without codecs a compressed one fails with "needs a codec".
+   */
+  loadDicomCodecs?: () => Promise<DicomCodecs>;
 }
 
 const STRICT_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/;
@@ -1113,12 +1119,13 @@ class ShardReader {
         continue;
       }
       const bytes = await this.readWhole(path, stream, true);
-      if (!sniffImage(bytes)) {
+      const kind = sniffImage(bytes) ?? (isDicom(bytes, path) ? 'dicom' : null);
+      if (!kind) {
         const head = Array.from(bytes.subarray(0, 8), (b) => b.toString(16).padStart(2, '0')).join(' ');
         this.issue({
           file: path,
           code: 'not-an-image',
-          message: `${path} (referenced on ${ref.file}:${ref.line}) is not a JPEG, PNG or WebP image (it starts with ${head || 'nothing'})`,
+          message: `${path} (referenced on ${ref.file}:${ref.line}) is not a JPEG, PNG, WebP or DICOM image (it starts with ${head || 'nothing'})`,
         });
         continue;
       }
@@ -1135,6 +1142,17 @@ class ShardReader {
         });
         continue;
       }
+      if (kind === 'dicom') {
+        const problem = await this.checkDicom(bytes);
+        if (problem) {
+          this.issue({
+            file: path,
+            code: problem.code,
+            message: `${path} (referenced on ${ref.file}:${ref.line}) ${problem.message}`,
+          });
+          continue;
+        }
+      }
       if (this.issues.length === 0 && this.opts.onImage) await this.opts.onImage(path, bytes);
       images.push(path);
       done++;
@@ -1144,6 +1162,36 @@ class ShardReader {
       });
     }
     return images;
+  }
+
+  private dicomCodecs?: Promise<DicomCodecs>;
+
+  /**
+   * Why a DICOM image cannot be shown or embedded, or null when it can: too many pixels by its header
+   * (checked before decoding, like other images), else its first frame is decoded.
+   */
+  private async checkDicom(bytes: Uint8Array): Promise<{ code: string; message: string } | null> {
+    try {
+      const { info } = parseDicom(bytes);
+      if (info.rows * info.columns > this.limits.maxImagePixels)
+        return {
+          code: 'image-too-large',
+          message:
+            `is ${info.columns} × ${info.rows} pixels, more than the limit of ${this.limits.maxImagePixels / 1e6} ` +
+            `megapixels. Downscale it, or raise the limit with ${LIMIT_OPTIONS.maxImagePixels.name}=<megapixels>`,
+        };
+      let codecs: DicomCodecs = {};
+      if (this.opts.loadDicomCodecs) {
+        this.dicomCodecs ??= this.opts.loadDicomCodecs();
+        codecs = await this.dicomCodecs;
+      }
+      decodeDicomImage(bytes, { codecs });
+      return null;
+    } catch (e) {
+      if (e instanceof DicomError || e instanceof RangeError)
+        return { code: 'bad-dicom', message: `is not a usable DICOM image: ${e.message}` };
+      throw e;
+    }
   }
 
   private async readNotice(): Promise<string | undefined> {
