@@ -13,16 +13,33 @@ const USAGE = `usage: npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--fl
   -M N        evaluate only the top N docs of each query
   --float32   compare scores as float32, like trec_eval 9.x / pytrec_eval / BEIR / MTEB
               (default: as double, like trec_eval 10.0)
-  -m MEASURE  trec_eval syntax, repeatable: map, Rprec, recip_rank, num_q, num_ret, num_rel,
-              num_rel_ret, P.5,10  recall.100  ndcg_cut.10  map_cut.10  success.1,5,10
-              (a cutoff family without cutoffs uses trec_eval's defaults)
+  -m MEASURE  trec_eval syntax, repeatable: map, gm_map, Rprec, bpref, recip_rank, infAP, ndcg,
+              set_P, set_recall, set_F[.beta], num_q, num_ret, num_rel, num_rel_ret,
+              num_nonrel_judged_ret, iprec_at_recall[.0,.5,1], P.5,10  recall.100  ndcg_cut.10
+              map_cut.10  success.1,5,10  (a family without parameters uses trec_eval's defaults)
+              Loupe extra (not trec_eval): Judged@10 (ir_measures' share of the top k judged)
 
-Without -m (or with -m official): num_q num_ret num_rel num_rel_ret map Rprec recip_rank P, the
-part of trec_eval's default set this tool implements (not gm_map, bpref, iprec_at_recall, runid). Qrels queries missing from the run are skipped (trec_eval 9.0.8;
-trec_eval 10.0 stops with an error instead).
+Without -m (or with -m official): trec_eval's default set without runid: num_q num_ret num_rel
+num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall P. Not supported: all_trec, set and
+the measures they add (relstring, utility, rbp, G, ...). Qrels queries missing from the run are
+skipped (trec_eval 9.0.8; trec_eval 10.0 stops with an error instead).
 `;
 
-const DEFAULT_SPECS = ['num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'map', 'Rprec', 'recip_rank', 'P'];
+// trec_eval's 'official' set (measures.c off_names) without runid.
+const DEFAULT_SPECS = [
+  'num_q',
+  'num_ret',
+  'num_rel',
+  'num_rel_ret',
+  'map',
+  'gm_map',
+  'Rprec',
+  'bpref',
+  'recip_rank',
+  'iprec_at_recall',
+  'P',
+];
+const UNSUPPORTED_SETS = ['all_trec', 'set', 'all_prefs', 'prefs', 'qrels_jg'];
 
 function fail(message: string): never {
   process.stderr.write(`trec-eval: ${message}\n`);
@@ -65,7 +82,13 @@ function main(argv: string[]): void {
   let measures: string[];
   try {
     measures = (specs.length ? specs : DEFAULT_SPECS)
-      .flatMap((s) => (s === 'official' ? DEFAULT_SPECS : [s]))
+      .flatMap((s) => {
+        if (UNSUPPORTED_SETS.includes(s))
+          throw new Error(
+            `measure set '${s}' is not supported (it needs trec_eval measures Loupe lacks); list the measures with -m`,
+          );
+        return s === 'official' ? DEFAULT_SPECS : [s];
+      })
       .flatMap(expandMeasureSpec);
   } catch (e) {
     fail((e as Error).message);

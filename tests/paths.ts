@@ -8,3 +8,7 @@ export const DATA_DIR = resolve(
 export const GOLDEN_DIR = resolve(
   process.env.LOUPE_GOLDEN_DIR ?? resolve(import.meta.dirname, '../../shared/golden/metrics'),
 );
+/** Folder of the extra trec_eval golden vectors (bpref, infAP, ...). Override with LOUPE_GOLDEN_EXTRA_DIR. */
+export const GOLDEN_EXTRA_DIR = resolve(
+  process.env.LOUPE_GOLDEN_EXTRA_DIR ?? resolve(GOLDEN_DIR, '../metrics-extra'),
+);

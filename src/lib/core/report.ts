@@ -1,6 +1,6 @@
 // Turns a run over one task into what the UI and the headless runner show: every measure overall,
 // per query, and per metadata facet (field, organ, modality, question type…).
-import { evaluate, type EvalOptions } from './metrics';
+import { evaluate, geometricMeanAp, type EvalOptions } from './metrics';
 import type { Doc, Qrels, Query, Run } from './types';
 
 /** FACET_MAX_VALUES: a metadata key with more distinct values than this is not a facet (ids, urls…). */
@@ -80,7 +80,11 @@ export function buildTaskReport(args: {
     args.qrels,
     taskQueries.map((q) => q.id),
   );
-  const result = evaluate(taskQrels, args.run, args.measures, { complete: true, ...args.options });
+  // gm_map has no per-query value: facets take the geometric mean of the queries' AP, so AP is computed
+  // too (and dropped again when it was not asked for).
+  const addMap = args.measures.includes('gm_map') && !args.measures.includes('map');
+  const measures = addMap ? [...args.measures, 'map'] : args.measures;
+  const result = evaluate(taskQrels, args.run, measures, { complete: true, ...args.options });
   const facetsByQuery = queryFacets(taskQueries, args.docs);
   const groups = new Map<string, { origin: Facet['origin']; values: Map<string, string[]> }>();
   for (const q of taskQueries) {
@@ -105,6 +109,10 @@ export function buildTaskReport(args: {
       .sort((a, b) => b.queries - a.queries || (a.value < b.value ? -1 : 1));
     facets.push({ key, origin: g.origin, values });
   }
+  if (addMap) {
+    delete result.all.map;
+    for (const v of result.perQuery.values()) delete v.map;
+  }
   facets.sort((a, b) => (a.origin === b.origin ? (a.key < b.key ? -1 : 1) : a.origin === 'query' ? -1 : 1));
   return {
     taskId: args.taskId,
@@ -119,6 +127,10 @@ export function buildTaskReport(args: {
 function meanOf(ids: string[], perQuery: Map<string, Record<string, number>>, measures: string[]) {
   const out: Record<string, number> = {};
   for (const m of measures) {
+    if (m === 'gm_map') {
+      out[m] = geometricMeanAp(ids.map((id) => perQuery.get(id)?.map ?? 0));
+      continue;
+    }
     let s = 0;
     for (const id of ids) s += perQuery.get(id)?.[m] ?? 0;
     out[m] = s / ids.length;

@@ -238,7 +238,7 @@ export function formatFixed(value: number, decimals: number): string {
   return (neg ? '-' : '') + digits;
 }
 
-const LONG_MEASURES = new Set(['num_q', 'num_ret', 'num_rel', 'num_rel_ret']);
+const LONG_MEASURES = new Set(['num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'num_nonrel_judged_ret']);
 
 function trecEvalLine(measure: string, qid: string, value: number): string {
   // meas_print_single.c / meas_print_final.c: "%-22s\t%s\t%6.4f\n", counters as "%ld".
