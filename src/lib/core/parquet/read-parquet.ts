@@ -360,9 +360,35 @@ class LineMap {
 
 // ---- the virtual shard ----------------------------------------------------------------------------
 
+/**
+ * Where image bytes from image columns wait until the shard reader checks them (after all rows). The
+ * worker keeps them in Blobs (which the browser may spill to disk); the default holds them in memory.
+ */
+export interface ImageStash {
+  /** Keeps a copy of `bytes` (the caller's buffer is reused afterwards). */
+  put(path: string, bytes: Uint8Array): void;
+  /** The bytes put under `path`, or null. */
+  take(path: string): Promise<Uint8Array | null>;
+}
+
+/** The default ImageStash: copies in a Map, each dropped once taken. */
+export function memoryImageStash(): ImageStash {
+  const m = new Map<string, Uint8Array>();
+  return {
+    put: (path, bytes) => void m.set(path, bytes.slice()),
+    take: async (path) => {
+      const b = m.get(path) ?? null;
+      m.delete(path);
+      return b;
+    },
+  };
+}
+
 /** Options of {@link readParquetShard}: those of readShard, plus an inspection already made. */
 export interface ReadParquetOptions extends ReadShardOptions {
   inspection?: ParquetInspection;
+  /** Where images wait for validation (default: memory). */
+  imageStash?: ImageStash;
 }
 
 const TASK_SUFFIX: Record<Modality, string> = { text: 'text', image: 'image', 'image+text': 'image-text' };
@@ -405,8 +431,10 @@ class ParquetShard {
   private readonly issues: ShardIssue[] = [];
   private readonly warnings: ShardWarning[] = [];
   private readonly maps = { corpus: new LineMap(), queries: new LineMap(), qrels: new LineMap() };
-  /** Image path → bytes, until readShard asks for it; and where each came from. */
-  private readonly images = new Map<string, Uint8Array>();
+  /** Images wait here until readShard asks for them; query images are also kept to spot shared ones. */
+  private readonly stash: ImageStash;
+  private readonly imagePaths = new Set<string>();
+  private readonly queryImages = new Map<string, Uint8Array>();
   private readonly imageLoc = new Map<
     string,
     { file: string; rowGroup: number; row: number; column: string }
@@ -422,7 +450,9 @@ class ParquetShard {
     private readonly inspection: ParquetInspection,
     private readonly mapping: ParquetMapping,
     private readonly opts: ReadParquetOptions,
-  ) {}
+  ) {
+    this.stash = opts.imageStash ?? memoryImageStash();
+  }
 
   private status(message: string): void {
     this.opts.onProgress?.({ kind: 'status', message });
@@ -578,20 +608,25 @@ class ParquetShard {
     at: { file: string; rowGroup: number; row: number },
     column: string,
   ): string {
+    // A corpus image identical to a query image (MIEB image-to-image) is stored once, under the query's path.
     const key = bytesKey(bytes);
     for (const p of this.imageByContent.get(key) ?? []) {
-      const other = this.images.get(p);
+      const other = this.queryImages.get(p);
       if (other && sameBytes(other, bytes)) return p;
     }
     let path = `images/${kind}/${encodeURIComponent(id) || 'row'}.${extOf(bytes)}`;
-    for (let n = 2; this.images.has(path); n++)
+    for (let n = 2; this.imagePaths.has(path); n++)
       path = `images/${kind}/${encodeURIComponent(id)}-${n}.${extOf(bytes)}`;
-    // A fresh copy: the row group's decoded buffers are released once the row group is written out.
-    this.images.set(path, bytes.slice());
+    this.imagePaths.add(path);
+    // Copies: the row group's decoded buffers are released once the row group is written out.
+    this.stash.put(path, bytes);
+    if (kind === 'query') {
+      this.queryImages.set(path, bytes.slice());
+      const list = this.imageByContent.get(key) ?? [];
+      list.push(path);
+      this.imageByContent.set(key, list);
+    }
     this.imageLoc.set(path, { ...at, column });
-    const list = this.imageByContent.get(key) ?? [];
-    list.push(path);
-    this.imageByContent.set(key, list);
     return path;
   }
 
@@ -754,9 +789,8 @@ class ParquetShard {
             // A hub dataset's card (license, citation) becomes the shard's notice.
             return (await this.source.list())?.includes('README.md') ? this.source.open('README.md') : null;
         }
-        const img = this.images.get(path);
+        const img = this.imagePaths.has(path) ? await this.stash.take(path) : null;
         if (!img) return null;
-        this.images.delete(path);
         return once(() => img);
       },
     };
