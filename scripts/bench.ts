@@ -23,6 +23,7 @@ import { parseArgs } from 'node:util';
 import { evaluate, measureLabel, standardMeasures } from '../src/lib/core/metrics';
 import { parseQrels, parseRun } from '../src/lib/core/trec';
 import { readShard } from '../src/lib/core/shard/read-shard';
+import { loadNodeDicomCodecs } from './lib/node-dicom-codecs';
 import { LIMIT_OPTIONS, parseLimits } from '../src/lib/core/shard/limits';
 import { ShardValidationError, type ShardIssue } from '../src/lib/core/source';
 import { FsSource } from './lib/fs-source';
@@ -122,7 +123,7 @@ if (!isUrl) {
   // Validate before building anything: an invalid shard is the user's input, reported as such (exit 2).
   // The page validates again on import; this only makes the verdict fast and stack-free.
   try {
-    await readShard(new FsSource(folder), { limits });
+    await readShard(new FsSource(folder), { limits, loadDicomCodecs: loadNodeDicomCodecs });
   } catch (e) {
     if (e instanceof ShardValidationError) invalidShard(args.shard, e.issues);
     throw e;

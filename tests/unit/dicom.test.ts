@@ -4,11 +4,10 @@
 // apply_voi_lut. The references are computed now by tests/fixtures/dicom/reference.py into a temp folder.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { codecsFromModules, type CodecModules } from '../../src/lib/adapters/dicom-codecs';
+import { loadNodeDicomCodecs } from '../../scripts/lib/node-dicom-codecs';
 import {
   DicomError,
   decodeDicomImage,
@@ -46,16 +45,7 @@ const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as
 };
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const require = createRequire(import.meta.url);
-type Factory = () => Promise<unknown>;
-const [libjpegTurbo, charls, openjpeg] = await Promise.all(
-  [
-    '@cornerstonejs/codec-libjpeg-turbo-8bit/decodewasmjs',
-    '@cornerstonejs/codec-charls/decodewasmjs',
-    '@cornerstonejs/codec-openjpeg/decodewasmjs',
-  ].map((m) => (require(m) as Factory)()),
-);
-const codecs: DicomCodecs = codecsFromModules({ libjpegTurbo, charls, openjpeg } as CodecModules);
+const codecs: DicomCodecs = await loadNodeDicomCodecs();
 
 const ref = (f: string): Float64Array => {
   const b = readFileSync(join(dir, f));
