@@ -1,8 +1,9 @@
 import { defineConfig, type Plugin } from 'vite';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
-import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { extname, join, resolve, sep } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { contentSecurityPolicy, extraConnectSources } from './scripts/lib/csp.ts';
 
 /** Cross-origin isolation (SharedArrayBuffer, threaded ORT wasm); mirrored in public/_headers. */
 const ISOLATION_HEADERS = {
@@ -125,10 +126,46 @@ function modelFiles(): Plugin {
   };
 }
 
+/** Extra shard hosts allowed by the Content-Security-Policy (build time: a policy cannot be widened at run time). */
+const EXTRA_CONNECT = extraConnectSources(process.env.LOUPE_CONNECT_SRC);
+const CSP_META_RE = /(<meta\s+http-equiv="Content-Security-Policy"\s+content=")[^"]*(")/;
+
+/**
+ * One Content-Security-Policy (scripts/lib/csp.ts) in index.html's <meta> (for hosts that send no
+ * headers), in the preview server's header (preview.headers below) and in dist/_headers, each with
+ * LOUPE_CONNECT_SRC's extra hosts.
+ */
+function csp(): Plugin {
+  let outDir = 'dist';
+  return {
+    name: 'loupe-csp',
+    configResolved: (c) => void (outDir = resolve(c.root, c.build.outDir)),
+    transformIndexHtml: (html) => {
+      if (!CSP_META_RE.test(html)) throw new Error('index.html lost its Content-Security-Policy <meta>');
+      return html.replace(
+        CSP_META_RE,
+        `$1${contentSecurityPolicy({ extraConnect: EXTRA_CONNECT, meta: true })}$2`,
+      );
+    },
+    writeBundle: () => {
+      const file = join(outDir, '_headers');
+      if (!existsSync(file)) return;
+      const policy = contentSecurityPolicy({ extraConnect: EXTRA_CONNECT });
+      writeFileSync(file, readFileSync(file, 'utf8').replace(/(Content-Security-Policy: ).*/, `$1${policy}`));
+    },
+  };
+}
+
 export default defineConfig({
-  plugins: [svelte(), demoShards(), modelFiles()],
+  plugins: [svelte(), demoShards(), modelFiles(), csp()],
   server: { host: '127.0.0.1', headers: ISOLATION_HEADERS },
-  preview: { host: '127.0.0.1', headers: ISOLATION_HEADERS },
+  preview: {
+    host: '127.0.0.1',
+    headers: {
+      ...ISOLATION_HEADERS,
+      'Content-Security-Policy': contentSecurityPolicy({ extraConnect: EXTRA_CONNECT }),
+    },
+  },
   worker: { format: 'es' },
   optimizeDeps: { exclude: ['@huggingface/transformers', 'onnxruntime-web'] },
   build: { target: 'es2022', sourcemap: true },

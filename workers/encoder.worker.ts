@@ -220,6 +220,9 @@ function configureEnv(allowRemoteModels: boolean): void {
     };
     // Only read before the first session is created.
     wasm.numThreads = wasmThreads();
+    // Otherwise transformers.js copies ORT's .mjs into the Cache API and imports it from a blob: URL,
+    // which the site's Content-Security-Policy (script-src 'self') refuses; the files are self-hosted.
+    env.useWasmCache = false;
     env.allowLocalModels = true;
     // A path, not a URL: with a full URL the tokenizer files silently fail to load. Hub ids
     // (`owner/name`) are looked up here first, so a hub model can also be self-hosted under /models/.
