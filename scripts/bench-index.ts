@@ -1,19 +1,23 @@
-// Benchmarks the vector index against native anchors, in one run:
-//   (a) native hnswlib (Debian python3-hnswlib, /usr/bin/python3, 1 thread): build time, QPS and
-//       recall@k at each efSearch;
-//   (b) faiss IndexFlatIP (python3-faiss, 1 thread, OpenBLAS): exact search time, and the ground truth;
+// Benchmarks the vector index against native anchors, in one run, native and browser alternating:
+//   (a) native hnswlib (Debian python3-hnswlib, /usr/bin/python3): build time, QPS and recall@k at
+//       each efSearch;
+//   (b) faiss IndexFlatIP (python3-faiss on OpenBLAS): exact search time, and the ground truth;
 //   (c) Loupe's HNSW engine (the same hnswlib release compiled to wasm with SIMD by
 //       scripts/build-wasm.sh) in headless Chromium through our index worker: the same measurements;
-//   (d) our exact search in Chromium: JS, and WebGPU (SwiftShader here: a CPU emulation, so its time
-//       says nothing about GPUs; it is reported for completeness and checked for equal answers);
-//   plus memory (browser measurement, wasm heap, Chromium RSS, python max RSS), a 1M × dim int8
-//   exact-search attempt, and an inspection of the engine's wasm binary (SIMD, assertions).
-// Installs the native anchors (Debian python3-hnswlib, python3-faiss) when they are missing.
+//   (d) our exact search in Chromium: wasm int16 (the product path), wasm float32, JS, and WebGPU
+//       (SwiftShader here: a CPU emulation, reported for equal answers only);
+//   (e) exact search at 1M × dim in the index worker's chunked corpus, beside faiss at 1M;
+//   plus memory (the tab's renderer RSS, browser measurement, wasm heap, python max RSS) and an
+//   inspection of the engine's wasm binary (SIMD, assertions).
+// Honest anchors: installs Debian's OpenBLAS with the native anchors when missing, checks which BLAS
+// the Python process actually mapped and its sgemm rate, and refuses (exit 2) to report ratios
+// against a reference BLAS. Both sides run one thread (--threads pins the native side). Rounds
+// alternate native and browser measurements; ratios are given as median [min–max] over rounds.
 // Writes bench-results/index-<n>x<dim>.{md,svg,json}.
 //
-//   npx tsx scripts/bench-index.ts [--n 100000] [--dim 384] [--queries 1000] [--k 10]
-//     [--gpu-queries 100] [--million 1000000] [--repeats 2] [--seed 1]
-import { spawnSync } from 'node:child_process';
+//   npm run bench:index -- [--n 100000] [--dim 384] [--queries 1000] [--k 10] [--rounds 3]
+//     [--threads 1] [--gpu-queries 100] [--million 1000000] [--seed 1]
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import {
   createReadStream,
   mkdirSync,
@@ -24,7 +28,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { chromium, type Page } from 'playwright-core';
@@ -49,7 +53,9 @@ const { values: argv } = parseArgs({
     k: { type: 'string', default: '10' },
     'gpu-queries': { type: 'string', default: '100' },
     million: { type: 'string', default: '1000000' },
-    repeats: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '3' },
+    threads: { type: 'string', default: '1' },
+    'build-rounds': { type: 'string' },
     seed: { type: 'string', default: '1' },
     out: { type: 'string', default: join(ROOT, 'bench-results') },
   },
@@ -60,52 +66,125 @@ const NQ = Number(argv.queries);
 const K = Number(argv.k);
 const GPU_NQ = Math.min(NQ, Number(argv['gpu-queries']));
 const MILLION = Number(argv.million);
-const REPEATS = Number(argv.repeats);
+/** ROUNDS: alternating (native, browser) rounds; ratios are reported as median [min–max] over them. */
+const ROUNDS = Math.max(1, Number(argv.rounds));
+/** BUILD_ROUNDS: rounds that also rebuild both HNSW graphs (the costly part; default: every round). */
+const BUILD_ROUNDS = Math.min(ROUNDS, Number(argv['build-rounds'] ?? ROUNDS));
+/** THREADS: the native side is pinned to this; the browser's index worker is one wasm thread. */
+const THREADS = Number(argv.threads);
+/** PIECE: rows per piece the page fetches and hands to the worker in the 1M phase (12 MiB at 384). */
+const PIECE = 8192;
 const SEED = Number(argv.seed);
 
 const log = (...a: unknown[]) => console.log(`[${new Date().toISOString().slice(11, 19)}]`, ...a);
 
 // ---------------------------------------------------------------------------------------------
-// Native anchors (Python)
+// Native anchors (Python): one long-lived process answering JSON commands, one per line, so that
+// native and browser measurements can alternate round by round without reloading anything.
 
 const PY = String.raw`
-import json, resource, sys, time
+import ctypes, json, os, re, resource, sys, time
 import numpy as np, faiss, hnswlib
-a = json.loads(sys.argv[1])
-D = np.load(a['docs']); Q = np.load(a['queries'])
-n, dim = D.shape; k = a['k']; reps = a['repeats']
-faiss.omp_set_num_threads(1)
+THREADS = int(os.environ.get('LOUPE_THREADS', '1'))
+faiss.omp_set_num_threads(THREADS)
+try:
+    import threadpoolctl
+    threadpoolctl.threadpool_limits(THREADS)
+except ImportError:
+    threadpoolctl = None
 
-def timed(fn, reps):
-    # Best wall-clock and best CPU time (process_time: immune to other processes' load) over reps.
-    bw = bc = float('inf'); r = None
-    for _ in range(reps):
-        w = time.perf_counter(); c = time.process_time(); r = fn()
-        bw = min(bw, time.perf_counter() - w); bc = min(bc, time.process_time() - c)
-    return r, {'wall': bw, 'cpu': bc}
+def send(x):
+    sys.stdout.write(json.dumps(x) + '\n'); sys.stdout.flush()
 
-out = {'faiss_version': faiss.__version__, 'numpy': np.__version__}
-flat = faiss.IndexFlatIP(dim); flat.add(D)
-(S, I), out['faiss_flat'] = timed(lambda: flat.search(Q, k), reps)
-gt = I
-del flat
-p = hnswlib.Index(space='ip', dim=dim)
-p.init_index(max_elements=n, M=a['M'], ef_construction=a['efC'], random_seed=a['seed'])
-p.set_num_threads(1)
-_, out['hnsw_build'] = timed(lambda: p.add_items(D, np.arange(n), num_threads=1), 1)
-pts = []
-for ef in a['efs']:
-    p.set_ef(ef)
-    (L, _d), t = timed(lambda: p.knn_query(Q, k=k, num_threads=1), reps)
-    rec = float(np.mean([len(set(L[i]) & set(gt[i])) / k for i in range(len(Q))]))
-    pts.append({'ef': ef, 'recall': rec, **t})
-out['hnsw'] = pts
-out['max_rss_bytes'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-out['gt'] = gt.tolist()
-print(json.dumps(out))
+def blas_info():
+    # What this process actually mapped (numpy's and faiss's BLAS), not what is installed.
+    libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if re.search(r'/lib[^/]*(blas|lapack|mkl|blis)[^/]*\.so', l)})
+    out = {'mapped': libs, 'numpy': np.__version__, 'faiss': faiss.__version__}
+    if threadpoolctl:
+        out['threadpoolctl'] = [{k: p.get(k) for k in ('internal_api', 'filepath', 'version', 'num_threads', 'threading_layer')} for p in threadpoolctl.threadpool_info()]
+    threads = None
+    for lib in libs:
+        try:
+            threads = ctypes.CDLL(lib).openblas_get_num_threads()
+            out['openblas_threads'] = threads
+            break
+        except (OSError, AttributeError):
+            pass
+    # One float32 GEMM of the shape faiss uses (queries x dim times dim x documents), best of 3 by
+    # CPU time; the kind of BLAS decides whether a ratio against faiss means anything.
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((1024, 384), dtype=np.float32); B = rng.standard_normal((384, 8192), dtype=np.float32)
+    best = float('inf')
+    for _ in range(3):
+        c = time.process_time(); A @ B; best = min(best, time.process_time() - c)
+    out['sgemm_gflops'] = 2 * 1024 * 384 * 8192 / best / 1e9
+    out['sgemm_shape'] = '1024 x 384 x 8192'
+    return out
+
+def timed(fn):
+    w = time.perf_counter(); c = time.process_time(); r = fn()
+    return r, {'wall': time.perf_counter() - w, 'cpu': time.process_time() - c}
+
+st = {}
+send({'ready': True, 'blas': blas_info(), 'threads': THREADS})
+for line in sys.stdin:
+    a = json.loads(line); op = a['op']
+    if op == 'load':
+        st['D'] = np.load(a['docs']); st['Q'] = np.load(a['queries'])
+        st['flat'] = faiss.IndexFlatIP(st['D'].shape[1]); st['flat'].add(st['D'])
+        send({'n': int(st['D'].shape[0])})
+    elif op == 'flat':
+        (S, I), t = timed(lambda: st['flat'].search(st['Q'], a['k']))
+        st['gt'] = I
+        send({'timing': t, 'gt': I.tolist() if a.get('gt') else None})
+    elif op == 'build':
+        D = st['D']; n, dim = D.shape
+        p = hnswlib.Index(space='ip', dim=dim)
+        p.init_index(max_elements=n, M=a['M'], ef_construction=a['efC'], random_seed=a['seed'])
+        p.set_num_threads(THREADS)
+        _, t = timed(lambda: p.add_items(D, np.arange(n), num_threads=THREADS))
+        st['hnsw'] = p
+        send({'timing': t})
+    elif op == 'hnsw':
+        p = st['hnsw']; k = a['k']; gt = st['gt']; pts = []
+        for ef in a['efs']:
+            p.set_ef(ef)
+            (L, _d), t = timed(lambda: p.knn_query(st['Q'], k=k, num_threads=THREADS))
+            rec = float(np.mean([len(set(L[i]) & set(gt[i])) / k for i in range(len(st['Q']))]))
+            pts.append({'ef': ef, 'recall': rec, **t})
+        send({'points': pts})
+    elif op == 'million_load':
+        for key in ('D', 'Q', 'flat', 'hnsw', 'gt'): st.pop(key, None)
+        n, dim = a['n'], a['dim']
+        # The recipe of clusteredVectors (src/lib/core/exact.ts: 50 clusters, rank-64 subspaces,
+        # noise 1, normalised) with numpy's generator: the JS one takes minutes for 1M rows.
+        rng = np.random.default_rng(a['seed']); C, R = 50, 64
+        centres = rng.standard_normal((C, dim)); bases = rng.standard_normal((C, dim, R)) / np.sqrt(R)
+        def gen(m):
+            c = rng.integers(0, C, m); z = rng.standard_normal((m, R))
+            x = centres[c] + rng.standard_normal((m, dim))
+            for j in range(C):
+                idx = np.nonzero(c == j)[0]
+                if idx.size: x[idx] += z[idx] @ bases[j].T
+            return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype('<f4')
+        np.save(a['queries'], gen(a['nq']))
+        with open(a['docs'], 'wb') as f:
+            for s in range(0, n, 50000): f.write(gen(min(50000, n - s)).tobytes())
+        D = np.memmap(a['docs'], dtype='<f4', mode='r', shape=(n, dim))
+        f = faiss.IndexFlatIP(dim)
+        for s in range(0, n, 100000): f.add(np.ascontiguousarray(D[s:s + 100000]))
+        st['mflat'] = f; st['mQ'] = np.load(a['queries'])
+        send({'n': int(f.ntotal)})
+    elif op == 'million_search':
+        (S, I), t = timed(lambda: st['mflat'].search(st['mQ'], a['k']))
+        send({'timing': t, 'ids': I.tolist()})
+    elif op == 'rss':
+        send({'max_rss_bytes': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
+    elif op == 'quit':
+        break
 `;
 
-/** Best wall-clock and CPU seconds of a measurement. */
+/** Wall-clock and CPU seconds of one measurement. */
 interface Timing {
   wall: number;
   cpu: number;
@@ -116,32 +195,115 @@ interface Point extends Timing {
   recall: number;
 }
 
-interface NativeResult {
-  faiss_version: string;
-  faiss_flat: Timing;
-  hnsw_build: Timing;
-  hnsw: Point[];
-  max_rss_bytes: number;
-  gt: number[][];
+/** What the native process reports about the BLAS it loaded. */
+interface BlasInfo {
+  mapped: string[];
+  numpy: string;
+  faiss: string;
+  threadpoolctl?: { internal_api: string; filepath: string; version: string; num_threads: number }[];
+  openblas_threads?: number;
+  sgemm_gflops: number;
+  sgemm_shape: string;
 }
 
-function runNative(dir: string, docsPath: string, queriesPath: string): NativeResult {
-  const script = join(dir, 'native.py');
-  writeFileSync(script, PY);
-  const args = JSON.stringify({
-    docs: docsPath,
-    queries: queriesPath,
-    k: K,
-    repeats: REPEATS,
-    M,
-    efC: EF_CONSTRUCTION,
-    seed: HNSW_SEED,
-    efs: EFS,
-  });
-  const env = { ...process.env, OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1', MKL_NUM_THREADS: '1' };
-  const r = spawnSync(PYTHON, [script, args], { env, encoding: 'utf8', maxBuffer: 1 << 30 });
-  if (r.status !== 0) throw new Error(`native benchmark failed (${r.status}): ${r.stderr}`);
-  return JSON.parse(r.stdout) as NativeResult;
+/** SGEMM_MIN_GFLOPS: below this single-thread rate the BLAS is not a tuned one (reference: ~2–3). */
+const SGEMM_MIN_GFLOPS = 20;
+
+/** The long-lived Python process: `ask` sends one command and resolves with its one-line answer. */
+class Native {
+  private proc: ChildProcessWithoutNullStreams;
+  private lines: string[] = [];
+  private waiting: ((line: string) => void) | null = null;
+  private stderr = '';
+  private exited: string | null = null;
+
+  constructor(dir: string, threads: number) {
+    const script = join(dir, 'native.py');
+    writeFileSync(script, PY);
+    const t = String(threads);
+    // Pinned: BLAS and OpenMP pools of numpy, faiss and hnswlib all get `threads`.
+    const env = {
+      ...process.env,
+      LOUPE_THREADS: t,
+      OMP_NUM_THREADS: t,
+      OPENBLAS_NUM_THREADS: t,
+      MKL_NUM_THREADS: t,
+    };
+    this.proc = spawn(PYTHON, [script], { env });
+    let buf = '';
+    this.proc.stdout.setEncoding('utf8');
+    this.proc.stdout.on('data', (d: string) => {
+      buf += d;
+      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (this.waiting) {
+          const w = this.waiting;
+          this.waiting = null;
+          w(line);
+        } else this.lines.push(line);
+      }
+    });
+    this.proc.stderr.on('data', (d: Buffer) => (this.stderr += d.toString()));
+    this.proc.on('exit', (code) => {
+      this.exited = `native process exited (${code}): ${this.stderr.slice(-2000)}`;
+      this.waiting?.('');
+    });
+  }
+
+  private next(): Promise<string> {
+    const l = this.lines.shift();
+    if (l !== undefined) return Promise.resolve(l);
+    if (this.exited) return Promise.reject(new Error(this.exited));
+    return new Promise((res) => (this.waiting = res));
+  }
+
+  async hello(): Promise<{ blas: BlasInfo; threads: number }> {
+    const line = await this.next();
+    if (!line) throw new Error(this.exited ?? 'native process gave no answer');
+    return JSON.parse(line) as { blas: BlasInfo; threads: number };
+  }
+
+  async ask<T>(cmd: Record<string, unknown>): Promise<T> {
+    this.proc.stdin.write(JSON.stringify(cmd) + '\n');
+    const line = await this.next();
+    if (!line) throw new Error(this.exited ?? `native process gave no answer to ${String(cmd.op)}`);
+    return JSON.parse(line) as T;
+  }
+
+  quit(): void {
+    this.proc.stdin.end(JSON.stringify({ op: 'quit' }) + '\n');
+  }
+}
+
+/**
+ * Which BLAS the native side runs on, and whether a ratio against it means anything: an optimised
+ * BLAS (OpenBLAS, MKL, BLIS) mapped into the process and a GEMM rate to match. Debian's reference
+ * BLAS (the default without libopenblas) is ~50× slower and would flatter every browser ratio.
+ */
+function judgeBlas(b: BlasInfo): { name: string; ok: boolean; why: string } {
+  // LAPACK may come from another alternative than BLAS: only the BLAS libraries decide.
+  const blasLibs = b.mapped.filter((p) => /\/lib(c?blas|openblas|mkl|blis)[^/]*$/.test(p));
+  const reference = blasLibs.filter((p) => /\/blas\/libc?blas\.so/.test(p));
+  const tuned = blasLibs.find((p) => /openblas|mkl|blis/i.test(p));
+  const tp = b.threadpoolctl?.find((x) => x.internal_api !== 'openmp');
+  const name =
+    tuned && !reference.length
+      ? `${/openblas/i.test(tuned) ? 'OpenBLAS' : /mkl/i.test(tuned) ? 'MKL' : 'BLIS'}${tp?.version ? ` ${tp.version}` : ''} (${tuned})`
+      : `reference BLAS (${reference.join(', ') || blasLibs.join(', ') || 'no BLAS library mapped'})`;
+  if (!tuned || reference.length)
+    return {
+      name,
+      ok: false,
+      why: `numpy/faiss mapped ${blasLibs.join(', ') || 'no BLAS library'}: Debian's reference BLAS, not an optimised one; install libopenblas0-pthread and check \`update-alternatives --display libblas.so.3-x86_64-linux-gnu\``,
+    };
+  if (!(b.sgemm_gflops >= SGEMM_MIN_GFLOPS))
+    return {
+      name,
+      ok: false,
+      why: `sgemm runs at ${b.sgemm_gflops.toFixed(1)} GFlop/s on one thread (< ${SGEMM_MIN_GFLOPS}): not a tuned BLAS, or the machine is starved`,
+    };
+  return { name, ok: true, why: '' };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -380,12 +542,28 @@ function inspectEngineWasm(): WasmInspection {
   };
 }
 
-/** Installs Debian's python3-hnswlib and python3-faiss when /usr/bin/python3 cannot import them. */
+/** NATIVE_PACKAGES: the native anchors and the BLAS they must run on (OpenBLAS, pthread build). */
+const NATIVE_PACKAGES = [
+  'python3-numpy',
+  'python3-hnswlib',
+  'python3-faiss',
+  'libopenblas0-pthread',
+  'python3-threadpoolctl',
+];
+
+/**
+ * Installs the native anchors with apt when any is missing: Debian's python3-hnswlib and
+ * python3-faiss, and OpenBLAS, without which numpy and faiss silently run on the reference BLAS.
+ */
 function ensureNativeAnchors(): void {
-  const probe = () =>
-    spawnSync(PYTHON, ['-c', 'import numpy, hnswlib, faiss'], { encoding: 'utf8' }).status === 0;
-  if (probe()) return;
-  log('installing the native anchors: apt-get install python3-hnswlib python3-faiss');
+  const missing = NATIVE_PACKAGES.filter(
+    (p) =>
+      !/install ok installed/.test(
+        spawnSync('dpkg-query', ['-W', '-f=${Status}', p], { encoding: 'utf8' }).stdout ?? '',
+      ),
+  );
+  if (!missing.length) return;
+  log(`installing the native anchors: apt-get install ${missing.join(' ')}`);
   const sudo = process.getuid?.() === 0 ? [] : ['sudo'];
   const run = (args: string[]) => {
     const r = spawnSync(sudo[0] ?? args[0], sudo.length ? args : args.slice(1), {
@@ -395,8 +573,18 @@ function ensureNativeAnchors(): void {
     if (r.status !== 0) throw new Error(`${args.join(' ')} failed (${r.status})`);
   };
   run(['apt-get', 'update', '-qq']);
-  run(['apt-get', 'install', '-y', '-qq', 'python3-hnswlib', 'python3-faiss', 'python3-numpy']);
-  if (!probe()) throw new Error(`${PYTHON} still cannot import numpy, hnswlib and faiss`);
+  run(['apt-get', 'install', '-y', '-qq', ...missing]);
+  const probe = spawnSync(PYTHON, ['-c', 'import numpy, hnswlib, faiss'], { encoding: 'utf8' });
+  if (probe.status !== 0)
+    throw new Error(`${PYTHON} still cannot import numpy, hnswlib and faiss: ${probe.stderr}`);
+}
+
+/** `update-alternatives --display` of the system's libblas.so.3 (what the dynamic linker picks). */
+function blasAlternative(): string {
+  const r = spawnSync('update-alternatives', ['--display', 'libblas.so.3-x86_64-linux-gnu'], {
+    encoding: 'utf8',
+  });
+  return (r.stdout || r.stderr || '').trim();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -481,20 +669,54 @@ function svgCurve(
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif">\n${parts.join('\n')}\n</svg>\n`;
 }
 
-/** QPS at the smallest ef whose recall reaches `target` (none: undefined). */
-function qpsAt(points: { recall: number; qps: number; ef: number }[], target: number) {
-  const p = points.find((x) => x.recall >= target);
-  return p ? { qps: p.qps, ef: p.ef, recall: p.recall } : undefined;
+// ---------------------------------------------------------------------------------------------
+
+/** Median and range of a sample. */
+function spread(xs: number[]): { median: number; min: number; max: number } {
+  const s = [...xs].filter(Number.isFinite).sort((a, b) => a - b);
+  if (!s.length) return { median: NaN, min: NaN, max: NaN };
+  const m = s.length >> 1;
+  return { median: s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2, min: s[0], max: s.at(-1)! };
 }
 
-// ---------------------------------------------------------------------------------------------
+/** "1.23× [1.10–1.40]": median with the min–max range over rounds. */
+const fmtSpread = (xs: number[], d = 2, unit = '') => {
+  const s = spread(xs);
+  return `${fmt(s.median, d)}${unit} [${fmt(s.min, d)}–${fmt(s.max, d)}]`;
+};
+
+/** Sums VmRSS (or VmHWM, the process's own peak) of this profile's renderer processes. */
+function rendererRss(profileDir: string, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmd.includes(profileDir) || !cmd.includes('--type=renderer')) continue;
+      const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) total += Number(m[1]) * 1024;
+    } catch {
+      /* process gone */
+    }
+  }
+  return total;
+}
+
+interface Round {
+  load: number;
+  /** Builds are measured in the first BUILD_ROUNDS rounds only. */
+  native: { build?: Timing; flat: Timing; hnsw: Point[] };
+  browser: { build?: Timing; exact: Timing; hnsw: Point[]; exactSameAsJs?: boolean };
+}
 
 async function main() {
   const started = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'loupe-bench-index-'));
   log(`work dir ${dir}`);
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
   const results: Record<string, unknown> = {
     date: new Date().toISOString(),
+    machine: `${cpu}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB`,
     n: N,
     dim: DIM,
     queries: NQ,
@@ -502,375 +724,569 @@ async function main() {
     M,
     efConstruction: EF_CONSTRUCTION,
     seed: SEED,
+    rounds: ROUNDS,
+    threads: THREADS,
+    loadAtStart: loadavg(),
   };
 
   log(`generating ${N} × ${DIM} clustered vectors + ${NQ} queries (seed ${SEED})`);
-  let t = performance.now();
   const gen = clusteredVectors(DIM, { seed: SEED });
   const docs = gen.generate(N);
   const queries = gen.generate(NQ);
   const docsPath = join(dir, 'docs.npy');
   const queriesPath = join(dir, 'queries.npy');
+  const mDocsPath = join(dir, 'million.f32');
+  const mQueriesPath = join(dir, 'million-queries.npy');
   writeFileSync(docsPath, writeNpy(docs.data, N, DIM));
   writeFileSync(queriesPath, writeNpy(queries.data, NQ, DIM));
-  results.generateMs = performance.now() - t;
 
-  log('wasm inspection');
   const wasm = inspectEngineWasm();
   results.wasm = wasm;
   ensureNativeAnchors();
+  const alternative = blasAlternative();
+  results.blasAlternative = alternative;
 
-  log('native: faiss flat + hnswlib (python, 1 thread)');
-  t = performance.now();
-  const native = runNative(dir, docsPath, queriesPath);
-  log(
-    `native done in ${((performance.now() - t) / 1000).toFixed(0)} s: build ${native.hnsw_build.cpu.toFixed(1)} s CPU, flat ${native.faiss_flat.cpu.toFixed(2)} s CPU`,
-  );
-  const gt = native.gt;
-  results.native = { ...native, gt: undefined };
-
-  log('starting Vite and Chromium');
-  const server = await createServer({
-    configFile: join(ROOT, 'vite.config.ts'),
-    root: ROOT,
-    server: { port: 0, host: '127.0.0.1', strictPort: false },
-    logLevel: 'warn',
-    // The vectors are streamed from the temp dir at /bench-data/ (a 150 MB body is too big for
-    // Playwright's route.fulfill, which sends it through the DevTools protocol).
-    plugins: [
-      {
-        name: 'bench-data',
-        configureServer(s) {
-          s.middlewares.use((req, res, next) => {
-            const m = /^\/bench-data\/(docs|queries)\.npy$/.exec(req.url ?? '');
-            if (!m) return next();
-            const file = m[1] === 'docs' ? docsPath : queriesPath;
-            res.setHeader('Content-Type', 'application/octet-stream');
-            res.setHeader('Content-Length', String(statSync(file).size));
-            createReadStream(file).pipe(res);
-          });
-        },
-      },
-    ],
-  });
-  await server.listen();
-  const address = server.httpServer?.address();
-  if (!address || typeof address === 'string') throw new Error('vite did not bind');
-  const base = `http://127.0.0.1:${address.port}`;
-  const profileDir = mkdtempSync(join(tmpdir(), 'loupe-bench-profile-'));
-  const context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    // Eager memory measurement: otherwise measureUserAgentSpecificMemory waits for a GC (up to 20 s).
-    args: [...CHROMIUM_ARGS, '--enable-blink-features=ForceEagerMeasureMemory'],
-    headless: true,
-  });
-  let peakRss = 0;
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, chromiumRssBytes(profileDir))), 250);
-  const browser: Record<string, unknown> = {};
-  results.browser = browser;
+  const native = new Native(dir, THREADS);
   try {
-    browser.version =
-      context.browser()?.version() ?? (await context.pages()[0]?.evaluate(() => navigator.userAgent));
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (e) => log('page error:', String(e)));
-    page.on('crash', () => log('page crashed'));
-    page.on('console', (m) => {
-      if (m.type() === 'error') log('console error:', m.text());
-    });
-    await page.goto(`${base}/tests/browser/index-harness.html`);
-    await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
-    browser.loaded = await call(
-      page,
-      'loadNpy',
-      `${base}/bench-data/docs.npy`,
-      `${base}/bench-data/queries.npy`,
+    const hello = await native.hello();
+    const blas = judgeBlas(hello.blas);
+    results.blas = { ...hello.blas, name: blas.name, ok: blas.ok, why: blas.why };
+    log(
+      `native BLAS: ${blas.name}; sgemm ${hello.blas.sgemm_gflops.toFixed(1)} GFlop/s (${hello.blas.sgemm_shape}, CPU time) on ${hello.blas.openblas_threads ?? THREADS} thread(s)`,
     );
-    browser.memoryBefore = await call(page, 'memory');
+    if (!blas.ok) {
+      console.error(`\nbench:index: refusing to report ratios against faiss/numpy: ${blas.why}`);
+      console.error(`libblas.so.3 alternative:\n${alternative}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    await native.ask({ op: 'load', docs: docsPath, queries: queriesPath });
+    // Ground truth (and a warm-up of faiss's code paths, not counted).
+    const gt = (await native.ask<{ gt: number[][] }>({ op: 'flat', k: K, gt: true })).gt;
 
-    /** Runs a harness call, returning its result and the renderer CPU seconds it took. */
-    const cpuOf = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
-      const c0 = rendererCpuSeconds(profileDir);
-      const r = await fn();
-      return [r, rendererCpuSeconds(profileDir) - c0];
-    };
+    log('starting Vite and Chromium');
+    const server = await createServer({
+      configFile: join(ROOT, 'vite.config.ts'),
+      root: ROOT,
+      server: { port: 0, host: '127.0.0.1', strictPort: false },
+      logLevel: 'warn',
+      // The vectors are streamed from the temp dir at /bench-data/ (a 150 MB body is too big for
+      // Playwright's route.fulfill, which sends it through the DevTools protocol).
+      plugins: [
+        {
+          name: 'bench-data',
+          configureServer(s) {
+            s.middlewares.use((req, res, next) => {
+              // The 1M phase: the piece of PIECE rows starting at row s of the raw float32 file.
+              const piece = /^\/bench-data\/million\/(\d+)$/.exec(req.url ?? '');
+              if (piece) {
+                res.setHeader('Content-Type', 'application/octet-stream');
+                const start = Number(piece[1]) * DIM * 4;
+                const end = Math.min(statSync(mDocsPath).size, start + PIECE * DIM * 4);
+                res.setHeader('Content-Length', String(end - start));
+                createReadStream(mDocsPath, { start, end: end - 1 }).pipe(res);
+                return;
+              }
+              const m = /^\/bench-data\/(docs|queries|million-queries)\.npy$/.exec(req.url ?? '');
+              if (!m) return next();
+              res.setHeader('Content-Type', 'application/octet-stream');
+              const file = m[1] === 'docs' ? docsPath : m[1] === 'queries' ? queriesPath : mQueriesPath;
+              res.setHeader('Content-Length', String(statSync(file).size));
+              createReadStream(file).pipe(res);
+            });
+          },
+        },
+      ],
+    });
+    await server.listen();
+    const address = server.httpServer?.address();
+    if (!address || typeof address === 'string') throw new Error('vite did not bind');
+    const base = `http://127.0.0.1:${address.port}`;
+    const profileDir = mkdtempSync(join(tmpdir(), 'loupe-bench-profile-'));
+    const context = await chromium.launchPersistentContext(profileDir, {
+      executablePath: CHROMIUM,
+      // Eager memory measurement: otherwise measureUserAgentSpecificMemory waits for a GC (up to 20 s).
+      args: [...CHROMIUM_ARGS, '--enable-blink-features=ForceEagerMeasureMemory'],
+      headless: true,
+    });
+    let peakRss = 0;
+    let peakRenderer = 0;
+    const sampler = setInterval(() => {
+      peakRss = Math.max(peakRss, chromiumRssBytes(profileDir));
+      peakRenderer = Math.max(peakRenderer, rendererRss(profileDir));
+    }, 250);
+    const browser: Record<string, unknown> = {};
+    results.browser = browser;
+    const rounds: Round[] = [];
+    results.rounds = rounds;
+    try {
+      browser.version =
+        context.browser()?.version() ?? (await context.pages()[0]?.evaluate(() => navigator.userAgent));
+      const openHarness = async () => {
+        const page = await context.newPage();
+        page.on('pageerror', (e) => log('page error:', String(e)));
+        page.on('crash', () => log('page crashed'));
+        page.on('console', (m) => {
+          if (m.type() === 'error') log('console error:', m.text());
+        });
+        await page.goto(`${base}/tests/browser/index-harness.html`);
+        await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+        return page;
+      };
+      for (const p of context.pages()) await p.close();
+      let page = await openHarness();
+      browser.loaded = await call(
+        page,
+        'loadNpy',
+        `${base}/bench-data/docs.npy`,
+        `${base}/bench-data/queries.npy`,
+      );
 
-    log('wasm engine: build in the index worker');
-    results.loadBeforeBrowser = loadavg()[0];
-    const [b, buildCpu] = await cpuOf(() =>
-      call(page, 'build', {
+      /** Runs a harness call, returning its result and the renderer CPU seconds it took. */
+      const cpuOf = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
+        const c0 = rendererCpuSeconds(profileDir);
+        const r = await fn();
+        return [r, rendererCpuSeconds(profileDir) - c0];
+      };
+
+      // Warm-up, not counted: the first wasm exact call also quantizes the vectors into the heap,
+      // and JIT tiers settle.
+      const warm = await call(page, 'build', {
         key: 'bench',
         space: 'ip',
         M,
-        efConstruction: EF_CONSTRUCTION,
+        efConstruction: 16,
         seed: HNSW_SEED,
         force: true,
-      }),
-    );
-    if (!b.ok) throw new Error(`build failed: ${b.message}`);
-    browser.build = { wall: b.timings.addMs! / 1000, cpu: buildCpu } satisfies Timing;
-    log(`wasm build ${(b.timings.addMs! / 1000).toFixed(1)} s wall, ${buildCpu.toFixed(1)} s CPU`);
-    browser.wasmHeapBytes = await call(page, 'wasmHeapBytes');
-    browser.memoryAfterBuild = await call(page, 'memory');
+      });
+      if (!warm.ok) throw new Error(`build failed: ${warm.message}`);
+      const jsRef = await call(page, 'exact', K, { backend: 'js' });
+      if (!jsRef.ok) throw new Error(jsRef.message);
+      browser.exactJs = {
+        wall: jsRef.ms / 1000,
+        agreementWithFaiss: recallVs(jsRef.indices, jsRef.counts, K, gt),
+      };
 
-    const wasmPoints: Point[] = [];
-    for (const ef of EFS) {
-      const p: Point = { ef, recall: 0, wall: Infinity, cpu: Infinity };
-      for (let r = 0; r < REPEATS; r++) {
-        const [s, cpu] = await cpuOf(() => call(page, 'search', K, ef, { rescore: false }));
-        p.wall = Math.min(p.wall, s.ms / 1000);
-        p.cpu = Math.min(p.cpu, cpu);
-        p.recall = recallVs(s.indices, s.counts, K, gt);
+      for (let r = 0; r < ROUNDS; r++) {
+        const load = loadavg()[0];
+        log(`round ${r + 1}/${ROUNDS} (load ${load.toFixed(2)}): native`);
+        const building = r < BUILD_ROUNDS;
+        const nBuild = building
+          ? (await native.ask<{ timing: Timing }>({ op: 'build', M, efC: EF_CONSTRUCTION, seed: HNSW_SEED }))
+              .timing
+          : undefined;
+        const nHnsw = (await native.ask<{ points: Point[] }>({ op: 'hnsw', k: K, efs: EFS })).points;
+        const nFlat = (await native.ask<{ timing: Timing }>({ op: 'flat', k: K })).timing;
+        log(`round ${r + 1}/${ROUNDS}: browser`);
+        const [b, bCpu] = building
+          ? await cpuOf(() =>
+              call(page, 'build', {
+                key: 'bench',
+                space: 'ip',
+                M,
+                efConstruction: EF_CONSTRUCTION,
+                seed: HNSW_SEED,
+                force: true,
+              }),
+            )
+          : [undefined, NaN];
+        if (b && !b.ok) throw new Error(`build failed: ${b.message}`);
+        const bHnsw: Point[] = [];
+        for (const ef of EFS) {
+          const [s, c] = await cpuOf(() => call(page, 'search', K, ef, { rescore: false }));
+          bHnsw.push({ ef, recall: recallVs(s.indices, s.counts, K, gt), wall: s.ms / 1000, cpu: c });
+        }
+        // Uncounted: the first wasm exact call after a build quantizes the vectors into the heap.
+        await call(page, 'exact', K, { backend: 'wasm', nq: 1 });
+        const [e, eCpu] = await cpuOf(() => call(page, 'exact', K, { backend: 'wasm' }));
+        if (!e.ok) throw new Error(e.message);
+        const round: Round = {
+          load,
+          native: { build: nBuild, flat: nFlat, hnsw: nHnsw },
+          browser: {
+            build: b?.ok ? { wall: b.timings.addMs! / 1000, cpu: bCpu } : undefined,
+            exact: { wall: e.ms / 1000, cpu: eCpu },
+            hnsw: bHnsw,
+            exactSameAsJs: e.indices.every((x, i) => x === jsRef.indices[i]),
+          },
+        };
+        rounds.push(round);
+        log(
+          `round ${r + 1}: build ${fmt(nBuild?.cpu, 1)} vs ${fmt(bCpu, 1)} s CPU (${fmt(bCpu / (nBuild?.cpu ?? NaN))}×); exact ${nFlat.cpu.toFixed(2)} vs ${eCpu.toFixed(2)} s CPU (${(eCpu / nFlat.cpu).toFixed(2)}×)`,
+        );
       }
-      wasmPoints.push(p);
-      log(
-        `wasm ef=${ef}: recall ${p.recall.toFixed(4)}, ${(NQ / p.wall).toFixed(0)} QPS wall, ${(NQ / p.cpu).toFixed(0)} QPS CPU`,
-      );
-    }
-    browser.hnsw = wasmPoints;
+      browser.wasmHeapBytes = await call(page, 'wasmHeapBytes');
+      browser.memoryAfterBuild = await call(page, 'memory');
 
-    log('exact search in Chromium: JS');
-    const exactJs = { wall: Infinity, cpu: Infinity, agreementWithFaiss: 0 };
-    let jsGpuIds: number[] = [];
-    let jsIds: number[] = [];
-    for (let r = 0; r < REPEATS; r++) {
-      const [e, cpu] = await cpuOf(() => call(page, 'exact', K, { backend: 'js' }));
-      if (!e.ok) throw new Error(e.message);
-      exactJs.wall = Math.min(exactJs.wall, e.ms / 1000);
-      exactJs.cpu = Math.min(exactJs.cpu, cpu);
-      exactJs.agreementWithFaiss = recallVs(e.indices, e.counts, K, gt);
-      jsIds = e.indices;
-      jsGpuIds = e.indices.slice(0, GPU_NQ * K);
-    }
-    browser.exactJs = exactJs;
-    log(
-      `JS exact ${exactJs.wall.toFixed(2)} s wall, ${exactJs.cpu.toFixed(2)} s CPU (agreement with faiss ${exactJs.agreementWithFaiss.toFixed(4)})`,
-    );
+      log('wasm exact with the float32 kernel only');
+      const [f, fCpu] = await cpuOf(() => call(page, 'exact', K, { backend: 'wasm', wasmKernel: 'float32' }));
+      if (!f.ok) throw new Error(f.message);
+      browser.exactWasmF32 = {
+        wall: f.ms / 1000,
+        cpu: fCpu,
+        sameAsJs: f.indices.every((x, i) => x === jsRef.indices[i]),
+      };
 
-    log('exact search in Chromium: wasm (int16 SIMD candidates, rescored exactly)');
-    const exactWasm = {
-      wall: Infinity,
-      cpu: Infinity,
-      sameAsJs: false,
-      float32Queries: 0,
-      cpuFallbackQueries: 0,
-      firstCallWall: 0,
-    };
-    for (let r = 0; r < REPEATS; r++) {
-      const [e, cpu] = await cpuOf(() => call(page, 'exact', K, { backend: 'wasm' }));
-      if (!e.ok) throw new Error(e.message);
-      // The first call also quantizes the vectors into the wasm heap.
-      if (r === 0) exactWasm.firstCallWall = e.ms / 1000;
-      exactWasm.wall = Math.min(exactWasm.wall, e.ms / 1000);
-      exactWasm.cpu = Math.min(exactWasm.cpu, cpu);
-      exactWasm.sameAsJs = e.indices.length === jsIds.length && e.indices.every((x, i) => x === jsIds[i]);
-      exactWasm.float32Queries = e.wasm?.float32Queries ?? -1;
-      exactWasm.cpuFallbackQueries = e.wasm?.cpuFallbackQueries ?? -1;
-    }
-    browser.exactWasm = exactWasm;
-    // The float32 kernel alone (normally only the retry pass): what 128-bit SIMD floats reach here.
-    const exactWasmF32 = { wall: Infinity, cpu: Infinity, sameAsJs: false };
-    for (let r = 0; r < REPEATS; r++) {
-      const [e, cpu] = await cpuOf(() => call(page, 'exact', K, { backend: 'wasm', wasmKernel: 'float32' }));
-      if (!e.ok) throw new Error(e.message);
-      exactWasmF32.wall = Math.min(exactWasmF32.wall, e.ms / 1000);
-      exactWasmF32.cpu = Math.min(exactWasmF32.cpu, cpu);
-      exactWasmF32.sameAsJs = e.indices.length === jsIds.length && e.indices.every((x, i) => x === jsIds[i]);
-    }
-    browser.exactWasmF32 = exactWasmF32;
-    log(
-      `wasm exact, float32 kernel: ${exactWasmF32.wall.toFixed(2)} s wall, ${exactWasmF32.cpu.toFixed(2)} s CPU, same ids as JS: ${exactWasmF32.sameAsJs}`,
-    );
-    log(
-      `wasm exact ${exactWasm.wall.toFixed(2)} s wall, ${exactWasm.cpu.toFixed(2)} s CPU (first call ${exactWasm.firstCallWall.toFixed(2)} s), same ids as JS: ${exactWasm.sameAsJs}`,
-    );
-
-    log(`exact search in Chromium: WebGPU (${GPU_NQ} queries)`);
-    const probe = await call(page, 'gpuProbe');
-    browser.gpuProbe = probe;
-    if (probe.ok) {
-      const g = await call(page, 'exact', K, { backend: 'webgpu', nq: GPU_NQ });
-      if (g.ok) {
-        const same = g.indices.every((x, i) => x === jsGpuIds[i]);
-        browser.exactWebGpu = { ms: g.ms, queries: GPU_NQ, stats: g.gpu, sameIdsAsJs: same };
-        log(`WebGPU exact ${(g.ms / 1000).toFixed(2)} s for ${GPU_NQ} queries, same ids as JS: ${same}`);
-      } else browser.exactWebGpu = { error: g.message };
-    }
-    browser.memoryAfterExact = await call(page, 'memory');
-    await call(page, 'stop');
-
-    if (MILLION > 0) {
-      log(`exact path at ${MILLION.toLocaleString('en')} × ${DIM} int8 (page main thread)`);
-      try {
-        browser.million = await call(page, 'int8Exact', MILLION, DIM, 100, K, SEED + 1);
-      } catch (e) {
-        browser.million = { error: String(e) };
+      log(`exact search in Chromium: WebGPU (${GPU_NQ} queries)`);
+      const probe = await call(page, 'gpuProbe');
+      browser.gpuProbe = probe;
+      if (probe.ok && GPU_NQ > 0) {
+        const g = await call(page, 'exact', K, { backend: 'webgpu', nq: GPU_NQ });
+        if (g.ok) {
+          const same = g.indices.every((x, i) => x === jsRef.indices[i]);
+          browser.exactWebGpu = { ms: g.ms, queries: GPU_NQ, sameIdsAsJs: same };
+        } else browser.exactWebGpu = { error: g.message };
       }
-      log('million:', JSON.stringify(browser.million));
+      await call(page, 'stop');
+      await page.close();
+
+      if (MILLION > 0) {
+        const MQ = 100;
+        log(`1M phase: ${MILLION.toLocaleString('en')} × ${DIM}, ${MQ} queries, seed ${SEED + 1}`);
+        // Generated once, by the native process (numpy; the same recipe as clusteredVectors), to a
+        // raw float32 file: faiss reads it, the page fetches it piece by piece.
+        const tg = performance.now();
+        await native.ask({
+          op: 'million_load',
+          docs: mDocsPath,
+          queries: mQueriesPath,
+          n: MILLION,
+          dim: DIM,
+          nq: MQ,
+          seed: SEED + 1,
+        });
+        results.millionGenerateSeconds = (performance.now() - tg) / 1000;
+        log(
+          `1M generated and loaded into faiss in ${(results.millionGenerateSeconds as number).toFixed(0)} s`,
+        );
+        // A fresh page (and renderer): the tab's memory below is this phase's alone.
+        await new Promise((r) => setTimeout(r, 2000));
+        page = await openHarness();
+        peakRenderer = 0;
+        browser.millionRssBaseline = rendererRss(profileDir);
+        const loaded = await call(page, 'millionLoad', `${base}/bench-data`, MILLION, DIM, K, {
+          piece: PIECE,
+          sample: 10,
+        });
+        browser.millionLoad = loaded;
+        browser.millionRssAfterLoad = rendererRss(profileDir);
+        log(
+          `renderer RSS: ${mb(browser.millionRssBaseline as number)} before, ${mb(browser.millionRssAfterLoad as number)} after loading`,
+        );
+        log('1M loaded:', JSON.stringify(loaded.info));
+        const mRounds: {
+          load: number;
+          faiss: Timing;
+          worker: Timing;
+          sameIdsAsJs: boolean;
+          sameScoresAsJs: boolean;
+          faissAgreement: number;
+          stats: unknown;
+          ticks: number;
+        }[] = [];
+        browser.million = mRounds;
+        for (let r = 0; r < ROUNDS; r++) {
+          const load = loadavg()[0];
+          const fr = await native.ask<{ timing: Timing; ids: number[][] }>({ op: 'million_search', k: K });
+          const [w, wCpu] = await cpuOf(() => call(page, 'millionSearch'));
+          mRounds.push({
+            load,
+            faiss: fr.timing,
+            worker: { wall: w.wallMs / 1000, cpu: wCpu },
+            sameIdsAsJs: w.sameIdsAsJs,
+            sameScoresAsJs: w.sameScoresAsJs,
+            faissAgreement: recallVs(w.indices, Array(MQ).fill(K), K, fr.ids),
+            stats: w.stats,
+            ticks: w.progressTicks,
+          });
+          log(
+            `1M round ${r + 1}: faiss ${fr.timing.cpu.toFixed(2)} s CPU; worker ${(w.wallMs / 1000).toFixed(2)} s wall, ${wCpu.toFixed(2)} s CPU; same as JS ${w.sameIdsAsJs}`,
+          );
+        }
+        browser.millionMemory = await call(page, 'memory');
+        browser.millionInfo = await call(page, 'exactCorpusInfo');
+        browser.millionPeakRendererRss = peakRenderer;
+        browser.millionRendererHwm = rendererRss(profileDir, 'VmHWM');
+      }
+    } catch (e) {
+      log('browser phase failed:', e);
+      throw e;
+    } finally {
+      clearInterval(sampler);
+      browser.peakChromiumRssBytes = peakRss;
+      await context.close().catch(() => undefined);
+      await server.close().catch(() => undefined);
+      rmSync(profileDir, { recursive: true, force: true });
     }
-  } catch (e) {
-    log('browser phase failed:', e);
-    throw e;
+    results.nativeRss = await native.ask<{ max_rss_bytes: number }>({ op: 'rss' });
   } finally {
-    clearInterval(sampler);
-    browser.peakChromiumRssBytes = peakRss;
-    await context.close().catch(() => undefined);
-    await server.close().catch(() => undefined);
-    rmSync(profileDir, { recursive: true, force: true });
+    native.quit();
     rmSync(dir, { recursive: true, force: true });
   }
   results.totalSeconds = (Date.now() - started) / 1000;
+  results.loadAtEnd = loadavg();
+  report(results);
+}
 
-  results.loadAtEnd = loadavg()[0];
-
-  // ---- report
-  // Ratios are computed on CPU time (see rendererCpuSeconds); wall-clock figures are shown beside.
-  const nat = native.hnsw;
-  const wsm = browser.hnsw as Point[];
-  const bBuild = browser.build as Timing;
-  const exactJs = browser.exactJs as Timing & { agreementWithFaiss: number };
+/** Writes bench-results/index-<n>x<dim>.{md,svg,json} and prints the markdown. */
+function report(results: Record<string, unknown>) {
+  const rounds = results.rounds as Round[];
+  const browser = results.browser as Record<string, unknown>;
+  const blas = results.blas as BlasInfo & { name: string };
   const qps = (p: Point, t: keyof Timing) => NQ / p[t];
-  const buildRatio = bBuild.cpu / native.hnsw_build.cpu;
-  const buildRatioWall = bBuild.wall / native.hnsw_build.wall;
+  const medPoint = (pts: Point[][], i: number): Point => ({
+    ef: pts[0][i].ef,
+    recall: pts[0][i].recall,
+    wall: spread(pts.map((p) => p[i].wall)).median,
+    cpu: spread(pts.map((p) => p[i].cpu)).median,
+  });
+  const nat = EFS.map((_, i) =>
+    medPoint(
+      rounds.map((r) => r.native.hnsw),
+      i,
+    ),
+  );
+  const wsm = EFS.map((_, i) =>
+    medPoint(
+      rounds.map((r) => r.browser.hnsw),
+      i,
+    ),
+  );
   const ratioAt = (target: number) => {
-    const a = wsm.find((p) => p.recall >= target);
-    const n = nat.find((p) => p.recall >= target);
-    return {
-      wasm: a,
-      native: n,
-      ratio: a && n ? qps(a, 'cpu') / qps(n, 'cpu') : undefined,
-      ratioWall: a && n ? qps(a, 'wall') / qps(n, 'wall') : undefined,
-    };
+    const e = wsm.find((p) => p.recall >= target);
+    const nn = nat.find((p) => p.recall >= target);
+    const per = rounds.map((r) => {
+      const a = r.browser.hnsw.find((p) => p.recall >= target);
+      const b = r.native.hnsw.find((p) => p.recall >= target);
+      return a && b ? qps(a, 'cpu') / qps(b, 'cpu') : NaN;
+    });
+    return { wasm: e, native: nn, per };
   };
+  const built = rounds.filter((r) => r.browser.build && r.native.build);
+  const buildR = built.map((r) => r.browser.build!.cpu / r.native.build!.cpu);
+  const exactR = rounds.map((r) => r.browser.exact.cpu / r.native.flat.cpu);
   const r95 = ratioAt(0.95);
   const r99 = ratioAt(0.99);
-  const exactWasm = browser.exactWasm as Timing & {
-    sameAsJs: boolean;
-    float32Queries: number;
-    cpuFallbackQueries: number;
-    firstCallWall: number;
+  const gflops = (s: number) => (2 * NQ * N * DIM) / s / 1e9;
+  const verdict = (xs: number[], pass: (x: number) => boolean) => {
+    const s = spread(xs);
+    if (!Number.isFinite(s.median)) return '—';
+    const all = pass(s.min) && pass(s.max);
+    const none = !pass(s.min) && !pass(s.max);
+    return pass(s.median)
+      ? all
+        ? 'met'
+        : 'met at the median, not in every round'
+      : none
+        ? 'missed'
+        : 'missed at the median';
   };
-  const exactRatio = exactWasm.cpu / native.faiss_flat.cpu;
-  const exactRatioWall = exactWasm.wall / native.faiss_flat.wall;
-  const exactJsRatio = exactJs.cpu / native.faiss_flat.cpu;
-  const exactWasmF32 = browser.exactWasmF32 as Timing & { sameAsJs: boolean };
-  /** Multiply-adds of the full query × corpus product, ×2 for flops, per CPU second. */
-  const gflops = (cpuSeconds: number) => (2 * NQ * N * DIM) / cpuSeconds / 1e9;
-  results.ratios = {
-    buildRatio,
-    buildRatioWall,
-    qps95: r95,
-    qps99: r99,
-    exactRatio,
-    exactRatioWall,
-    exactJsRatio,
-  };
-
-  const verdict = (v: number | undefined, pass: (x: number) => boolean) =>
-    v === undefined ? '—' : pass(v) ? 'met' : 'missed';
-  const gpu = browser.exactWebGpu as
-    { ms: number; queries: number; sameIdsAsJs: boolean; stats: { cpuFallbackQueries: number } } | undefined;
-  const mil = browser.million as Record<string, unknown> | undefined;
-  const mem = (browser.memoryAfterBuild ?? {}) as {
-    uaBytes?: number;
-    workerBytes?: number;
-    jsHeapBytes?: number;
-    error?: string;
-  };
+  const la = (x: number[]) => x.map((v) => v.toFixed(1)).join(' / ');
   const md: string[] = [];
   md.push(
     `## Vector index: ${N.toLocaleString('en')} × ${DIM}, ${NQ} queries, k=${K} (${results.date as string})`,
   );
   md.push('');
   md.push('```sh');
-  md.push(`npx tsx scripts/bench-index.ts --n ${N} --dim ${DIM} --queries ${NQ}`);
+  md.push(
+    `npm run bench:index -- --n ${N} --dim ${DIM} --queries ${NQ} --rounds ${ROUNDS}${BUILD_ROUNDS < ROUNDS ? ` --build-rounds ${BUILD_ROUNDS}` : ''}`,
+  );
   md.push('```');
   md.push('');
   md.push(
-    `Seeded clustered vectors (50 clusters, rank-64 subspaces, noise 1, normalised; seed ${SEED}); inner product. ` +
-      `HNSW M=${M}, efConstruction=${EF_CONSTRUCTION}, seed ${HNSW_SEED}, one thread everywhere. Ground truth: faiss IndexFlatIP. ` +
-      `Native: Debian python3-hnswlib 0.6 (SSE build) and python3-faiss ${native.faiss_version} (OpenBLAS) under /usr/bin/python3. ` +
-      `Browser: the same hnswlib release compiled to wasm with 128-bit SIMD (scripts/build-wasm.sh) in our index worker, headless Chromium ${String(browser.version ?? '')}. ` +
-      `Times are the best of ${REPEATS} runs. **CPU** = CPU time of the measured process (python: process_time; ` +
-      `browser: the renderer that hosts the worker, from /proc), which other jobs on the machine do not inflate; ` +
-      `**wall** = elapsed time. Load average during the run: ${loadavg()
-        .map((x) => x.toFixed(1))
-        .join(' / ')} (1/5/15 min) on ${cpus().length} cores. Ratios use CPU time.`,
+    `Machine: ${results.machine as string}. Load average (1/5/15 min): ${la(results.loadAtStart as number[])} at the start, ${la(results.loadAtEnd as number[])} at the end; per round below. ` +
+      `Seeded clustered vectors (50 clusters, rank-64 subspaces, noise 1, normalised; seed ${SEED}); inner product. HNSW M=${M}, efConstruction=${EF_CONSTRUCTION}, seed ${HNSW_SEED}.`,
   );
   md.push('');
   md.push(
-    '| ef | native recall@10 | native QPS (CPU / wall) | wasm recall@10 | wasm QPS (CPU / wall) | wasm / native (CPU) |',
+    `**Threads: ${THREADS} on both sides.** The browser's index worker is one wasm thread (no wasm threads in the engine); the native side is pinned to the same: ` +
+      `OMP/OPENBLAS/MKL_NUM_THREADS=${THREADS}, faiss.omp_set_num_threads(${THREADS}), threadpoolctl limits, hnswlib num_threads=${THREADS}` +
+      `${blas.openblas_threads !== undefined ? `; OpenBLAS reports ${blas.openblas_threads} thread(s)` : ''}.`,
+  );
+  md.push('');
+  md.push(
+    `**Native BLAS (checked, not assumed):** ${blas.name}; numpy ${blas.numpy}, faiss ${blas.faiss}; sgemm ${blas.sgemm_shape} at **${fmt(blas.sgemm_gflops, 1)} GFlop/s** (one thread, CPU time, best of 3). ` +
+      `Libraries mapped into the Python process: ${blas.mapped.map((m) => `\`${m}\``).join(', ')}. ` +
+      `\`update-alternatives --display libblas.so.3-x86_64-linux-gnu\`: "${((results.blasAlternative as string).split('\n').find((l) => /currently points/.test(l)) ?? '').trim()}". ` +
+      `The script refuses (exit 2, no report) when the process maps no optimised BLAS or sgemm is under ${SGEMM_MIN_GFLOPS} GFlop/s.`,
+  );
+  md.push('');
+  md.push(
+    `**Alternating rounds:** ${ROUNDS} rounds of (native: hnswlib build, search sweep, faiss flat; then browser: the same in our index worker); the builds in the first ${BUILD_ROUNDS} round(s) (\`--build-rounds\`). ` +
+      `Ratios are per round on CPU time (python: process_time; browser: the renderer that hosts the worker, from /proc), reported as **median [min–max]** over rounds: ` +
+      `a disturbed round shows as spread.`,
+  );
+  md.push('');
+  md.push(
+    '| round | load (1 min) | native build CPU | wasm build CPU | build ratio | faiss flat CPU | wasm exact CPU | exact ratio | same ids as JS |',
+  );
+  md.push('| --: | --: | --: | --: | --: | --: | --: | --: | --- |');
+  rounds.forEach((r, i) =>
+    md.push(
+      `| ${i + 1} | ${fmt(r.load)} | ${r.native.build ? `${fmt(r.native.build.cpu, 1)} s` : '—'} | ${r.browser.build ? `${fmt(r.browser.build.cpu, 1)} s` : '—'} | ${r.native.build && r.browser.build ? `${fmt(r.browser.build.cpu / r.native.build.cpu)}×` : '—'} | ${fmt(r.native.flat.cpu, 2)} s | ${fmt(r.browser.exact.cpu, 2)} s | ${fmt(exactR[i])}× | ${r.browser.exactSameAsJs ? 'yes' : 'NO'} |`,
+    ),
+  );
+  md.push('');
+  md.push(
+    '| ef | native recall@10 | native QPS (CPU, median) | wasm recall@10 | wasm QPS (CPU, median) | wasm / native, median [min–max] |',
   );
   md.push('| --: | --: | --: | --: | --: | --: |');
   EFS.forEach((ef, i) =>
     md.push(
-      `| ${ef} | ${fmt(nat[i].recall, 4)} | ${fmt(qps(nat[i], 'cpu'), 0)} / ${fmt(qps(nat[i], 'wall'), 0)} | ${fmt(wsm[i].recall, 4)} | ${fmt(qps(wsm[i], 'cpu'), 0)} / ${fmt(qps(wsm[i], 'wall'), 0)} | ${fmt(qps(wsm[i], 'cpu') / qps(nat[i], 'cpu'))} |`,
+      `| ${ef} | ${fmt(nat[i].recall, 4)} | ${fmt(qps(nat[i], 'cpu'), 0)} | ${fmt(wsm[i].recall, 4)} | ${fmt(qps(wsm[i], 'cpu'), 0)} | ${fmtSpread(rounds.map((r) => qps(r.browser.hnsw[i], 'cpu') / qps(r.native.hnsw[i], 'cpu')))} |`,
     ),
   );
   md.push('');
-  md.push('| measure | native (CPU / wall) | browser (CPU / wall) | ratio CPU (wall) | target |');
+  const fl = spread(rounds.map((r) => r.native.flat.cpu)).median;
+  md.push(
+    '| measure | native CPU, median [min–max] | browser CPU, median [min–max] | ratio, median [min–max] | target |',
+  );
   md.push('| --- | --: | --: | --: | --- |');
   md.push(
-    `| HNSW build | ${fmt(native.hnsw_build.cpu, 1)} / ${fmt(native.hnsw_build.wall, 1)} s | ${fmt(bBuild.cpu, 1)} / ${fmt(bBuild.wall, 1)} s | ${fmt(buildRatio)}× (${fmt(buildRatioWall)}×) | ≤ 1.5× — ${verdict(buildRatio, (x) => x <= 1.5)} |`,
+    `| HNSW build (${built.length} round${built.length === 1 ? '' : 's'}) | ${fmtSpread(
+      built.map((r) => r.native.build!.cpu),
+      1,
+      ' s',
+    )} | ${fmtSpread(
+      built.map((r) => r.browser.build!.cpu),
+      1,
+      ' s',
+    )} | ${fmtSpread(buildR)} | ≤ 1.5× — ${verdict(buildR, (x) => x <= 1.5)} |`,
   );
   for (const [label, r] of [
     ['0.95', r95],
     ['0.99', r99],
   ] as const)
     md.push(
-      `| QPS at recall@10 ≥ ${label} | ${r.native ? `${fmt(qps(r.native, 'cpu'), 0)} / ${fmt(qps(r.native, 'wall'), 0)} (ef ${r.native.ef})` : '—'} | ${r.wasm ? `${fmt(qps(r.wasm, 'cpu'), 0)} / ${fmt(qps(r.wasm, 'wall'), 0)} (ef ${r.wasm.ef})` : '—'} | ${fmt(r.ratio)}× (${fmt(r.ratioWall)}×) | ≥ 0.66× — ${verdict(r.ratio, (x) => x >= 0.66)} |`,
+      `| QPS at recall@10 ≥ ${label} | ${r.native ? `${fmt(qps(r.native, 'cpu'), 0)} QPS (ef ${r.native.ef})` : '—'} | ${r.wasm ? `${fmt(qps(r.wasm, 'cpu'), 0)} QPS (ef ${r.wasm.ef})` : '—'} | ${fmtSpread(r.per)} | ≥ 0.66× — ${verdict(r.per, (x) => x >= 0.66)} |`,
     );
   md.push(
-    `| exact top-${K}, ${NQ} queries: faiss IndexFlatIP vs our wasm path (what 'auto' runs without a hardware GPU) | ${fmt(native.faiss_flat.cpu, 2)} / ${fmt(native.faiss_flat.wall, 2)} s | ${fmt(exactWasm.cpu, 2)} / ${fmt(exactWasm.wall, 2)} s | ${fmt(exactRatio, 2)}× (${fmt(exactRatioWall, 2)}×) | ≤ 2× — ${verdict(exactRatio, (x) => x <= 2)} |`,
+    `| exact top-${K}, ${NQ} queries: faiss IndexFlatIP (${blas.name.split(' (')[0]}) vs our wasm int16 path | ${fmtSpread(
+      rounds.map((r) => r.native.flat.cpu),
+      2,
+      ' s',
+    )} | ${fmtSpread(
+      rounds.map((r) => r.browser.exact.cpu),
+      2,
+      ' s',
+    )} | ${fmtSpread(exactR)} | ≤ 2× — ${verdict(exactR, (x) => x <= 2)} |`,
+  );
+  const f32 = browser.exactWasmF32 as Timing & { sameAsJs: boolean };
+  const js = browser.exactJs as { wall: number; agreementWithFaiss: number };
+  md.push(
+    `| exact, wasm float32 kernel only (once) | ${fmt(fl, 2)} s | ${fmt(f32.cpu, 2)} s | ${fmt(f32.cpu / fl)}× | — |`,
   );
   md.push(
-    `| exact, wasm with the float32 kernel only (no int16 pass) | ${fmt(native.faiss_flat.cpu, 2)} / ${fmt(native.faiss_flat.wall, 2)} s | ${fmt(exactWasmF32.cpu, 2)} / ${fmt(exactWasmF32.wall, 2)} s | ${fmt(exactWasmF32.cpu / native.faiss_flat.cpu, 2)}× | — |`,
+    `| exact, our JS reference path (once, wall) | ${fmt(fl, 2)} s | ${fmt(js.wall, 2)} s wall | ${fmt(js.wall / fl, 1)}× | — |`,
   );
-  md.push(
-    `| exact, our JS reference path (float64 sums) | ${fmt(native.faiss_flat.cpu, 2)} / ${fmt(native.faiss_flat.wall, 2)} s | ${fmt(exactJs.cpu, 2)} / ${fmt(exactJs.wall, 2)} s | ${fmt(exactJsRatio, 1)}× | — |`,
-  );
-  if (gpu)
+  const gpu = browser.exactWebGpu as { ms: number; queries: number; sameIdsAsJs: boolean } | undefined;
+  if (gpu?.ms)
     md.push(
-      `| exact, WebGPU on SwiftShader (a CPU emulation), ${gpu.queries} queries | — | — / ${fmt(gpu.ms / 1000, 2)} s | — | speed not meaningful here; same ids as JS: ${gpu.sameIdsAsJs ? 'yes' : 'NO'} |`,
+      `| exact, WebGPU on SwiftShader (a CPU emulation), ${gpu.queries} queries | — | ${fmt(gpu.ms / 1000, 2)} s wall | — | speed not meaningful; same ids as JS: ${gpu.sameIdsAsJs ? 'yes' : 'NO'} |`,
     );
   md.push('');
   md.push(
-    `Our JS exact top-${K} ids agree with faiss on ${fmt(exactJs.agreementWithFaiss * 100, 2)}% of (query, rank) slots; ` +
-      `the wasm path returns the same ids as JS: ${exactWasm.sameAsJs ? 'yes' : 'NO'} (int16 candidates; ${exactWasm.float32Queries} queries needed the float32 pass after a too-close cut, ${exactWasm.cpuFallbackQueries} the JS path; the first call, which also quantizes the vectors into the wasm heap, took ${fmt(exactWasm.firstCallWall, 2)} s wall).`,
+    `Throughput of the ${NQ} × ${N.toLocaleString('en')} × ${DIM} product (CPU time, one thread, medians): faiss ${fmt(gflops(fl), 0)} GFlop/s (its sgemm probe: ${fmt(blas.sgemm_gflops, 0)}); ` +
+      `wasm float32 kernel ${fmt(gflops(f32.cpu), 0)} GFlop/s; the int16 path (kernel + exact rescoring) the equivalent of ${fmt(gflops(spread(rounds.map((r) => r.browser.exact.cpu)).median), 0)} GFlop/s. ` +
+      `JS exact ids agree with faiss on ${fmt(js.agreementWithFaiss * 100, 2)}% of (query, rank) slots.`,
   );
   md.push('');
-  md.push(
-    `Throughput of the full ${NQ} × ${N.toLocaleString('en')} × ${DIM} product, CPU time, one thread: faiss (OpenBLAS sgemm) ${fmt(gflops(native.faiss_flat.cpu), 0)} GFlop/s; ` +
-      `wasm float32 kernel ${fmt(gflops(exactWasmF32.cpu), 0)} GFlop/s (${fmt(native.faiss_flat.cpu / exactWasmF32.cpu, 2)}× faiss's rate; same ids as JS: ${exactWasmF32.sameAsJs ? 'yes' : 'NO'}); ` +
-      `the int16 path (kernel plus exact rescoring of its candidates) the equivalent of ${fmt(gflops(exactWasm.cpu), 0)} GFlop/s.`,
-  );
-  md.push('');
-  md.push('| memory | value |');
+  const mem = (browser.memoryAfterBuild ?? {}) as { uaBytes?: number; workerBytes?: number; error?: string };
+  md.push('| memory (100k phase) | value |');
   md.push('| --- | --: |');
-  md.push(`| python (faiss + hnswlib + data) max RSS | ${mb(native.max_rss_bytes)} |`);
   md.push(
-    `| Chromium, all processes, peak RSS (sampled every 250 ms; includes the 1M run below) | ${mb(browser.peakChromiumRssBytes as number)} |`,
+    `| python (faiss + hnswlib + data; max RSS of the whole run, 1M phase included) | ${mb((results.nativeRss as { max_rss_bytes: number }).max_rss_bytes)} |`,
   );
   md.push(
-    `| measureUserAgentSpecificMemory after the build (page + worker) | ${mem.uaBytes ? mb(mem.uaBytes) : (mem.error ?? '—')} |`,
+    `| measureUserAgentSpecificMemory after the builds (page + worker) | ${mem.uaBytes ? mb(mem.uaBytes) : (mem.error ?? '—')} |`,
   );
-  md.push(`| … of which the index worker | ${mb(mem.workerBytes)} |`);
   md.push(
-    `| engine wasm heap (wasm memory: graph + its copy of the vectors) | ${mb(browser.wasmHeapBytes as number)} |`,
+    `| engine wasm heap (graph + its copy of the vectors + int16 codes) | ${mb(browser.wasmHeapBytes as number)} |`,
   );
-  md.push(`| vectors (float32) | ${mb(N * DIM * 4)} |`);
+  md.push(
+    `| Chromium, all processes, peak RSS over the whole run | ${mb(browser.peakChromiumRssBytes as number)} |`,
+  );
   md.push('');
-  if (mil) {
+  const mr = browser.million as
+    | {
+        load: number;
+        faiss: Timing;
+        worker: Timing;
+        sameIdsAsJs: boolean;
+        sameScoresAsJs: boolean;
+        faissAgreement: number;
+        stats: { chunks: number; chunkRows: number; rescored: number; chunkRescans: number; store: string };
+        ticks: number;
+      }[]
+    | undefined;
+  if (mr?.length) {
+    const ml = browser.millionLoad as {
+      fetchMs: number;
+      referenceMs: number;
+      addMs: number;
+      sample: number;
+    };
+    const mi = browser.millionInfo as {
+      codeBytes: number;
+      storeMemoryBytes: number;
+      wasmHeapBytes: number;
+      store: string;
+      chunkRows: number;
+    };
+    const rss = browser.millionPeakRendererRss as number;
+    const wall = mr.map((r) => r.worker.wall);
     md.push(
-      `Exact path at ${MILLION.toLocaleString('en')} × ${DIM} (page main thread, 100 queries, wall-clock ms):`,
+      `### Exact search at ${MILLION.toLocaleString('en')} × ${DIM}, 100 queries, k=${K}, in the index worker`,
     );
     md.push('');
-    md.push('```json');
-    md.push(JSON.stringify(mil, null, 1));
-    md.push('```');
+    md.push(
+      `The chunked exact corpus (workers/chunked-exact.ts): int16 codes in wasm chunks of ${mi.chunkRows.toLocaleString('en')} rows, float32 rows in ${mi.store === 'opfs' ? 'an OPFS file (read back only for candidates)' : 'worker memory'}; ` +
+        `clustered vectors (clusteredVectors' recipe drawn with numpy, seed ${SEED + 1}) generated once by the native process, fetched by the page in pieces of ${PIECE.toLocaleString('en')} rows and handed to the worker (fetching ${fmt(ml.fetchMs / 1000, 1)} s, handing over + quantizing + writing the rows to OPFS ${fmt(ml.addMs / 1000, 1)} s). ` +
+        `Rounds alternate faiss IndexFlatIP (${blas.name.split(' (')[0]}, ${THREADS} thread) and the worker.`,
+    );
+    md.push('');
+    md.push(
+      '| round | load (1 min) | faiss CPU | worker wall | worker CPU | ratio CPU | same ids + scores as JS (first 10 queries) | agreement with faiss |',
+    );
+    md.push('| --: | --: | --: | --: | --: | --: | --- | --: |');
+    mr.forEach((r, i) =>
+      md.push(
+        `| ${i + 1} | ${fmt(r.load)} | ${fmt(r.faiss.cpu, 2)} s | ${fmt(r.worker.wall, 2)} s | ${fmt(r.worker.cpu, 2)} s | ${fmt(r.worker.cpu / r.faiss.cpu, 1)}× | ${r.sameIdsAsJs && r.sameScoresAsJs ? 'yes' : 'NO'} | ${fmt(r.faissAgreement * 100, 2)}% |`,
+      ),
+    );
+    md.push('');
+    md.push('| 1M measure | value | target |');
+    md.push('| --- | --: | --- |');
+    md.push(
+      `| 100 queries, wall, median [min–max] | ${fmtSpread(wall, 2, ' s')} | ≤ 10 s — ${verdict(wall, (x) => x <= 10)} |`,
+    );
+    md.push(
+      `| worker / faiss CPU, median [min–max] | ${fmtSpread(
+        mr.map((r) => r.worker.cpu / r.faiss.cpu),
+        1,
+      )} | — |`,
+    );
+    md.push(
+      `| tab memory: peak RSS of the page's renderer process (page + index worker), sampled every 250 ms | ${mb(rss)} | ≤ 1 GB — ${rss <= 2 ** 30 ? 'met' : 'missed'} |`,
+    );
+    md.push(
+      `| … renderer VmHWM (the process's own peak) | ${mb(browser.millionRendererHwm as number)} | — |`,
+    );
+    md.push(
+      `| wasm heap / of which int16 codes + scales | ${mb(mi.wasmHeapBytes)} / ${mb(mi.codeBytes)} | — |`,
+    );
+    md.push(`| float32 rows in worker memory | ${mb(mi.storeMemoryBytes)} (${mi.store}) | — |`);
+    const st = mr.at(-1)!.stats;
+    md.push('');
+    md.push(
+      `Per search: ${st.chunks} chunks, ${st.rescored.toLocaleString('en')} candidates rescored exactly, ${st.chunkRescans} chunk rescans, ${mr.at(-1)!.ticks} progress ticks. ` +
+        `The JS reference for the first ${ml.sample} queries (core exactSearch piece by piece on the page, ${fmt(ml.referenceMs / 1000, 1)} s) equals the worker's ids and scores: ${mr.every((r) => r.sameIdsAsJs && r.sameScoresAsJs) ? 'yes' : 'NO'}.`,
+    );
     md.push('');
   }
   md.push('The engine binary (decoded by this script):');
   md.push('');
+  const wasm = results.wasm as WasmInspection;
   md.push(
     `- wasm ${wasm.wasmBytes.toLocaleString('en')} bytes, ${wasm.functions} functions, ${wasm.instructions.toLocaleString('en')} instructions, **${wasm.simdInstructions} SIMD (0xFD) instructions** in ${wasm.simdFunctions} functions; sections: ${wasm.sections.join(', ')}.`,
   );
@@ -888,12 +1304,12 @@ async function main() {
     `${stem}.svg`,
     svgCurve([
       {
-        name: 'native hnswlib (python3-hnswlib, SSE), CPU time',
+        name: 'native hnswlib (python3-hnswlib, SSE), CPU time, median',
         color: '#1f77b4',
         points: nat.map((p) => ({ ...p, qps: qps(p, 'cpu') })),
       },
       {
-        name: 'Loupe wasm SIMD build in Chromium (our worker), CPU time',
+        name: 'Loupe wasm SIMD build in Chromium (our worker), CPU time, median',
         color: '#d62728',
         points: wsm.map((p) => ({ ...p, qps: qps(p, 'cpu') })),
       },

@@ -28,12 +28,6 @@ import {
   indexTieBreak,
   trecTieBreak,
   mulberry32,
-  memoryBytes,
-  quantizeInt8,
-  recallAtK,
-  rescore,
-  searchInt8,
-  type Int8Matrix,
   type KnnResult,
   type Matrix,
 } from '../../src/lib/core/exact';
@@ -334,34 +328,41 @@ const indexHarness = {
   },
 
   /**
-   * Loads the 1M-scale exact run of scripts/bench-index.ts: `nq` queries, then `n` seeded clustered
-   * vectors generated on the page in pieces of `piece` rows and handed to the index worker's chunked
-   * corpus (the page never holds more than one piece). The JS reference (core exactSearch, piece by
-   * piece, merged) is computed on the way for the first `sample` queries.
+   * Loads the 1M-scale exact run of scripts/bench-index.ts: the queries from `${base}/million-queries.npy`,
+   * then the `n` rows from `${base}/million/<first row>` in pieces of `piece` rows, each handed to the
+   * index worker's chunked corpus (the page never holds more than one piece). The JS reference (core
+   * exactSearch, piece by piece, merged) is computed on the way for the first `sample` queries.
    */
   async millionLoad(
+    base: string,
     n: number,
     dim: number,
-    nq: number,
     k: number,
-    seed: number,
     opts: { piece?: number; sample?: number; chunkRows?: number; store?: 'auto' | RowStoreKind } = {},
   ) {
     const piece = opts.piece ?? 50_000;
-    const sample = Math.min(nq, opts.sample ?? 10);
-    const gen = clusteredVectors(dim, { seed });
-    // Queries first, then the corpus piece by piece: the script regenerates this stream in Node.
-    const queries = gen.generate(nq);
+    const get = async (u: string) => {
+      const r = await fetch(u);
+      if (!r.ok) throw new Error(`${u}: HTTP ${r.status}`);
+      return new Uint8Array(await r.arrayBuffer());
+    };
+    const q = parseNpy(await get(`${base}/million-queries.npy`), 'million-queries.npy');
+    const queries = { data: q.data, n: q.n, dim: q.dim };
+    const sample = Math.min(q.n, opts.sample ?? 10);
     const sampleQ = { data: queries.data.slice(0, sample * dim), n: sample, dim };
     const refTops = Array.from({ length: sample }, () => new TopK(k, indexTieBreak));
     const opened = await openExactCorpus({ dim, space: 'ip', chunkRows: opts.chunkRows, store: opts.store });
-    let generateMs = 0;
+    let fetchMs = 0;
     let referenceMs = 0;
     let addMs = 0;
     for (let s = 0; s < n; s += piece) {
       let t = performance.now();
-      const m = gen.generate(Math.min(piece, n - s));
-      generateMs += performance.now() - t;
+      const bytes = await get(`${base}/million/${s}`);
+      const rows = Math.min(piece, n - s);
+      if (bytes.byteLength !== rows * dim * 4)
+        throw new Error(`piece at row ${s}: ${bytes.byteLength} bytes`);
+      const m = { data: new Float32Array(bytes.buffer, bytes.byteOffset, rows * dim), n: rows, dim };
+      fetchMs += performance.now() - t;
       t = performance.now();
       const ref = exactSearch(m, sampleQ, { k });
       for (let i = 0; i < sample; i++)
@@ -380,7 +381,7 @@ const indexHarness = {
         refScores.push(h.score);
       }
     state.million = { queries, k, sample, refIds, refScores };
-    return { opened, info: await exactCorpusInfo(), generateMs, referenceMs, addMs, sample };
+    return { opened, info: await exactCorpusInfo(), fetchMs, referenceMs, addMs, sample };
   },
 
   /** Searches the loaded 1M corpus in the worker; compares the sample with the JS reference. */
@@ -451,59 +452,6 @@ const indexHarness = {
     } finally {
       await store.close();
     }
-  },
-
-  /**
-   * The exact path at a size that does not fit comfortably: `n` seeded clustered vectors generated in
-   * chunks and quantized to int8 (per-vector scales, so chunks need no global pass), searched for
-   * `nq` queries. A float32 copy is kept too if the browser will allocate it, to measure int8's recall
-   * and the rescored recall. Runs on the page's main thread (a benchmark, not the app).
-   */
-  async int8Exact(n: number, dim: number, nq: number, k: number, seed = 11) {
-    const out: Record<string, unknown> = { n, dim, nq, k };
-    const gen = clusteredVectors(dim, { seed });
-    let float: Float32Array | null = null;
-    try {
-      float = new Float32Array(n * dim);
-    } catch (e) {
-      out.float32Error = `${(e as Error).name}: ${(e as Error).message}`;
-    }
-    let codes: Int8Array;
-    try {
-      codes = new Int8Array(n * dim);
-    } catch (e) {
-      return { ...out, int8Error: `${(e as Error).name}: ${(e as Error).message}` };
-    }
-    const scales = new Float32Array(n);
-    const chunk = 50_000;
-    let t0 = performance.now();
-    for (let s = 0; s < n; s += chunk) {
-      const m = gen.generate(Math.min(chunk, n - s));
-      if (float) float.set(m.data, s * dim);
-      const q = quantizeInt8(m, 'per-vector');
-      codes.set(q.codes, s * dim);
-      scales.set(q.scales, s);
-    }
-    out.generateAndQuantizeMs = performance.now() - t0;
-    const queries = gen.generate(nq);
-    const q8: Int8Matrix = { codes, n, dim, scheme: 'per-vector', scales };
-    out.int8Bytes = memoryBytes(q8);
-    t0 = performance.now();
-    const approx = searchInt8(q8, queries, { k: 100 });
-    out.int8SearchMs = performance.now() - t0;
-    out.memory = await indexHarness.memory();
-    if (float) {
-      const docsF = { data: float, n, dim };
-      out.float32Bytes = float.byteLength;
-      t0 = performance.now();
-      const truth = exactSearch(docsF, queries, { k });
-      out.float32SearchMs = performance.now() - t0;
-      out.int8RecallAtK = recallAtK(approx, truth, k);
-      t0 = performance.now();
-      out.rescoredRecallAtK = recallAtK(rescore(approx, { docs: docsF, queries }, { k }), truth, k);
-      out.rescoreMs = performance.now() - t0;
-    }
-    return out;
   },
 
   /** Memory as the browser measures it (all of this page's agents, workers included), when it can. */
