@@ -174,11 +174,23 @@ export const MONOLINGUAL_SPECS: readonly MonolingualSpec[] = [
   },
 ];
 
-/** Writes one shard folder per spec under `outDir` (BEIR + images layout, `language` in shard.json). */
-export function writeMonolingualShards(outDir: string, specs = MONOLINGUAL_SPECS): string[] {
+/** Default output folder of the e2e test (gitignored). */
+export const MONOLINGUAL_OUT_DIR = join(import.meta.dirname, '../tests/fixtures/monolingual/generated');
+
+/**
+ * Writes one shard folder per spec under `outDir` (BEIR + images layout, `language` in shard.json).
+ * With `declareLanguage: false` the shard declares no language (folders `mono-<lang>-undeclared`), so
+ * its documents get the English analyzer: the baseline the language's analyzer is compared with.
+ */
+export function writeMonolingualShards(
+  outDir: string,
+  specs = MONOLINGUAL_SPECS,
+  opts: { declareLanguage?: boolean } = {},
+): string[] {
+  const declare = opts.declareLanguage ?? true;
   const folders: string[] = [];
   for (const spec of specs) {
-    const dir = join(outDir, `mono-${spec.language}`);
+    const dir = join(outDir, `mono-${spec.language}${declare ? '' : '-undeclared'}`);
     mkdirSync(join(dir, 'qrels'), { recursive: true });
     const corpus: string[] = [];
     const queries: string[] = [];
@@ -196,12 +208,12 @@ export function writeMonolingualShards(outDir: string, specs = MONOLINGUAL_SPECS
     writeFileSync(join(dir, 'queries.jsonl'), queries.join('\n') + '\n');
     writeFileSync(join(dir, 'qrels/test.tsv'), qrels.join('\n') + '\n');
     const manifest = {
-      name: `mono-${spec.language}`,
+      name: `mono-${spec.language}${declare ? '' : '-undeclared'}`,
       version: '0.0.0',
       format: 'beir+images',
       description: `Synthetic ${spec.language} monolingual check for BM25 analyzers (generated, not real data).`,
       license: 'MIT',
-      language: spec.language,
+      ...(declare ? { language: spec.language } : {}),
       relevance: { '1': 'the document names the queried concept' },
       tasks: [{ id: 'mono', query_modality: 'text', corpus_modality: 'text' }],
     };
