@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   compareBytes,
+  describeMeasures,
   evaluate,
   EXTRA_MEASURES,
   expandMeasureSpec,
@@ -17,7 +18,7 @@ import {
   trecEvalName,
   type EvalOptions,
 } from '../../src/lib/core/metrics';
-import { buildTaskReport } from '../../src/lib/core/report';
+import { buildTaskReport, reportCsv } from '../../src/lib/core/report';
 import { formatFixed, formatTrecEval, parseQrels, parseRun } from '../../src/lib/core/trec';
 import { GOLDEN_DIR, GOLDEN_EXTRA_DIR } from '../paths';
 
@@ -324,5 +325,36 @@ describe('task report with the extra measures', () => {
     expect(report.overall).not.toHaveProperty('map');
     expect(report.measures).toEqual([...EXTRA_MEASURES]);
     for (const v of report.perQuery.values()) expect(v).not.toHaveProperty('map');
+  });
+});
+
+describe('exports', () => {
+  it('the CSV has a column per extra measure, GMAP only on summary rows, and trec_eval names on request', () => {
+    const entry = index.cases.find((c) => c.file === 'judgments_edge.default.json')!;
+    const { golden, qrels, run } = loadCase(entry);
+    const queries = [...qrels.keys()].map((id) => ({ id, text: id, task: 't', meta: {} }));
+    const measures = ['ndcg_cut_10', ...EXTRA_MEASURES];
+    const report = buildTaskReport({ taskId: 't', queries, docs: [], qrels, run, measures });
+    const rows = reportCsv(report)
+      .trimEnd()
+      .split('\n')
+      .map((r) => r.split(','));
+    expect(rows[0].slice(0, 5)).toEqual(['scope', 'value', 'queries', 'nDCG@10', 'bpref']);
+    expect(rows[0]).toContain('GMAP');
+    expect(rows[0]).toContain('iPrec@recall 0.50');
+    const col = (name: string) => 3 + measures.indexOf(name);
+    expect(rows[1].slice(0, 3)).toEqual(['overall', 't', '5']);
+    expect(Number(rows[1][col('infAP')])).toBe(report.overall.infAP);
+    expect(Math.abs(Number(rows[1][col('infAP')]) - golden.all_full.infAP)).toBeLessThanOrEqual(TOL);
+    const j2 = rows.find((r) => r[0] === 'query' && r[1] === 'j2')!;
+    expect(j2[col('gm_map')]).toBe('');
+    expect(Number(j2[col('bpref')])).toBe(golden.per_query_full.j2.bpref);
+    expect(reportCsv(report, { header: 'name' }).split('\n')[0]).toBe(
+      ['scope', 'value', 'queries', ...measures].join(','),
+    );
+    expect(describeMeasures(['Rprec', 'Judged@10'])).toEqual([
+      { name: 'Rprec', label: 'R-precision', trecEval: 'Rprec', flag: '-m Rprec' },
+      { name: 'Judged@10', label: 'Judged@10', trecEval: null, flag: null },
+    ]);
   });
 });

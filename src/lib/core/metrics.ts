@@ -310,6 +310,24 @@ export function trecEvalName(name: string): { name: string; flag: string } | nul
   return { name, flag: `-m ${name}` };
 }
 
+/** What a table column or an export says about a measure: its name, human label and trec_eval name. */
+export interface MeasureInfo {
+  name: string;
+  label: string;
+  /** trec_eval's printed name, null for a measure trec_eval lacks (Judged@k). */
+  trecEval: string | null;
+  /** The trec_eval argument that computes it (`-m ndcg_cut.10`), null like `trecEval`. */
+  flag: string | null;
+}
+
+/** `MeasureInfo` of each name, in the given order (e.g. a report's measures, for JSON exports and tooltips). */
+export function describeMeasures(names: readonly string[]): MeasureInfo[] {
+  return names.map((name) => {
+    const t = trecEvalName(name);
+    return { name, label: measureLabel(name), trecEval: t?.name ?? null, flag: t?.flag ?? null };
+  });
+}
+
 /** The measures the UI shows: nDCG, Recall, P, Success at each k, then MAP, MAP@10, MRR, R-prec, counters. */
 export function standardMeasures(ks: readonly number[] = [1, 5, 10, 100]): string[] {
   const cut = [...new Set(ks)].sort((a, b) => a - b);

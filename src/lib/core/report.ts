@@ -1,6 +1,6 @@
 // Turns a run over one task into what the UI and the headless runner show: every measure overall,
 // per query, and per metadata facet (field, organ, modality, question type…).
-import { evaluate, geometricMeanAp, type EvalOptions } from './metrics';
+import { evaluate, geometricMeanAp, measureLabel, type EvalOptions } from './metrics';
 import type { Doc, Qrels, Query, Run } from './types';
 
 /** FACET_MAX_VALUES: a metadata key with more distinct values than this is not a facet (ids, urls…). */
@@ -136,4 +136,23 @@ function meanOf(ids: string[], perQuery: Map<string, Record<string, number>>, me
     out[m] = s / ids.length;
   }
   return out;
+}
+
+/**
+ * The metrics CSV of a report: `scope,value,queries,<measure>...`, then the overall row (scope `overall`,
+ * value = task id), one row per facet value and one per query. Headers are human labels, or trec_eval's
+ * names with `header: 'name'`. A measure without a per-query value (gm_map) is empty on query rows.
+ */
+export function reportCsv(report: TaskReport, opts: { header?: 'label' | 'name' } = {}): string {
+  const ms = report.measures;
+  const esc = (v: string) => (/[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
+  const head = ms.map((m) => (opts.header === 'name' ? m : measureLabel(m)));
+  const rows = [['scope', 'value', 'queries', ...head].map(esc).join(',')];
+  const line = (scope: string, value: string, n: number, m: Record<string, number>) =>
+    [esc(scope), esc(value), String(n), ...ms.map((k) => (k in m ? String(m[k]) : ''))].join(',');
+  rows.push(line('overall', report.taskId, report.queries, report.overall));
+  for (const f of report.facets)
+    for (const v of f.values) rows.push(line(f.key, v.value, v.queries, v.means));
+  for (const [qid, m] of report.perQuery) rows.push(line('query', qid, 1, m));
+  return rows.join('\n') + '\n';
 }
