@@ -506,5 +506,6 @@ describe('scripts/trec-eval.ts', () => {
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
-  });
+    // Two CLI runs (tsx start-up each): seconds on a shared, loaded machine.
+  }, 60_000);
 });
