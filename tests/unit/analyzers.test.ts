@@ -304,6 +304,18 @@ describe('language-neutral default', () => {
   });
 });
 
+describe('stop lists', () => {
+  it("are Lucene's current Snowball lists, including their later additions", () => {
+    // Words in Lucene's files that older copies of the Snowball lists lack.
+    expect(a('german', 'unse unsem unsen unses')).toEqual([]);
+    expect(a('french', 'cela ceci cette ils sans')).toEqual([]);
+    expect(a('russian', 'человек жизнь сказал')).toEqual([]);
+    expect(a('finnish', 'tällä tuota')).toEqual([]);
+    expect(a('portuguese', 'você isso aquilo')).toEqual([]);
+    expect(a('italian', 'degli sullo stessero')).toEqual([]);
+  });
+});
+
 describe('dropQueryStopWords', () => {
   it("removes the query language's stop words before another language's analyzer reads it", () => {
     expect(dropQueryStopWords('El paciente de la clínica con fiebre', 'es')).toBe('paciente clínica fiebre');
