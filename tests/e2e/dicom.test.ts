@@ -90,7 +90,9 @@ describe('DICOM shards in Chromium', () => {
   test('a .dcm query file (Search drop entry points): same embedding as its JPEG, PNG equal to the pixels, windows', async () => {
     const { page } = s;
     await page.goto(`${baseUrl}/tests/browser/dicom-harness.html`);
-    await page.waitForSelector('#status:has-text("ready")');
+    await page.waitForSelector('#status:has-text("ready")').catch(() => {
+      throw new Error(`harness did not load: ${pageErrors(page).join('; ')}`);
+    });
     const jpg = '/shards/vqa-rad/images/synpic100132.jpg';
     const dcm = '/generated-shards/vqa-rad-dicom/images/synpic100132.dcm';
     const [a, b] = await call(page, 'embed', [jpg, dcm]);
