@@ -436,6 +436,17 @@ function getEncoder(
   return { promise, cached: false };
 }
 
+/** Deletes a model's files from transformers.js's Cache API (best effort). */
+async function evictCachedModelFiles(modelId: string): Promise<void> {
+  if (typeof caches === 'undefined') return;
+  try {
+    const cache = await caches.open(env.cacheKey);
+    for (const req of await cache.keys()) if (req.url.includes(`/${modelId}/`)) await cache.delete(req);
+  } catch (e) {
+    console.warn(`loupe: could not clear cached files of ${modelId}`, e);
+  }
+}
+
 async function load(
   spec: ModelSpec,
   opts: LoadOptions = {},
@@ -474,7 +485,18 @@ async function load(
   } else {
     report({ kind: 'status', message: `Loading ${spec.label ?? spec.id} for WASM (${choice.dtype})` });
     const r = getEncoder(spec, 'wasm', choice.dtype, report);
-    enc = await r.promise;
+    try {
+      enc = await r.promise;
+    } catch (e) {
+      // A missing, truncated or invalid model file: say which model, and what to do. The failed load
+      // is evicted from the encoder cache, and the model's files from transformers.js's Cache API
+      // (a truncated download would be served from there forever), so loading again retries.
+      await evictCachedModelFiles(spec.id);
+      throw new Error(
+        `could not load the model ${spec.id} (${choice.dtype}): ${errorText(e)}. Check that its files are ` +
+          `complete (self-hosted under models/, or on the hub), then load it again`,
+      );
+    }
     cached = r.cached;
   }
   report.flush();

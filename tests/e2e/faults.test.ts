@@ -2,12 +2,13 @@
 // Each checks the error says what failed and what to do, that nothing is left half-written (records
 // without the store's commit marker), that shards stored before are kept, and that a retry or a
 // reload recovers. Quota: the DevTools protocol's Storage.overrideQuotaForOrigin.
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DATA_DIR } from '../paths';
 import type { Harness, Outcome } from '../browser/harness';
+import type { EncoderHarness } from '../browser/encoder-harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
 
 const baseUrl = inject('baseUrl');
@@ -267,5 +268,81 @@ describe('faults: storage quota exhausted (DevTools Storage.overrideQuotaForOrig
     } finally {
       if (profileDir) await first.dispose().catch(() => undefined);
     }
+  });
+});
+
+describe('faults: model files', () => {
+  const ENCODER_HARNESS = `${baseUrl}/tests/browser/encoder-harness.html`;
+  const enc = harnessCaller<EncoderHarness>('encoderHarness');
+  const MODEL = 'loupe-test/bert-tiny-random';
+  const FILE = `**/${MODEL}/onnx/model.onnx`;
+  const LOAD = { device: 'wasm', dtype: 'fp32', allowRemoteModels: false } as const;
+  let session: Session;
+
+  async function openEncoderHarness() {
+    await session.page.goto(ENCODER_HARNESS);
+    await session.page.waitForFunction(
+      () => document.getElementById('status')?.textContent === 'ready',
+      null,
+      {
+        timeout: 150_000,
+      },
+    );
+  }
+
+  beforeAll(async () => {
+    session = await launch();
+    await openEncoderHarness();
+  });
+  afterAll(async () => {
+    await session?.dispose();
+  });
+
+  it('model file 404: the load fails naming the model and file; once it is back, loading again works', async () => {
+    await session.context.route(FILE, (route) => route.fulfill({ status: 404, body: 'not found' }));
+    try {
+      const r = await enc(session.page, 'load', MODEL, LOAD);
+      expect(r.ok).toBe(false);
+      if (!r.ok) {
+        expect(r.error.message).toMatch(/^could not load the model loupe-test\/bert-tiny-random \(fp32\): /);
+        expect(r.error.message).toContain('loupe-test/bert-tiny-random/onnx/model.onnx');
+        expect(r.error.message).toContain('then load it again');
+      }
+    } finally {
+      await session.context.unroute(FILE);
+    }
+    expect((await enc(session.page, 'load', MODEL, LOAD)).ok).toBe(true);
+  });
+
+  it('truncated ONNX file: the load fails naming the model; the good file loads afterwards', async () => {
+    await openEncoderHarness();
+    // q8: a file not loaded (and cached by transformers.js) in the test before.
+    const Q8 = `**/${MODEL}/onnx/model_quantized.onnx`;
+    const good = readFileSync(
+      join(import.meta.dirname, '../../models/generated', MODEL, 'onnx/model_quantized.onnx'),
+    );
+    await session.context.route(Q8, (route) =>
+      route.fulfill({
+        status: 200,
+        contentType: 'application/octet-stream',
+        body: good.subarray(0, good.length >> 1),
+      }),
+    );
+    try {
+      const r = await enc(session.page, 'load', MODEL, { ...LOAD, dtype: 'q8' });
+      expect(r.ok).toBe(false);
+      if (!r.ok) {
+        expect(r.error.message).toMatch(/^could not load the model loupe-test\/bert-tiny-random \(q8\): /);
+        expect(r.error.message).toContain('then load it again');
+      }
+    } finally {
+      await session.context.unroute(Q8);
+    }
+    // A new encoder worker (as a reload gives): the same worker keeps failing on the file it parsed
+    // (README "Failure behaviour"), but the truncated copy is gone from the Cache API.
+    await enc(session.page, 'stop');
+    const again = await enc(session.page, 'load', MODEL, { ...LOAD, dtype: 'q8' });
+    expect(again.ok, JSON.stringify(again)).toBe(true);
+    expect(realErrors(session.page).filter((e) => !/model/i.test(e))).toEqual([]);
   });
 });
