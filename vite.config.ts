@@ -1,6 +1,16 @@
 import { defineConfig, type Plugin } from 'vite';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
-import { createReadStream, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  cpSync,
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { extname, join, resolve, sep } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { contentSecurityPolicy, extraConnectSources } from './scripts/lib/csp.ts';
@@ -30,12 +40,15 @@ const MIME: Record<string, string> = {
 /** Shards made by scripts (scripts/make-dicom-shard.sh), gitignored; served at /generated-shards/. */
 const GENERATED_DIR = resolve(import.meta.dirname, 'generated-shards');
 
-/** Shard folders under DATA_DIR: any folder holding a corpus.jsonl. */
+/**
+ * Shard folders under DATA_DIR: any folder holding a corpus.jsonl. URLs are relative to the page
+ * (`shards/<name>/`), so the same list works at the origin root and under any sub-path.
+ */
 function listShards(): { name: string; url: string }[] {
   if (!existsSync(DATA_DIR)) return [];
   return readdirSync(DATA_DIR, { withFileTypes: true })
     .filter((d) => d.isDirectory() && existsSync(join(DATA_DIR, d.name, 'corpus.jsonl')))
-    .map((d) => ({ name: d.name, url: `/shards/${d.name}/` }))
+    .map((d) => ({ name: d.name, url: `shards/${d.name}/` }))
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
@@ -51,7 +64,7 @@ function demoShards(): Plugin {
     for (const [k, v] of Object.entries(ISOLATION_HEADERS)) res.setHeader(k, v);
     if (url.pathname === '/shards/index.json') {
       res.setHeader('Content-Type', 'application/json');
-      res.end(JSON.stringify({ dataDir: DATA_DIR, shards: listShards() }));
+      res.end(JSON.stringify({ shards: listShards() }));
       return;
     }
     const root = generated ? GENERATED_DIR : DATA_DIR;
@@ -72,6 +85,14 @@ function demoShards(): Plugin {
     name: 'loupe-demo-shards',
     configureServer: (server) => void server.middlewares.use(handler),
     configurePreviewServer: (server) => void server.middlewares.use(handler),
+    // A static deployment has no middleware: the shards and their index go into dist/shards/.
+    writeBundle(options) {
+      const out = resolve(options.dir ?? 'dist', 'shards');
+      const shards = listShards();
+      mkdirSync(out, { recursive: true });
+      for (const s of shards) cpSync(join(DATA_DIR, s.name), join(out, s.name), { recursive: true });
+      writeFileSync(join(out, 'index.json'), JSON.stringify({ shards }, null, 2) + '\n');
+    },
   };
 }
 
@@ -123,6 +144,47 @@ function modelFiles(): Plugin {
     name: 'loupe-models',
     configureServer: (server) => void server.middlewares.use(handler),
     configurePreviewServer: (server) => void server.middlewares.use(handler),
+    // The generated test models and any self-hosted ones are the offline models of a static deploy.
+    writeBundle(options) {
+      const out = resolve(options.dir ?? 'dist', 'models');
+      for (const e of existsSync(MODELS_DIR) ? readdirSync(MODELS_DIR, { withFileTypes: true }) : [])
+        if (e.isDirectory()) cpSync(join(MODELS_DIR, e.name), join(out, e.name), { recursive: true });
+    },
+  };
+}
+
+/** Every file under `dir`, as paths relative to it with '/'. */
+function filesUnder(dir: string, prefix = ''): string[] {
+  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((e) => {
+    const rel = prefix ? `${prefix}/${e.name}` : e.name;
+    return e.isDirectory() ? filesUnder(dir, rel) : [rel];
+  });
+}
+
+/**
+ * Writes dist/sw-precache.json for the service worker (public/sw.js): the app shell, the ONNX
+ * Runtime wasm and the demo shard list, under a version that changes with any of them. Shards and
+ * models stay out: they are cached in IndexedDB and transformers.js's browser cache.
+ */
+function precacheList(): Plugin {
+  let outDir = 'dist';
+  return {
+    name: 'loupe-precache',
+    apply: 'build',
+    writeBundle(options) {
+      outDir = options.dir ?? outDir;
+    },
+    // After every writeBundle (shards and models are copied there).
+    closeBundle() {
+      const files = filesUnder(outDir)
+        .filter((f) => !/^(shards|models)\//.test(f) || f === 'shards/index.json')
+        .filter((f) => !f.endsWith('.map') && f !== 'sw.js' && f !== 'sw-precache.json' && f !== '_headers')
+        .sort();
+      const hash = createHash('sha256');
+      for (const f of files) hash.update(f).update(readFileSync(join(outDir, f)));
+      const version = hash.digest('hex').slice(0, 16);
+      writeFileSync(join(outDir, 'sw-precache.json'), JSON.stringify({ version, files }, null, 2) + '\n');
+    },
   };
 }
 
@@ -154,7 +216,9 @@ function csp(): Plugin {
 }
 
 export default defineConfig({
-  plugins: [svelte(), demoShards(), modelFiles(), csp()],
+  // Relative asset URLs: dist/ runs from any static host, at the root or under a sub-path.
+  base: './',
+  plugins: [svelte(), demoShards(), modelFiles(), csp(), precacheList()],
   server: { host: '127.0.0.1', headers: ISOLATION_HEADERS },
   preview: {
     host: '127.0.0.1',

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Loupe needs on a fresh Debian machine; quick no-op when everything is there.
-# npm packages (without onnxruntime-node's CUDA download), Debian's Chromium for headless tests, the
-# wasm HNSW engine and the generated test models.
+# npm packages (without onnxruntime-node's CUDA download), Debian's Chromium for headless tests and
+# the generated test models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ONNXRUNTIME_NODE_INSTALL=skip
@@ -23,8 +23,7 @@ if ! /usr/bin/python3 -c 'import pydicom, gdcm, PIL' 2>/dev/null || ! command -v
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pydicom python3-gdcm python3-pil dcmtk > /tmp/loupe-apt.log 2>&1 || { tail -20 /tmp/loupe-apt.log; exit 1; }
 fi
-# The HNSW engine (hnswlib compiled to wasm with SIMD; installs Debian emscripten on first use).
-bash scripts/build-wasm.sh
+# The HNSW engine's wasm is committed (src/lib/wasm/generated): no Emscripten needed here.
 # Test models with deterministic random weights in the hub layout (models/generated, gitignored).
 # Idempotent: files whose hashes match are not rewritten.
 npx tsx scripts/generate-models.ts --set ci

@@ -29,7 +29,7 @@ import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url
 import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
 import {
   DEFAULT_MAX_TOKENS,
-  LOCAL_MODELS_PATH,
+  MODEL_FETCH_FAILED,
   WEBGPU_FAILED,
   corpusEmbeddingKey,
   isCrossEncoder,
@@ -65,6 +65,11 @@ export interface LoadOptions {
   dtype?: Dtype | 'auto';
   /** Fetch from the Hugging Face hub when a file is not under /models/ (default: true unless the spec is local). */
   allowRemoteModels?: boolean;
+  /**
+   * URL path of the app's models/ folder (`/course/loupe/models/`); default: `models/` beside the
+   * folder this worker's script is in (dev: /workers/, build: assets/), i.e. the app's root.
+   */
+  modelsBase?: string;
   /** Test only: make the WebGPU attempt fail as a real session error would. */
   simulateWebGpuFailure?: boolean;
   /**
@@ -208,8 +213,23 @@ interface Encoder {
 // transformers.js environment (once per worker)
 
 let configured = false;
+/**
+ * The app's models/ folder as a URL path. The worker script sits one folder below the app root in
+ * both layouts (dev: /workers/x.ts, build: assets/x.js), so `../models/` works at the origin root and
+ * under a sub-path alike; a path, not a URL (see configureEnv).
+ */
+let modelsBase = new URL('../models/', self.location.href).pathname;
 
-function configureEnv(allowRemoteModels: boolean): void {
+/** Network failures of model files during the current load (offline, host unreachable). */
+let fetchFailures: { url: string; message: string }[] = [];
+
+/** Documents embedded by embedCorpus since the worker started (stored batches and precomputed rows excluded). */
+const counters = { docsEmbedded: 0, batchesEmbedded: 0, batchesReused: 0, precomputedRows: 0 };
+// Readable from a test through the worker's global (Playwright evaluates in workers), as well as api.counters().
+(self as unknown as { loupeEncoderCounters: typeof counters }).loupeEncoderCounters = counters;
+
+function configureEnv(allowRemoteModels: boolean, base?: string): void {
+  if (base) modelsBase = base;
   if (!configured) {
     const wasm = env.backends.onnx.wasm;
     if (!wasm) throw new Error('onnxruntime-web has no WASM backend in this build');
@@ -226,9 +246,21 @@ function configureEnv(allowRemoteModels: boolean): void {
     env.allowLocalModels = true;
     // A path, not a URL: with a full URL the tokenizer files silently fail to load. Hub ids
     // (`owner/name`) are looked up here first, so a hub model can also be self-hosted under /models/.
-    env.localModelPath = LOCAL_MODELS_PATH;
+    env.localModelPath = modelsBase;
+    // Every model file request goes through here, so that a network failure can be reported with
+    // the model, the file and the host instead of a bare "Failed to fetch".
+    const plainFetch = globalThis.fetch.bind(globalThis);
+    env.fetch = async (input: string | URL, init?: RequestInit) => {
+      try {
+        return await plainFetch(input, init);
+      } catch (e) {
+        fetchFailures.push({ url: String(input), message: errorText(e) });
+        throw e;
+      }
+    };
     configured = true;
   }
+  env.localModelPath = modelsBase;
   // Global to transformers.js: the last load's setting applies to loads running at the same time.
   env.allowRemoteModels = allowRemoteModels;
 }
@@ -258,7 +290,7 @@ let activeDeviceReason = '';
 let probePromise: Promise<BackendProbe> | null = null;
 
 const cacheKey = (spec: ModelSpec, dtype: Dtype, device: Device) =>
-  `${modelPath(spec)}|${spec.revision}|${spec.kind}|${dtype}|${device}`;
+  `${modelPath(spec, modelsBase)}|${spec.revision}|${spec.kind}|${dtype}|${device}`;
 
 function errorText(e: unknown): string {
   return (e as Error)?.message ?? String(e);
@@ -318,7 +350,7 @@ async function createEncoder(
   dtype: Dtype,
   report: OnProgress,
 ): Promise<Encoder> {
-  const name = modelPath(spec);
+  const name = modelPath(spec, modelsBase);
   const progress_callback = progressCallback(report);
   const common = { revision: spec.revision, progress_callback };
   const modelOpts = { ...common, dtype, device };
@@ -447,6 +479,29 @@ async function evictCachedModelFiles(modelId: string): Promise<void> {
   }
 }
 
+/**
+ * The error for a model file that could not be downloaded: the model, the file, the host and the
+ * offline alternatives (the page adds the models available offline in this browser).
+ */
+function modelFetchError(spec: ModelSpec, cause: unknown): Error {
+  const own = self.location.origin;
+  const remote = fetchFailures.filter((f) => new URL(f.url, self.location.href).origin !== own);
+  const f = (remote.length ? remote : fetchFailures).at(-1)!;
+  const u = new URL(f.url, self.location.href);
+  // Hub URLs are <host>/<owner>/<name>/resolve/<revision>/<file>; local ones end in the file.
+  const file = decodeURIComponent(
+    /\/resolve\/[^/]+\/(.+)$/.exec(u.pathname)?.[1] ?? u.pathname.split('/').pop() ?? '',
+  );
+  const e = new Error(
+    `Could not download ${file} of model ${spec.id} from ${u.host} (${f.message}; ${errorText(cause)}). ` +
+      `The network is off or ${u.host} cannot be reached. Offline choices: a model already cached in ` +
+      `this browser, the same files self-hosted under ${modelsBase}${spec.local ? (spec.localPath ?? spec.hubId) : spec.hubId}/, ` +
+      `or a generated test model (loupe-test/…, random weights).`,
+  );
+  e.name = MODEL_FETCH_FAILED;
+  return e;
+}
+
 async function load(
   spec: ModelSpec,
   opts: LoadOptions = {},
@@ -454,7 +509,8 @@ async function load(
 ): Promise<LoadedEncoder> {
   const report = phased(onProgress);
   const t0 = performance.now();
-  configureEnv(spec.local ? false : (opts.allowRemoteModels ?? true));
+  configureEnv(spec.local ? false : (opts.allowRemoteModels ?? true), opts.modelsBase);
+  fetchFailures = [];
   probePromise ??= probeBackend();
   const probe = await probePromise;
   const choice = chooseBackend(probe, {
@@ -479,6 +535,8 @@ async function load(
       cached = r.cached;
       if (enc.lost) throw new Error(enc.lost);
     } catch (e) {
+      // A file that could not be downloaded is not WebGPU's fault: no WASM retry, the real reason.
+      if (fetchFailures.length) throw modelFetchError(spec, e);
       console.warn(`loupe: ${spec.id}: WebGPU failed (${errorText(e)})`);
       throw webGpuFailed(errorText(e));
     }
@@ -488,6 +546,8 @@ async function load(
     try {
       enc = await r.promise;
     } catch (e) {
+      // A download that failed (offline, host unreachable) is not a broken file: keep what is cached.
+      if (fetchFailures.length) throw modelFetchError(spec, e);
       // A missing, truncated or invalid model file: say which model, and what to do. The failed load
       // is evicted from the encoder cache, and the model's files from transformers.js's Cache API
       // (a truncated download would be served from there forever), so loading again retries.
@@ -979,6 +1039,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     if (validBatch(rec, ids, dim)) {
       vectors = rec.vectors;
       reusedBatches++;
+      counters.batchesReused++;
     } else {
       const tb = performance.now();
       if (part === 'text') {
@@ -1008,6 +1069,8 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
       computeMs += performance.now() - tb;
       computedDocs += ids.length;
       computedBatches++;
+      counters.batchesEmbedded++;
+      counters.docsEmbedded += ids.length;
     }
     batchRows.forEach((r, i) => embeddings.set(vectors.subarray(i * dim, (i + 1) * dim), r * dim));
     done += ids.length;
@@ -1077,6 +1140,10 @@ const api = {
       ...(active.lost ? { lost: active.lost } : {}),
       ...(activeFallbackReason ? { fallbackReason: activeFallbackReason } : {}),
     };
+  },
+  /** Corpus documents embedded, batches computed or reused, precomputed rows taken, since the worker started. */
+  counters() {
+    return { ...counters };
   },
   /** Test only: destroys the GPU device ORT uses, as a driver reset would. Returns whether there was one. */
   simulateDeviceLoss(): boolean {

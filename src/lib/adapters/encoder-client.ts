@@ -19,6 +19,7 @@ import type {
 } from '../../../workers/encoder.worker';
 import registryJson from '../../../models/registry.json';
 import {
+  MODEL_FETCH_FAILED,
   WEBGPU_FAILED,
   isCrossEncoder,
   modelPath,
@@ -72,6 +73,25 @@ function isWebGpuFailure(e: unknown): e is Error {
   return (e as { name?: string } | null)?.name === WEBGPU_FAILED;
 }
 
+/**
+ * A model file that could not be downloaded: the worker's message (model, file, host, kinds of
+ * offline choices) plus the registry models that load offline in this browser right now.
+ */
+async function withOfflineChoices(e: unknown): Promise<unknown> {
+  if ((e as { name?: string } | null)?.name !== MODEL_FETCH_FAILED) return e;
+  try {
+    const { offlineModels } = await import('./offline');
+    const list = (await offlineModels()).map((m) => `${m.spec.id} (${m.source})`);
+    const err = new Error(
+      `${(e as Error).message} ${list.length ? `Available offline here: ${list.join(', ')}.` : 'No model is available offline here.'}`,
+    );
+    err.name = MODEL_FETCH_FAILED;
+    return err;
+  } catch {
+    return e;
+  }
+}
+
 /** Load options for the fresh worker after a WebGPU failure: WASM, same explicit dtype. */
 function wasmRetry(opts: LoadOptions, reason: string, dtype?: LoadOptions['dtype']): LoadOptions {
   return {
@@ -94,10 +114,12 @@ async function load(
     active = { spec, opts, dtype: info.dtype };
     return info;
   } catch (e) {
-    if (!isWebGpuFailure(e)) throw e;
+    if (!isWebGpuFailure(e)) throw await withOfflineChoices(e);
     client.terminate();
     const retry = wasmRetry(opts, e.message);
-    const info = await client.run((r) => r.load(spec, retry, proxyProgress(onProgress)), signal);
+    const info = await client
+      .run((r) => r.load(spec, retry, proxyProgress(onProgress)), signal)
+      .catch(async (e2: unknown) => Promise.reject(await withOfflineChoices(e2)));
     active = { spec, opts: retry, dtype: info.dtype };
     return info;
   }
@@ -170,7 +192,7 @@ export async function embedCorpus(
   try {
     return done(req, await run(req));
   } catch (e) {
-    if (!isWebGpuFailure(e)) throw e;
+    if (!isWebGpuFailure(e)) throw await withOfflineChoices(e);
     client.terminate();
     active = null;
     const retry = { ...req, load: wasmRetry(req.load ?? {}, e.message) };
@@ -214,6 +236,11 @@ export async function rerankPairs(
 /** Where the active model runs now (null before the first load or after a cancel). */
 export function encoderBackend() {
   return client.run((r) => r.backend());
+}
+
+/** The encoder worker's counters: corpus documents embedded, batches computed and reused, precomputed rows used. */
+export function encoderCounters() {
+  return client.run((r) => r.counters());
 }
 
 /** Test only: destroys the GPU device of the encoder worker, as a driver reset would. */

@@ -282,16 +282,20 @@ export function parseRegistry(json: unknown): Registry {
   return { version: typeof json.version === 'number' ? json.version : 0, models, errors };
 }
 
-/** LOCAL_MODELS_PATH: URL path of the app's own model folder (also transformers.js's env.localModelPath). */
+/**
+ * LOCAL_MODELS_PATH: URL path of the app's own model folder when the app is served at the origin
+ * root (also transformers.js's env.localModelPath). Under a sub-path the encoder worker passes its
+ * own (`/course/loupe/models/`) as `base` below.
+ */
 export const LOCAL_MODELS_PATH = '/models/';
 
 /**
  * The name transformers.js loads: the hub id, or for a local model the absolute path of its folder
- * (`/models/generated/loupe-test/x`). transformers.js fetches such a path as it is (it is not an
- * `owner/name` id, so env.localModelPath is not prepended) and never falls back to the hub for it.
+ * (`/models/generated/loupe-test/x`, under `base`). transformers.js fetches such a path as it is (it
+ * is not an `owner/name` id, so env.localModelPath is not prepended) and never falls back to the hub.
  */
-export function modelPath(spec: ModelSpec): string {
-  return spec.local ? LOCAL_MODELS_PATH + (spec.localPath ?? spec.hubId) : spec.hubId;
+export function modelPath(spec: ModelSpec, base = LOCAL_MODELS_PATH): string {
+  return spec.local ? base + (spec.localPath ?? spec.hubId) : spec.hubId;
 }
 
 /** The prefix a text gets for its role. */
@@ -339,6 +343,12 @@ export function rerankScore(
  * creation, warm-up, a run, a lost device); the client then restarts it on WASM.
  */
 export const WEBGPU_FAILED = 'WebGpuFailedError';
+
+/**
+ * MODEL_FETCH_FAILED: the error name with which the encoder worker reports that a model file could
+ * not be downloaded (offline, host unreachable). It is never a WebGPU failure: no WASM retry.
+ */
+export const MODEL_FETCH_FAILED = 'ModelFetchFailedError';
 
 /** EMBEDDING_KEY_VERSION: bump when the stored embedding layout or the text/image preparation changes (2: batches by length, plan stored). */
 export const EMBEDDING_KEY_VERSION = 2;

@@ -209,7 +209,7 @@ export class AppState {
 
   async loadDemoList() {
     try {
-      const res = await fetch('/shards/index.json');
+      const res = await fetch('shards/index.json');
       if (res.ok) this.demoShards = (await res.json()).shards ?? [];
     } catch {
       // A static deployment without demo shards: the list stays empty.
