@@ -54,6 +54,13 @@ import {
   type Device,
 } from '../src/lib/adapters/backend';
 import { openShardStore, type ShardStore } from '../src/lib/adapters/shard-store';
+import {
+  PRECOMPUTED_KIND,
+  precomputedKey,
+  precomputedMismatch,
+  type PrecomputedSet,
+} from '../src/lib/core/precomputed';
+import { f16ToF32 } from '../src/lib/core/vector-files';
 
 type OnProgress = (p: Progress) => void;
 
@@ -139,6 +146,10 @@ export interface EmbedCorpusResult {
   totalBatches: number;
   computedBatches: number;
   reusedBatches: number;
+  /** Batches taken from precomputed embeddings shipped in the shard (not embedded here). */
+  precomputedBatches: number;
+  /** Why the shard's precomputed embeddings for this model were not used, when it has some. */
+  precomputedNote?: string;
   ms: number;
   backend: { device: Device; dtype: Dtype; threads: number; deviceReason: string; fallbackReason?: string };
 }
@@ -950,6 +961,33 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   const missing: string[] = [];
   docs.forEach((d, i) => (hasPart(d, part) ? rows.push(i) : missing.push(d.id)));
 
+  // Precomputed embeddings shipped in the shard for this model and dtype (checked against the
+  // documents at import): used in place of embedding when they fit the loaded model exactly.
+  let pre: PrecomputedSet | undefined;
+  let precomputedNote: string | undefined;
+  try {
+    pre = await db.getArtifact<PrecomputedSet>(
+      shardHash,
+      PRECOMPUTED_KIND,
+      precomputedKey(spec.id, loaded.dtype, part),
+    );
+  } catch {
+    pre = undefined;
+  }
+  if (pre) {
+    const why = precomputedMismatch(pre.sidecar, spec, loaded.dtype, dim);
+    if (
+      pre.sidecar.doc_ids.length !== rows.length ||
+      pre.sidecar.doc_ids.some((id, i) => id !== docs[rows[i]].id)
+    )
+      why.push('document order differs from the shard');
+    if (why.length) {
+      precomputedNote = `precomputed ${part} embeddings for ${spec.id} (${loaded.dtype}) not used: ${why.join('; ')}; embedding the corpus instead`;
+      console.warn(`loupe: ${precomputedNote}`);
+      pre = undefined;
+    }
+  }
+
   // A resumed run keeps the stored plan, so that its batches stay reusable.
   const metaKey = `${key}#meta`;
   let meta: EmbMetaRecord | undefined;
@@ -1010,6 +1048,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   const embeddings = new Float32Array(docs.length * dim);
   let computedBatches = 0;
   let reusedBatches = 0;
+  let precomputedBatches = 0;
   let done = 0;
   let computedDocs = 0;
   let computeMs = 0;
@@ -1040,6 +1079,24 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
       vectors = rec.vectors;
       reusedBatches++;
       counters.batchesReused++;
+    } else if (pre) {
+      // float16 rows of the shard's precomputed set (row p = rows[p], shard order), stored as a
+      // batch like computed ones.
+      const set = pre;
+      vectors = new Float32Array(ids.length * dim);
+      plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]).forEach((p, i) => {
+        for (let j = 0; j < dim; j++) vectors[i * dim + j] = f16ToF32(set.f16[p * dim + j]);
+      });
+      await db.putArtifact(shardHash, EMB_KIND, recKey, {
+        v: 2,
+        batchNo: b,
+        ids,
+        dim,
+        vectors,
+        writtenAt: Date.now(),
+      } satisfies EmbBatchRecord);
+      precomputedBatches++;
+      counters.precomputedRows += ids.length;
     } else {
       const tb = performance.now();
       if (part === 'text') {
@@ -1076,7 +1133,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     done += ids.length;
     tick();
   }
-  if (!resumable || !meta?.complete || computedBatches > 0) await writeMeta(true);
+  if (!resumable || !meta?.complete || computedBatches > 0 || precomputedBatches > 0) await writeMeta(true);
   report.flush();
   const enc = current();
   const result: EmbedCorpusResult = {
@@ -1090,6 +1147,8 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     totalBatches,
     computedBatches,
     reusedBatches,
+    precomputedBatches,
+    ...(precomputedNote ? { precomputedNote } : {}),
     ms: performance.now() - t0,
     backend: {
       device: enc.device,

@@ -39,10 +39,21 @@ function storageIssue(message: string): ShardIssue {
 }
 import { loadDicomCodecs } from '../src/lib/adapters/dicom-codecs';
 import { isDicom } from '../src/lib/core/dicom/image';
+import { PRECOMPUTED_KIND, precomputedKey, readPrecomputed } from '../src/lib/core/precomputed';
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
 export type ImportResult =
-  | { ok: true; summary: ShardSummary; /** true when the same content was already cached */ cached: boolean }
+  | {
+      ok: true;
+      summary: ShardSummary;
+      /** true when the same content was already cached */
+      cached: boolean;
+      /**
+       * Precomputed embedding sets (embeddings/ in the shard) kept with the shard, as
+       * `model|dtype|part`, and the sets left out with why (the model then embeds the corpus itself).
+       */
+      precomputed: { stored: string[]; problems: string[] };
+    }
   | { ok: false; issues: ShardIssue[] };
 
 const IMAGE_TYPES: Record<string, string> = {
@@ -152,8 +163,18 @@ const api = {
       if (!cached && !options.skipPreflight)
         await store.ensureRoom(`the shard "${parsed.manifest.name}"`, estimateShardBytes(parsed, images));
       const summary = await store.put(parsed, images, source.label, report);
+      // Precomputed corpus embeddings: checked against the documents, kept with the shard. They are
+      // not part of the shard's content hash (the same data with or without them is one shard).
+      const pre = await readPrecomputed(source, parsed.docs);
+      const stored: string[] = [];
+      for (const set of pre.sets) {
+        const key = precomputedKey(set.sidecar.model_id, set.sidecar.dtype, set.sidecar.part);
+        await store.putArtifact(parsed.hash, PRECOMPUTED_KIND, key, set);
+        stored.push(key);
+      }
+      for (const p of pre.problems) console.warn(`loupe: precomputed embeddings not used: ${p}`);
       report.flush();
-      return { ok: true, summary, cached };
+      return { ok: true, summary, cached, precomputed: { stored, problems: pre.problems } };
     } catch (e) {
       // Storage refusals are reported like validation issues: what failed and what to do (put() has
       // already removed whatever it wrote).

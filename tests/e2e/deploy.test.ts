@@ -4,8 +4,9 @@
 // a hub model cannot be downloaded.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { DATA_DIR } from '../paths';
 import type { Page } from 'playwright-core';
 import { launch, type Session } from './browser';
 import { serveStatic, type StaticServer } from './static-server';
@@ -14,6 +15,28 @@ const ROOT = resolve(import.meta.dirname, '../..');
 /** A build of its own (gitignored), so the test never depends on a stale dist/. */
 const OUT = join(ROOT, '.test-results/deploy-dist');
 const PREFIX = '/course/loupe/';
+const MODEL = 'loupe-test/bert-tiny-random';
+
+/** The encoder worker's own counters (read in the worker: Playwright evaluates in workers too). */
+async function encoderCounters(page: Page) {
+  const w = page.workers().find((x) => x.url().includes('encoder.worker'));
+  if (!w) throw new Error('no encoder worker');
+  return w.evaluate(
+    () => (self as unknown as { loupeEncoderCounters: Record<string, number> }).loupeEncoderCounters,
+  );
+}
+
+/** A fresh profile's first dense run of medquad from `shardPath`: ms to the result, and the counters. */
+async function firstDenseRun(page: Page, shardPath: string) {
+  const t0 = Date.now();
+  await page.goto(
+    `${server.url}?shard=${shardPath}&retriever=dense&model=${MODEL}&device=wasm&dtype=fp32&run=1`,
+  );
+  expect(await phase(page, 'done', 'error')).toBe('done');
+  return { ms: Date.now() - t0, counters: await encoderCounters(page) };
+}
+
+let server: StaticServer;
 
 async function phase(page: Page, ...phases: string[]) {
   const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
@@ -22,7 +45,6 @@ async function phase(page: Page, ...phases: string[]) {
 }
 
 describe('static deploy under a sub-path, no COOP/COEP headers', () => {
-  let server: StaticServer;
   let s: Session;
   beforeAll(async () => {
     execFileSync('npx', ['vite', 'build', '--outDir', OUT, '--emptyOutDir', '--logLevel', 'warn'], {
@@ -31,24 +53,41 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
       // vitest sets NODE_ENV=test; a deploy is a production build.
       env: { ...process.env, NODE_ENV: 'production' },
     });
+    // medquad with precomputed embeddings (as npm run build:demo packs every demo shard), and a
+    // copy without them for the comparison.
+    execFileSync(
+      'npx',
+      [
+        'tsx',
+        'scripts/pack-shard.ts',
+        '--shard',
+        join(DATA_DIR, 'medquad'),
+        '--model',
+        MODEL,
+        '--out',
+        join(OUT, 'shards/medquad'),
+      ],
+      { cwd: ROOT, stdio: 'pipe' },
+    );
+    cpSync(join(DATA_DIR, 'medquad'), join(OUT, 'shards-plain/medquad'), { recursive: true });
     server = await serveStatic(OUT, PREFIX);
     s = await launch();
-  }, 180_000);
+  }, 480_000);
   afterAll(async () => {
     await s?.dispose();
     await server?.close();
   });
 
-  test('the service worker makes the page cross-origin isolated; dense runs on 2 WASM threads', async () => {
+  test('the service worker makes the page cross-origin isolated; dense runs on 2 WASM threads; precomputed embeddings: no corpus document embedded', async () => {
     const { page } = s;
     const index = JSON.parse(readFileSync(join(OUT, 'shards/index.json'), 'utf8'));
     // No absolute server path in the demo list: it works under any sub-path.
     expect(index.shards.map((x: { url: string }) => x.url)).toContain('shards/medquad/');
     for (const x of index.shards) expect(x.url.startsWith('/')).toBe(false);
-    await page.goto(
-      `${server.url}?shard=shards/medquad/&retriever=dense&model=loupe-test/bert-tiny-random&device=wasm&dtype=fp32&run=1`,
-    );
-    expect(await phase(page, 'done', 'error')).toBe('done');
+    // A fresh profile: the service worker's reload, the model load and the queries; no corpus document.
+    const run = await firstDenseRun(page, 'shards/medquad/');
+    expect(run.counters).toMatchObject({ docsEmbedded: 0, batchesEmbedded: 0, precomputedRows: 3000 });
+    console.log(`fresh profile, first dense result with precomputed embeddings: ${run.ms} ms`);
     expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
     // The headers came from the service worker (the server sends none).
     const marker = await page.evaluate(async () =>
@@ -61,6 +100,17 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
     // The demo list is there too (relative shards/index.json).
     await page.goto(server.url);
     await page.waitForSelector('[data-testid="demo-shards"] button[data-shard="medquad"]');
+  });
+
+  test('without precomputed embeddings the first dense query embeds the whole corpus', async () => {
+    const fresh = await launch();
+    try {
+      const run = await firstDenseRun(fresh.page, 'shards-plain/medquad/');
+      expect(run.counters).toMatchObject({ docsEmbedded: 3000, precomputedRows: 0 });
+      console.log(`fresh profile, first dense result without precomputed embeddings: ${run.ms} ms`);
+    } finally {
+      await fresh.dispose();
+    }
   });
 
   test('after one visit it works offline: cached shard, BM25 on a task, dense with a generated model', async () => {

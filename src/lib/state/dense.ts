@@ -71,7 +71,14 @@ export interface DenseOutcome {
   runs: { fusion?: QueryFusion; lists: Lists; ann?: AnnSettings & { recallAt10: number } }[];
   /** With HNSW: recall@10 against exact search and queries/s for ef = 16…512 on this task's queries. */
   annCurve?: RecallReport;
-  embedded: { part: EmbedPart; computedBatches: number; reusedBatches: number; missing: number }[];
+  embedded: {
+    part: EmbedPart;
+    computedBatches: number;
+    reusedBatches: number;
+    /** Batches taken from precomputed embeddings shipped in the shard. */
+    precomputedBatches: number;
+    missing: number;
+  }[];
   notes: string[];
 }
 
@@ -119,6 +126,7 @@ async function denseTaskWith(
         part,
         computedBatches: 0,
         reusedBatches: 0,
+        precomputedBatches: 0,
         missing: 0,
       }));
       return { encoder, runs, embedded, notes: plan.notes };
@@ -159,8 +167,11 @@ async function denseTaskWith(
     part,
     computedBatches: r.computedBatches,
     reusedBatches: r.reusedBatches,
+    precomputedBatches: r.precomputedBatches,
     missing: r.missing.length,
   }));
+  // Precomputed embeddings in the shard that did not fit the model: say why the corpus was embedded.
+  for (const r of parts.values()) if (r.precomputedNote) plan.notes.push(r.precomputedNote);
   // Rows of the document images, so a query image that is a corpus image is not embedded twice.
   const imageRows = parts.get('image');
   const imageRowOf = new Map<string, number>();

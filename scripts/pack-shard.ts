@@ -1,0 +1,149 @@
+// Packs precomputed corpus embeddings into a shard, so that a first visit encodes only the query:
+//
+//   npm run pack-shard -- --shard ../shared/data/medquad --model loupe-test/bert-tiny-random [--dtype fp32] [--out DIR]
+//   npm run pack-shard -- --demo --out dist/shards     (every demo shard of LOUPE_DATA_DIR, generated test models)
+//
+// The corpus is embedded by the app's own encoder worker in headless Chromium (the same code,
+// model files and pooling as a visitor's browser; WASM), then written as
+// DIR/embeddings/<model-id>/<dtype>/{text,image}.npy (float16) with sidecar-{text,image}.json, and
+// listed in DIR/embeddings/index.json. DIR defaults to the shard folder itself; --demo writes under
+// --out/<shard>/ and never into the data folder.
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { chromium } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
+import { startDevServer } from './lib/bench-browser';
+import type { PackHarness } from './lib/pack-harness';
+import {
+  PRECOMPUTED_FORMAT,
+  PRECOMPUTED_INDEX,
+  parsePrecomputedIndex,
+  precomputedPath,
+  type PrecomputedEntry,
+} from '../src/lib/core/precomputed';
+import type { Dtype } from '../src/lib/core/models';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const { values: args } = parseArgs({
+  options: {
+    shard: { type: 'string' },
+    model: { type: 'string', multiple: true },
+    dtype: { type: 'string', default: 'fp32' },
+    out: { type: 'string' },
+    demo: { type: 'boolean', default: false },
+  },
+});
+
+/** Generated test models for the demo shards: a text encoder, and CLIP where documents have images. */
+const DEMO_TEXT_MODEL = 'loupe-test/bert-tiny-random';
+const DEMO_IMAGE_MODEL = 'loupe-test/clip-tiny-random';
+
+interface Job {
+  dir: string;
+  out: string;
+  models: string[];
+}
+
+function fail(msg: string): never {
+  console.error(`pack-shard: ${msg}`);
+  process.exit(1);
+}
+
+const dataDir = resolve(process.env.LOUPE_DATA_DIR ?? join(ROOT, '../shared/data'));
+let jobs: Job[];
+if (args.demo) {
+  if (!args.out) fail('--demo needs --out (e.g. dist/shards): it never writes into the data folder');
+  jobs = readdirSync(dataDir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(join(dataDir, d.name, 'corpus.jsonl')))
+    .map((d) => {
+      const hasImages = readFileSync(join(dataDir, d.name, 'corpus.jsonl'), 'utf8').includes('"image"');
+      return {
+        dir: join(dataDir, d.name),
+        out: join(resolve(args.out!), d.name),
+        models: hasImages ? [DEMO_IMAGE_MODEL] : [DEMO_TEXT_MODEL],
+      };
+    });
+} else {
+  if (!args.shard || !args.model?.length)
+    fail('usage: --shard DIR --model ID [--model ID…] [--dtype fp32] [--out DIR]');
+  const dir = resolve(args.shard);
+  if (!existsSync(join(dir, 'corpus.jsonl'))) fail(`${dir} has no corpus.jsonl`);
+  jobs = [{ dir, out: resolve(args.out ?? dir), models: args.model }];
+}
+if (
+  !existsSync(join(ROOT, 'models/generated')) &&
+  jobs.some((j) => j.models.some((m) => m.startsWith('loupe-test/')))
+)
+  fail('the generated test models are missing: run npm run models');
+
+const call = harnessCaller<PackHarness>('packHarness');
+const t0 = performance.now();
+for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
+  // The dev server serves LOUPE_DATA_DIR at /shards/: point it at the folder holding these shards.
+  process.env.LOUPE_DATA_DIR = parent;
+  const { server, base } = await startDevServer();
+  const profile = mkdtempSync(join(tmpdir(), 'loupe-pack-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    args: CHROMIUM_ARGS,
+    headless: true,
+  });
+  try {
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.on('pageerror', (e) => console.error(`page error: ${String(e)}`));
+    await page.goto(`${base}/scripts/lib/pack-harness.html`);
+    await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+    for (const job of jobs.filter((j) => dirname(j.dir) === parent)) {
+      const name = basename(job.dir);
+      const indexFile = join(job.out, PRECOMPUTED_INDEX);
+      let sets: PrecomputedEntry[] = existsSync(indexFile)
+        ? parsePrecomputedIndex(JSON.parse(readFileSync(indexFile, 'utf8')), indexFile)
+        : [];
+      for (const model of job.models) {
+        const tm = performance.now();
+        const parts = await call(
+          page,
+          'pack',
+          `${base}/shards/${encodeURIComponent(name)}/`,
+          model,
+          args.dtype as Dtype,
+        );
+        if (!parts.length) fail(`${model} embeds no part of ${name}'s corpus`);
+        const dtype = parts[0].sidecar.dtype;
+        const path = precomputedPath(model, dtype);
+        const folder = join(job.out, 'embeddings', path);
+        mkdirSync(folder, { recursive: true });
+        for (const p of parts) {
+          writeFileSync(join(folder, p.sidecar.vectors), Buffer.from(p.npyBase64, 'base64'));
+          writeFileSync(join(folder, `sidecar-${p.sidecar.part}.json`), JSON.stringify(p.sidecar) + '\n');
+        }
+        sets = [
+          ...sets.filter((s) => !(s.model_id === model && s.dtype === dtype)),
+          { model_id: model, dtype, path },
+        ];
+        writeFileSync(indexFile, JSON.stringify({ format: PRECOMPUTED_FORMAT, sets }, null, 2) + '\n');
+        const rows = parts
+          .map((p) => `${p.sidecar.part} ${p.sidecar.doc_ids.length}×${p.sidecar.dim}`)
+          .join(', ');
+        console.log(
+          `${name}: ${model} ${dtype}: ${rows} → ${folder} (${((performance.now() - tm) / 1000).toFixed(1)} s)`,
+        );
+      }
+    }
+  } finally {
+    await context.close().catch(() => undefined);
+    rmSync(profile, { recursive: true, force: true });
+    await server.close();
+  }
+}
+console.log(`pack-shard: done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
