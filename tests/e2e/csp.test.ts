@@ -80,7 +80,8 @@ describe('Content-Security-Policy on the built site', () => {
       `Content-Security-Policy: ${contentSecurityPolicy()}\n`,
     );
     // Workers get the policy from their own response.
-    const js = html.match(/src="(\/assets\/[^"]+\.js)"/)?.[1];
+    // The build's asset URLs are relative to the page (base './').
+    const js = html.match(/src="\.?(\/assets\/[^"]+\.js)"/)?.[1];
     expect(js).toBeTruthy();
     expect((await fetch(`${base}${js}`)).headers.get('content-security-policy')).toBe(
       contentSecurityPolicy(),
