@@ -1,9 +1,9 @@
 // End-to-end: the real UI in headless Chromium, the real IndexedDB, the real workers.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { zipSync, strToU8 } from 'fflate';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { join, relative } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
 import { DATA_DIR } from '../paths';
@@ -32,7 +32,28 @@ async function phase(page: Page, ...phases: string[]) {
   await page.waitForSelector(sel, { timeout: 120_000 });
 }
 
+/** Shows a view through its URL hash (as a link or the back button would). */
+async function view(page: Page, route: 'search' | 'benchmark' | 'shards') {
+  await page.evaluate((r) => (location.hash = `#/${r}`), route);
+  await page.waitForSelector(`[data-testid="app"][data-route="${route}"]`);
+}
+
+/** Waits until `name` is the open shard (its name in the header). */
+async function opened(page: Page, name: string, timeout = 60_000) {
+  await expect
+    .poll(
+      () =>
+        page
+          .locator('[data-testid="shard-name"]')
+          .innerText()
+          .catch(() => ''),
+      { timeout },
+    )
+    .toBe(name);
+}
+
 async function cachedNames(page: Page): Promise<string[]> {
+  await view(page, 'shards');
   return page
     .locator('[data-testid="cached-shards"] li')
     .evaluateAll((els) => els.map((e) => e.getAttribute('data-name') ?? ''));
@@ -75,8 +96,11 @@ describe('Loupe in Chromium', () => {
     await page.goto(baseUrl);
     await phase(page, 'idle');
     await page.click('[data-testid="demo-shards"] button[data-shard="medquad"]');
-    await page.waitForSelector('[data-testid="shard-info"]');
+    await opened(page, 'medquad');
+    // Opening a shard lands on Search, with the query box and the image input in the first viewport.
+    expect(await page.getAttribute('[data-testid="app"]', 'data-route')).toBe('search');
     await expect.poll(() => cachedNames(page)).toEqual(['medquad']);
+    await view(page, 'benchmark');
     await page.click('[data-testid="run-task"]');
     await phase(page, 'done');
 
@@ -105,13 +129,20 @@ describe('Loupe in Chromium', () => {
     await count(detail.locator('[data-testid="relevant-list"] li'), 1);
     expect(await detail.locator('[data-testid="ranking"] li').count()).toBeGreaterThan(0);
 
-    mkdirSync(resolve(import.meta.dirname, '../../docs'), { recursive: true });
-    await page.locator('[data-testid="query-list"] button').nth(3).click();
-    await page.evaluate(() => window.scrollTo(0, 0));
-    await page.screenshot({
-      path: resolve(import.meta.dirname, '../../docs/screenshot.png'),
-      fullPage: false,
-    });
+    // "why?" on a BM25 run: the term contributions add up to the document's score.
+    await detail.locator('[data-testid="why"]').first().click();
+    await visible(detail.locator('[data-testid="why-bm25"] tbody tr'));
+    const total = Number(await detail.locator('[data-testid="why-bm25"] tr.total td.num').innerText());
+    const first = Number(
+      (await detail.locator('[data-testid="ranking"] li').first().locator('.score').innerText()).replace(
+        'score ',
+        '',
+      ),
+    );
+    expect(Math.abs(total - first)).toBeLessThan(2e-4);
+    // Ids are shown as the shard spells them.
+    const qid = await detail.getAttribute('data-qid');
+    expect(await detail.locator('.qid code').innerText()).toBe(qid);
 
     // Reload: the shard is still cached, opening it does not re-read the source.
     let shardRequests = 0;
@@ -122,7 +153,8 @@ describe('Loupe in Chromium', () => {
     await phase(page, 'idle');
     expect(await cachedNames(page)).toEqual(['medquad']);
     await page.click('[data-testid="cached-shards"] li[data-name="medquad"] button:has-text("Open")');
-    await page.waitForSelector('[data-testid="shard-info"]');
+    await opened(page, 'medquad');
+    await view(page, 'benchmark');
     // The run was stored with the shard: listed again, with the same numbers.
     await count(page.locator('[data-testid="runs-table"] tbody tr'), 1);
     expect(await overall(page, 'ndcg_cut_10')).toBe(ndcg);
@@ -143,16 +175,30 @@ describe('Loupe in Chromium', () => {
     await count(page.locator('[data-testid="runs-table"] tbody tr'), 1);
     await page.reload();
     await phase(page, 'idle');
+    await view(page, 'shards');
     await page.click('[data-testid="cached-shards"] li[data-name="medquad"] button:has-text("Open")');
+    await opened(page, 'medquad');
+    await view(page, 'benchmark');
     await containsText(page.locator('[data-testid="run-name"]'), 'baseline <b>bm25</b>');
     await count(page.locator('[data-testid="runs-table"] tbody tr'), 1);
 
-    await page.fill('[data-testid="adhoc-input"]', 'symptoms of glaucoma');
-    await page.press('[data-testid="adhoc-input"]', 'Enter');
-    await visible(page.locator('[data-testid="adhoc-results"] li').first());
+    // Search: BM25 (the text shard's default), ranked results with the query's terms marked.
+    await view(page, 'search');
+    await page.fill('[data-testid="search-input"]', 'symptoms of glaucoma');
+    await page.press('[data-testid="search-input"]', 'Enter');
+    await visible(page.locator('[data-testid="results"] li').first());
+    expect(await page.locator('[data-testid="results"] li').count()).toBe(20);
+    expect(
+      (await page.locator('[data-testid="results"] li mark').allInnerTexts()).map((t) => t.toLowerCase()),
+    ).toContain('glaucoma');
+    // A click opens the document.
+    await page.locator('[data-testid="results"] li button').first().click();
+    await visible(page.locator('[data-testid="document-dialog"]'));
+    await page.click('[data-testid="close-document"]');
     expect(shardRequests).toBe(0);
 
     // Delete: gone from the list, and after a reload too.
+    await view(page, 'shards');
     await page.click('[data-testid="cached-shards"] li[data-name="medquad"] [data-testid="delete-shard"]');
     await expect.poll(() => cachedNames(page)).toEqual([]);
     await page.reload();
@@ -165,10 +211,12 @@ describe('Loupe in Chromium', () => {
     const { page } = s;
     await page.goto(baseUrl);
     await phase(page, 'idle');
+    await view(page, 'shards');
     await page.setInputFiles('[data-testid="folder-input"]', join(DATA_DIR, 'vqa-rad'));
-    await page.waitForSelector('[data-testid="shard-info"]');
+    await opened(page, 'vqa-rad');
     await expect.poll(() => cachedNames(page)).toEqual(['vqa-rad']);
 
+    await view(page, 'benchmark');
     await page.selectOption('[data-testid="task-select"]', 'text-to-image');
     await containsText(page.locator('[data-testid="modality-note"]'), 'image-only document');
     await page.click('[data-testid="run-task"]');
@@ -188,13 +236,14 @@ describe('Loupe in Chromium', () => {
     await count(page.locator('tr[data-scope="organ=chest"]'), 1);
 
     // The same shard as a zip (files inside a top folder) is the same content: still one entry.
+    await view(page, 'shards');
     await page.setInputFiles('[data-testid="zip-input"]', {
       name: 'vqa-rad.zip',
       mimeType: 'application/zip',
       buffer: Buffer.from(zipFolder(join(DATA_DIR, 'vqa-rad'), 'vqa-rad/')),
     });
-    await page.waitForSelector('[data-testid="shard-info"]');
-    await phase(page, 'idle');
+    await phase(page, 'ready');
+    await opened(page, 'vqa-rad');
     expect(await cachedNames(page)).toEqual(['vqa-rad']);
     expect(pageErrors(page).join('\n')).toBe('');
   });
@@ -221,6 +270,7 @@ describe('Loupe in Chromium', () => {
         }),
       ),
     });
+    await view(page, 'shards');
     await page.setInputFiles('[data-testid="zip-input"]', {
       name: 'broken.zip',
       mimeType: 'application/zip',
@@ -233,8 +283,10 @@ describe('Loupe in Chromium', () => {
     await phase(page, 'idle');
     expect(await cachedNames(page)).toEqual(before);
     // Still usable: a good shard loads right after.
+    await view(page, 'shards');
     await page.click('[data-testid="demo-shards"] button[data-shard="r2med-demo"]');
-    await page.waitForSelector('[data-testid="shard-info"]');
+    await opened(page, 'r2med-demo');
+    await view(page, 'shards');
     // R2MED's truncated demo: qrels name documents missing from its corpus → a warning, not a crash.
     await visible(page.locator('[data-testid="shard-warnings"]'));
   });
@@ -266,12 +318,14 @@ describe('Loupe in Chromium', () => {
         }),
       ),
     });
+    await view(page, 'shards');
     await page.setInputFiles('[data-testid="zip-input"]', {
       name: 'xss.zip',
       mimeType: 'application/zip',
       buffer: Buffer.from(zip),
     });
-    await page.waitForSelector('[data-testid="shard-info"]');
+    await opened(page, 'xss');
+    await view(page, 'benchmark');
     await page.click('[data-testid="run-task"]');
     await phase(page, 'done');
     await page.locator('[data-testid="query-list"] button').first().click();
@@ -280,14 +334,20 @@ describe('Loupe in Chromium', () => {
     await containsText(ranking, '<script>alert(2)</script>');
     await expect.poll(() => page.locator('[data-testid="query-text"]').innerText()).toBe('lesion <i>x</i>');
     expect(await page.locator('img[src="x"], b:has-text("bold"), i:has-text("x")').count()).toBe(0);
-    await page.fill('[data-testid="adhoc-input"]', 'lesion');
-    await page.press('[data-testid="adhoc-input"]', 'Enter');
-    await containsText(page.locator('[data-testid="adhoc-results"]'), evil);
+    await view(page, 'search');
+    await page.fill('[data-testid="search-input"]', 'lesion');
+    await page.press('[data-testid="search-input"]', 'Enter');
+    await containsText(page.locator('[data-testid="results"]'), evil);
+    await page.locator('[data-testid="results"] li button').first().click();
+    await containsText(page.locator('[data-testid="document-dialog"]'), '<script>alert(2)</script>');
+    await page.click('[data-testid="close-document"]');
+    expect(await page.locator('img[src="x"], b:has-text("bold"), i:has-text("x")').count()).toBe(0);
     expect(dialogs).toBe(0);
+    await view(page, 'shards');
     await page.click('[data-testid="cached-shards"] li[data-name="xss"] [data-testid="delete-shard"]');
   });
 
-  test('a 50 MB line streams through the worker with progress; cancel leaves nothing cached', async () => {
+  test('a 50 MB line is refused by the default limit; raised by the URL option, it streams with progress and cancel', async () => {
     const { page } = s;
     // Above the default limits (8 MiB per line, 4 Mi characters per field): raised by URL options.
     await page.goto(`${baseUrl}/?maxLineMB=64&maxFieldMB=64`);
@@ -314,7 +374,17 @@ describe('Loupe in Chromium', () => {
     const zip = join(mkdtempSync(join(tmpdir(), 'loupe-big-')), 'big-line.zip');
     writeFileSync(zip, zipSync(files, { level: 0 }));
 
-    // Cancel mid-way: the job disappears, a message says so, nothing is cached.
+    // No real corpus has a 50 MB document: the default per-line limit refuses it, naming file and line.
+    await view(page, 'shards');
+    await page.setInputFiles('[data-testid="zip-input"]', zip);
+    await containsText(page.locator('[data-testid="shard-issues"]'), 'corpus.jsonl:1');
+    expect(await cachedNames(page)).toEqual(before);
+
+    // With the limit raised in the URL it is read, streaming. Cancel mid-way: the job disappears, a
+    // message says so, nothing is cached.
+    await page.goto(`${baseUrl}/?maxLineMB=64`);
+    await phase(page, 'idle');
+    await view(page, 'shards');
     await page.setInputFiles('[data-testid="zip-input"]', zip);
     await page.waitForSelector('[data-testid="job"]');
     await page.click('[data-testid="job"] [data-testid="cancel"]');
@@ -333,13 +403,15 @@ describe('Loupe in Chromium', () => {
       for (const x of t) seen.add(x.split(':')[0]);
     }, 50);
     await page.setInputFiles('[data-testid="zip-input"]', zip);
-    await page.waitForSelector('[data-testid="shard-info"]', { timeout: 120_000 });
+    await opened(page, 'big-line', 120_000);
     clearInterval(watch);
     expect(seen.size).toBeGreaterThan(0);
     await expect.poll(() => cachedNames(page)).toContain('big-line');
+    await view(page, 'benchmark');
     await page.click('[data-testid="run-task"]');
     await phase(page, 'done');
     expect(await overall(page, 'recip_rank')).toBe(1);
+    await view(page, 'shards');
     await page.click('[data-testid="cached-shards"] li[data-name="big-line"] [data-testid="delete-shard"]');
   });
 });

@@ -1,10 +1,11 @@
 // Benchmark mode in Chromium: several runs on one task, fused, compared with CIs and tests, plotted.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
+import { shotPath } from './artifacts';
 
 const baseUrl = inject('baseUrl');
 
@@ -76,10 +77,7 @@ describe('comparing runs', () => {
     expect(svg).toContain('<svg');
     expect(svg).toContain('http://www.w3.org/2000/svg');
 
-    mkdirSync(resolve(import.meta.dirname, '../../docs'), { recursive: true });
-    await page
-      .locator('[data-testid="compare"]')
-      .screenshot({ path: resolve(import.meta.dirname, '../../docs/compare.png') });
+    await page.locator('[data-testid="compare"]').screenshot({ path: shotPath('compare-bm25.png') });
     expect(pageErrors(page).join('\n')).toBe('');
   });
 
@@ -111,7 +109,7 @@ describe('comparing runs', () => {
       await phase(page, 'done', 'error');
       expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
       if (want.runs < 2) {
-        expect(await page.locator('[data-testid="message"]').innerText()).toMatch(
+        expect((await page.locator('[data-testid="message"]').allInnerTexts()).join('\n')).toMatch(
           /Not run on image-to-image/,
         );
         continue;
@@ -132,9 +130,7 @@ describe('comparing runs', () => {
         .toBeGreaterThanOrEqual(4);
       if (task === 'image-question-to-passage') {
         link = await page.inputValue('[data-testid="permalink"]');
-        await page.locator('[data-testid="compare"]').screenshot({
-          path: resolve(import.meta.dirname, '../../docs/compare.png'),
-        });
+        await page.locator('[data-testid="compare"]').screenshot({ path: shotPath('compare.png') });
       }
     }
 

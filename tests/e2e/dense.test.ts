@@ -49,10 +49,16 @@ describe('dense retrieval in the UI', () => {
     // Backend shown: WASM, fp32, threads (cross-origin isolated → 2), the model.
     const backend = await page.locator('[data-testid="backend"]').innerText();
     expect(backend).toMatch(/WASM · fp32 · 2 threads · loupe-test\/clip-tiny-random/);
-    // Both fusion strategies ran: two runs with different configurations.
+    // Both fusion strategies ran; at text weight 0.5 they rank every query identically, so one
+    // run stands for both (marked as such), and the message says so.
     const names = await page.locator('[data-testid="run-name"]').allInnerTexts();
-    expect(names.some((n) => n.includes('score fusion 0.5'))).toBe(true);
-    expect(names.some((n) => n.includes('feature fusion'))).toBe(true);
+    expect(names).toHaveLength(1);
+    expect(names[0]).toContain('feature fusion (= score fusion 0.5)');
+    expect(await page.locator('[data-testid="message"]').last().innerText()).toMatch(
+      /ranked every query identically/,
+    );
+    // The random-weight model is marked on the run.
+    expect(await page.locator('[data-testid="runs-table"] [data-testid="random-weights"]').count()).toBe(1);
     const feature = parseRun(await downloadText(page, 'export-run'), 'run.trec');
     expect(feature.size).toBe(451);
     const sidecar = JSON.parse(await downloadText(page, 'export-sidecar'));
@@ -62,9 +68,10 @@ describe('dense retrieval in the UI', () => {
       dtype: 'fp32',
       device: 'wasm',
     });
-    expect(sidecar.config.fusion.mode).toBe('feature');
+    expect(sidecar.config.fusion).toMatchObject({ mode: 'feature', sameAsScore: true });
+    expect(sidecar.randomWeights).toBe(true);
     // The first run computed the corpus embeddings; the message says what came from cache.
-    expect(await page.locator('[data-testid="message"]').innerText()).toMatch(/batches from cache/);
+    expect(await page.locator('[data-testid="message"]').last().innerText()).toMatch(/batches from cache/);
 
     // text-to-image ranks the document images: the image part of the corpus is embedded now.
     await page.selectOption('[data-testid="task-select"]', 'text-to-image');
@@ -89,23 +96,33 @@ describe('dense retrieval in the UI', () => {
       for (const x of q.exclude_ids) expect(ranked).not.toContain(x);
     }
     // The image embeddings of text-to-image are reused: nothing computed.
-    expect(await page.locator('[data-testid="message"]').innerText()).toMatch(/, 0 computed/);
+    expect(await page.locator('[data-testid="message"]').last().innerText()).toMatch(/, 0 computed/);
 
-    // Ad-hoc: text + an X-ray, two columns side by side.
-    await page.fill('[data-testid="adhoc-input"]', 'is there a pneumothorax?');
+    // Search: text + an X-ray with the CLIP model; both fusions rank identically at 0.5, so one
+    // column with a note (and a different weight gives two columns side by side).
+    await page.evaluate(() => (location.hash = '#/search'));
+    await page.selectOption('[data-testid="search-model"]', 'loupe-test/clip-tiny-random');
+    await page.fill('[data-testid="search-input"]', 'is there a pneumothorax?');
     await page.setInputFiles(
-      '[data-testid="adhoc-image"]',
+      '[data-testid="search-image-input"]',
       join(DATA_DIR, 'vqa-rad/images/synpic100132.jpg'),
     );
-    await page.click('[data-testid="adhoc-submit"]');
+    await page.click('[data-testid="search-submit"]');
+    await page.waitForSelector('[data-testid="search-summary"]', { timeout: 120_000 });
+    expect(await page.locator('[data-testid="result-column"]').count()).toBe(1);
+    expect(await page.locator('[data-testid="fusion-note"]').innerText()).toMatch(
+      /rank these results identically/,
+    );
+    expect(await page.locator('[data-testid="result-column"] li').count()).toBe(20);
+    await page.evaluate(() => (location.hash = '#/benchmark'));
+    await page.selectOption('[data-testid="task-select"]', 'image-question-to-passage');
+    await page.fill('[data-testid="text-weight"]', '0.7');
+    await page.evaluate(() => (location.hash = '#/search'));
+    await page.click('[data-testid="search-submit"]');
     await expect
-      .poll(() => page.locator('[data-testid="adhoc-column"]').count(), { timeout: 120_000 })
-      .toBe(2);
-    expect(await page.locator('[data-testid="adhoc-column"] h3').allTextContents()).toEqual([
-      'score fusion (text weight 0.5)',
-      'feature fusion',
-    ]);
-    expect(await page.locator('[data-testid="adhoc-column"]').first().locator('li').count()).toBe(20);
+      .poll(() => page.locator('[data-testid="result-column"] h2').allTextContents(), { timeout: 120_000 })
+      .toEqual(['Score fusion (text weight 0.7)', 'Feature fusion']);
+    expect(await page.locator('[data-testid="result-column"]').first().locator('li').count()).toBe(20);
     expect(offsite).toEqual([]);
     expect(pageErrors(page).join('\n')).toBe('');
   });

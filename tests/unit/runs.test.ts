@@ -1,5 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import {
+  configKey,
+  configUsesTestModel,
+  isTestModel,
   decodeRun,
   describeConfig,
   deviceNote,
@@ -63,5 +66,38 @@ describe('stored runs', () => {
       'm (q8, wasm) · software WebGPU adapter (SwiftShader) — using WASM',
     );
     expect(deviceNote({ kind: 'bm25', k1: 0.9, b: 0.4, lossyLengths: true })).toBeUndefined();
+  });
+
+  test('configKey finds the same configuration, ignoring measured side data and input order', () => {
+    const dense = { kind: 'dense', modelId: 'm', revision: 'main', dtype: 'q8', device: 'wasm' } as const;
+    const ann = { kind: 'hnsw', M: 16, efConstruction: 200, efSearch: 384, recallAt10: 0.99 } as const;
+    expect(configKey({ ...dense, ann }, 't', 100)).toBe(
+      configKey({ ...dense, ann: { ...ann, recallAt10: 0.5, curve: [] }, deviceReason: 'why' }, 't', 100),
+    );
+    expect(configKey({ ...dense, ann }, 't', 100)).not.toBe(configKey(dense, 't', 100));
+    expect(configKey(dense, 't', 100)).not.toBe(configKey(dense, 'u', 100));
+    expect(configKey(dense, 't', 100)).not.toBe(configKey(dense, 't', 1000));
+    expect(configKey({ ...dense, dtype: 'fp32' }, 't', 100)).not.toBe(configKey(dense, 't', 100));
+    const f = { kind: 'fusion', method: 'rrf', params: { k: 60 } } as const;
+    expect(configKey({ ...f, inputs: ['a', 'b'] }, 't', 100)).toBe(
+      configKey({ ...f, inputs: ['b', 'a'] }, 't', 100),
+    );
+    expect(configKey({ ...f, inputs: ['a', 'b'] }, 't', 100)).not.toBe(
+      configKey({ ...f, inputs: ['a', 'c'] }, 't', 100),
+    );
+  });
+
+  test('generated test models are recognised by their id', () => {
+    expect(isTestModel('loupe-test/clip-tiny-random')).toBe(true);
+    expect(isTestModel('Xenova/clip-vit-base-patch16')).toBe(false);
+    const c = {
+      kind: 'dense',
+      modelId: 'loupe-test/bert-tiny-random',
+      revision: 'main',
+      dtype: 'q8',
+      device: 'wasm',
+    } as const;
+    expect(configUsesTestModel(c)).toBe(true);
+    expect(configUsesTestModel({ kind: 'bm25', k1: 0.9, b: 0.4, lossyLengths: true })).toBe(false);
   });
 });

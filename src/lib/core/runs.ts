@@ -14,9 +14,22 @@ export type RetrieverConfig =
       /** Why it ran on `device` (e.g. "software WebGPU adapter (SwiftShader) — using WASM"); absent on older runs. */
       deviceReason?: string;
       /** Which query parts were used and how they were combined (image + text queries). */
-      fusion?: { mode: 'score' | 'feature'; textWeight: number };
+      fusion?: {
+        mode: 'score' | 'feature';
+        textWeight: number;
+        /** Score fusion at `textWeight` ranked every query exactly like this run, so it was not stored twice. */
+        sameAsScore?: boolean;
+      };
       /** Approximate search (HNSW) instead of exact, with its recall@10 against exact on this run. */
-      ann?: { kind: 'hnsw'; M: number; efConstruction: number; efSearch: number; recallAt10: number };
+      ann?: {
+        kind: 'hnsw';
+        M: number;
+        efConstruction: number;
+        efSearch: number;
+        recallAt10: number;
+        /** Recall@10 against exact search and queries/s of this index over ef (the recall–QPS chart). */
+        curve?: { efSearch: number; recall: number; qps: number }[];
+      };
     }
   | { kind: 'fusion'; method: string; params: Record<string, number | string>; inputs: string[] }
   | { kind: 'import'; fileName: string; tag: string }
@@ -49,6 +62,11 @@ export interface RunMeta {
   /** Wall time to produce the run, milliseconds (0 for imports). */
   ms: number;
   tag: string;
+  /**
+   * Made with a generated test model (deterministic random weights), directly or through an input
+   * run: its metrics measure the pipeline, not retrieval quality. Absent on older stored runs.
+   */
+  randomWeights?: boolean;
 }
 
 /** A run as stored in IndexedDB: metadata plus ranked lists flattened into parallel arrays. */
@@ -136,7 +154,7 @@ function describeSettings(c: RetrieverConfig): string {
     case 'bm25':
       return `BM25 k1=${c.k1} b=${c.b}`;
     case 'dense':
-      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? ` · ${c.fusion.mode} fusion, text weight ${c.fusion.textWeight}` : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}`;
+      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? (c.fusion.sameAsScore ? ` · feature fusion (= score fusion at text weight ${c.fusion.textWeight}: identical rankings)` : c.fusion.mode === 'feature' ? ' · feature fusion' : ` · score fusion, text weight ${c.fusion.textWeight}`) : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}`;
     case 'fusion':
       return `${c.method} of ${c.inputs.length} runs`;
     case 'import':
@@ -144,4 +162,39 @@ function describeSettings(c: RetrieverConfig): string {
     case 'rerank':
       return `top ${c.topN} reranked by ${c.modelId} (${c.dtype}, ${c.device})`;
   }
+}
+
+/** Generated test models (deterministic random weights, `npm run models`) have ids under `loupe-test/`. */
+export function isTestModel(modelId: string): boolean {
+  return modelId.startsWith('loupe-test/');
+}
+
+/** Whether a configuration names a test model itself (fusion and rerank inputs are checked by the caller). */
+export function configUsesTestModel(c: RetrieverConfig): boolean {
+  return (c.kind === 'dense' || c.kind === 'rerank') && isTestModel(c.modelId);
+}
+
+/**
+ * A key equal for two configurations that produce the same ranking: what a run list uses to find
+ * an existing run instead of adding a duplicate. Measured side data (HNSW recall) is left out.
+ */
+export function configKey(c: RetrieverConfig, taskId: string, depth: number): string {
+  const { ...copy } = c as Record<string, unknown>;
+  if (c.kind === 'dense' && c.ann) copy.ann = { ...c.ann, recallAt10: undefined, curve: undefined };
+  if (c.kind === 'fusion') copy.inputs = [...c.inputs].sort();
+  // Why a backend was chosen is a description, not part of what produced the ranking.
+  delete copy.deviceReason;
+  return JSON.stringify([taskId, depth, sortKeys(copy)]);
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+    );
+  return v;
 }

@@ -1,5 +1,6 @@
 import type { Progress } from '../core/types';
 import { isAbortError } from '../adapters/worker-client';
+import type { Messages } from './messages.svelte';
 
 /** A long-running job the UI shows with progress and a cancel button. */
 export class Job {
@@ -58,6 +59,52 @@ export class Job {
       case 'status':
         return p.message;
     }
+  }
+}
+
+/**
+ * The one job the page runs at a time (import, index, run, embed, compare): shown with progress and
+ * a cancel button. `run` wraps an action so that a cancel, an error and the job's end are handled
+ * the same way everywhere.
+ */
+export class Jobs {
+  current = $state<Job | null>(null);
+
+  constructor(private messages: Messages) {}
+
+  get busy(): boolean {
+    return this.current !== null;
+  }
+
+  /**
+   * Runs `fn` as the current job. A failure is posted as an error naming `what` (and returns
+   * undefined); a cancel posts `cancelled` (or a plain note) as information.
+   */
+  async run<T>(
+    label: string,
+    what: string,
+    fn: (job: Job) => Promise<T>,
+    opts: { job?: Job; cancelled?: string } = {},
+  ): Promise<T | undefined> {
+    const job = opts.job ?? new Job(label);
+    this.current = job;
+    this.messages.clearInfo();
+    try {
+      return await fn(job);
+    } catch (e) {
+      if (isAbortError(e)) this.messages.info(opts.cancelled ?? `${what}: cancelled.`);
+      else {
+        console.error(e);
+        this.messages.error(`${what} failed: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      return undefined;
+    } finally {
+      if (this.current === job) this.current = null;
+    }
+  }
+
+  cancel() {
+    this.current?.cancel();
   }
 }
 

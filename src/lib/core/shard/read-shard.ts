@@ -356,12 +356,16 @@ class ShardReader {
         message: 'R2MED layout (corpus.jsonl + query.jsonl) without qrels.jsonl',
       });
     }
+    const remote = /^https?:\/\//.test(this.source.label);
     this.fatal({
       file: 'shard.json',
-      code: 'unknown-format',
+      code: hasCorpus || !remote ? 'unknown-format' : 'not-found',
       message:
-        `${this.source.label} is not a shard: expected shard.json ("BEIR + images"), corpus.jsonl + queries.jsonl + ` +
-        'qrels/<split>.tsv (BEIR) or corpus.jsonl + query.jsonl + qrels.jsonl (R2MED)',
+        !hasCorpus && remote
+          ? `nothing found at ${this.source.label}: the server has neither shard.json nor corpus.jsonl there ` +
+            '(HTTP 404). Check the address: it must be the shard folder, ending in /'
+          : `${this.source.label} is not a shard: expected shard.json ("BEIR + images"), corpus.jsonl + queries.jsonl + ` +
+            'qrels/<split>.tsv (BEIR) or corpus.jsonl + query.jsonl + qrels.jsonl (R2MED)',
     });
   }
 

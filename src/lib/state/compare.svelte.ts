@@ -1,0 +1,177 @@
+// Comparing and fusing runs of the selected task. Picks, baseline and the computed comparison are
+// kept per task; a comparison is shown only while its task is selected and its runs are exactly the
+// picked ones, so a task switch can never leave another task's comparison, plots or link on screen.
+import type { Comparison } from '../core/compare';
+import { queryFacets, qrelsFor } from '../core/report';
+import { describeFusion, fuse, fusionLabel, type FusionOptions } from '../core/fusion';
+import type { RetrieverConfig } from '../core/runs';
+import { compareInWorker, curvesInWorker } from '../adapters/stats-client';
+import type { App } from './app.svelte';
+import type { RunResult } from './runs.svelte';
+
+/** Measures compared; the first is the primary one (facets, changed queries). */
+export const COMPARE_MEASURES = ['ndcg_cut_10', 'recall_100', 'recip_rank', 'map', 'P_10'];
+
+interface ComputedComparison {
+  taskId: string;
+  /** The compared run ids, sorted (the picks it was computed for). */
+  key: string;
+  result: Comparison;
+  curves: { id: string; curves: Record<string, number[]> }[];
+}
+
+export class CompareState {
+  #picks = $state<Record<string, string[]>>({});
+  #baseline = $state<Record<string, string>>({});
+  #computed = $state.raw<ComputedComparison | null>(null);
+
+  constructor(private app: App) {
+    app.library.onShardChange(() => {
+      this.#picks = {};
+      this.#baseline = {};
+      this.#computed = null;
+    });
+  }
+
+  /** Picked run ids of the selected task (only ids of its existing runs). */
+  get pickedIds(): string[] {
+    const runs = new Set(this.app.runs.taskRuns.map((r) => r.meta.id));
+    return (this.#picks[this.app.library.taskId] ?? []).filter((id) => runs.has(id));
+  }
+
+  /** Picked runs of the selected task, in run-list order. */
+  get picked(): RunResult[] {
+    const ids = new Set(this.pickedIds);
+    return this.app.runs.taskRuns.filter((r) => ids.has(r.meta.id));
+  }
+
+  isPicked(id: string): boolean {
+    return this.pickedIds.includes(id);
+  }
+
+  setPicked(id: string, on: boolean) {
+    const t = this.app.library.taskId;
+    const now = this.pickedIds.filter((x) => x !== id);
+    this.#picks[t] = on ? [...now, id] : now;
+  }
+
+  setPicks(ids: string[]) {
+    this.#picks[this.app.library.taskId] = [...ids];
+  }
+
+  /** The baseline among the picked runs (default: the oldest picked). */
+  get baselineId(): string | null {
+    const picked = this.picked;
+    const want = this.#baseline[this.app.library.taskId];
+    return picked.find((r) => r.meta.id === want)?.meta.id ?? picked.at(-1)?.meta.id ?? null;
+  }
+
+  set baselineId(id: string | null) {
+    if (id) this.#baseline[this.app.library.taskId] = id;
+  }
+
+  /** The comparison of exactly the picked runs of the selected task, if it was computed. */
+  get current(): ComputedComparison | null {
+    const c = this.#computed;
+    if (!c || c.taskId !== this.app.library.taskId) return null;
+    if (c.key !== [...this.pickedIds].sort().join(',')) return null;
+    if (c.result.baselineId !== this.baselineId) return null;
+    return c;
+  }
+
+  /**
+   * Compares the picked runs against the baseline in the stats worker: bootstrap CIs, paired
+   * randomization and t tests (Holm), facets, changed queries; then metric@k curves.
+   */
+  async compare() {
+    const s = this.app.library.shard;
+    const taskId = this.app.library.taskId;
+    const picked = this.picked;
+    const baselineId = this.baselineId;
+    if (!s || picked.length < 2 || !baselineId) {
+      this.app.messages.error('Pick at least two runs of this task to compare.');
+      return;
+    }
+    const key = picked
+      .map((r) => r.meta.id)
+      .sort()
+      .join(',');
+    await this.app.jobs.run(
+      'Comparing runs (bootstrap and randomization tests)',
+      'Comparing runs',
+      async (job) => {
+        const taskQueries = s.queries.filter((q) => q.task === taskId);
+        const facets = new Map<string, Map<string, string>>();
+        for (const [qid, f] of queryFacets(taskQueries, s.docs))
+          facets.set(qid, new Map([...f].map(([k, v]) => [k, v.value])));
+        const result = await compareInWorker(
+          {
+            inputs: picked.map((r) => ({ id: r.meta.id, name: r.meta.name, perQuery: r.report.perQuery })),
+            baselineId,
+            measures: COMPARE_MEASURES,
+            facets,
+            options: { seed: 42, bootstrapResamples: 2000, randomizationResamples: 10000 },
+          },
+          job.signal,
+        );
+        job.onProgress({ kind: 'status', message: 'Computing metric@k curves' });
+        const qrels = qrelsFor(
+          s.qrels,
+          taskQueries.map((q) => q.id),
+        );
+        const curves = await curvesInWorker(
+          picked.map((r) => ({ id: r.meta.id, run: r.run })),
+          qrels,
+          ['ndcg_cut', 'recall'],
+          100,
+        );
+        if (this.app.library.shard === s) this.#computed = { taskId, key, result, curves };
+        performance.mark('loupe:compared');
+      },
+    );
+  }
+
+  /** Fuses the picked runs of the task into a new stored run (or finds the same fusion stored). */
+  async fuse(opts: FusionOptions) {
+    const picked = this.picked;
+    if (!this.app.library.shard || picked.length < 2) {
+      this.app.messages.error('Pick at least two runs of this task to fuse.');
+      return;
+    }
+    try {
+      const run = fuse(
+        picked.map((r) => r.run),
+        opts,
+      );
+      const d = describeFusion(
+        opts,
+        picked.map((r) => r.meta.name),
+      );
+      const params: Record<string, number | string> = {};
+      for (const [k, v] of Object.entries(d))
+        if (typeof v === 'number' || typeof v === 'string') params[k] = v;
+        else if (Array.isArray(v) && k === 'weights') params.weights = v.join(',');
+      const config: RetrieverConfig = {
+        kind: 'fusion',
+        method: opts.method,
+        params,
+        inputs: picked.map((r) => r.meta.id),
+      };
+      const { result, added } = await this.app.runs.add(
+        this.app.runs.meta({
+          name: `${fusionLabel(d)} (${picked.map((r) => r.meta.name).join(' + ')})`,
+          taskId: this.app.library.taskId,
+          config,
+          depth: Math.max(...[...run.values()].map((l) => l.length), 0),
+          ms: 0,
+        }),
+        run,
+      );
+      if (!added) this.app.messages.info(`This fusion exists already: ${result.meta.name}.`);
+      this.app.phase = 'done';
+      return result;
+    } catch (e) {
+      this.app.messages.error(`Fusing runs failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+}

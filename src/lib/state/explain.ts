@@ -1,0 +1,147 @@
+// "Why did this document rank here?" for every kind of run: BM25 term contributions, a dense
+// model's cosines (per query part, and the fused score), a fusion's inputs with their ranks and
+// normalised values, a reranker's input rank. Computed on demand for one (query, document) pair.
+import { rankQuery } from '../core/metrics';
+import { normalizeScores, DEFAULT_RRF_K, type ScoreNormalization } from '../core/fusion';
+import { fuseFeatures, l2normalize } from '../core/dense';
+import type { Dtype, EmbedPart } from '../core/models';
+import type { Device } from '../adapters/backend';
+import { explainBm25Doc } from '../adapters/retrieval-client';
+import { embedCorpus, embedImages, embedTexts, loadEncoder, registryModel } from '../adapters/encoder-client';
+import { openShardStore } from '../adapters/shard-store';
+import { densePlan } from './dense';
+import type { App } from './app.svelte';
+import type { RunResult } from './runs.svelte';
+
+export type Explanation =
+  | {
+      kind: 'bm25';
+      terms: { term: string; tf: number; df: number; idf: number; score: number }[];
+      total: number;
+    }
+  | {
+      kind: 'dense';
+      model: string;
+      /** Cosine of each query part with the document vector. */
+      parts: { part: EmbedPart; cosine: number }[];
+      /** How the parts were combined into the run's score, with the combined value. */
+      fused?: { mode: 'score' | 'feature'; textWeight: number; value: number };
+      score: number;
+    }
+  | {
+      kind: 'fusion';
+      method: string;
+      inputs: { id: string; name: string; rank: number | null; score: number | null; value: number }[];
+      score: number;
+    }
+  | { kind: 'rerank'; model: string; input: string; inputRank: number | null; score: number }
+  | { kind: 'import'; score: number };
+
+/** The rank (1-based, trec_eval order) and score of a document in a run's list for a query. */
+export function rankIn(r: RunResult, queryId: string, docId: string): { rank: number; score: number } | null {
+  const ranked = rankQuery(r.run.get(queryId) ?? []);
+  const i = ranked.findIndex((d) => d.docId === docId);
+  return i < 0 ? null : { rank: i + 1, score: ranked[i].score };
+}
+
+/** Explains `docId`'s score for `queryId` in run `r`. */
+export async function explain(app: App, r: RunResult, queryId: string, docId: string): Promise<Explanation> {
+  const s = app.library.shard;
+  const query = s?.queryById.get(queryId);
+  if (!s || !query) throw new Error(`query ${queryId} is not in the open shard`);
+  const score = rankIn(r, queryId, docId)?.score ?? 0;
+  const c = r.meta.config;
+  switch (c.kind) {
+    case 'bm25': {
+      // The worker's index must be the run's (same k1 and b).
+      const ret = app.retrievers;
+      if (ret.bm25.k1 !== c.k1 || ret.bm25.b !== c.b) ret.bm25 = { ...ret.bm25, k1: c.k1, b: c.b };
+      if (!(await ret.prepare())) throw new Error('the BM25 index could not be built');
+      const res = await explainBm25Doc(query.text, docId);
+      const terms = res?.terms ?? [];
+      return { kind: 'bm25', terms, total: terms.reduce((a, t) => a + t.score, 0) };
+    }
+    case 'dense': {
+      const spec = registryModel(c.modelId) ?? app.retrievers.customModels.find((m) => m.id === c.modelId);
+      const task = s.summary.manifest.tasks.find((t) => t.id === r.meta.taskId);
+      if (!spec || !task) throw new Error(`model ${c.modelId} is not in the registry of this page`);
+      const plan = densePlan(spec, task);
+      await loadEncoder(spec, { device: c.device as Device, dtype: c.dtype as Dtype });
+      const load = { device: c.device as Device, dtype: c.dtype as Dtype };
+      // The document vector: its one part, or the normalised sum of its text and image.
+      const rows: Float32Array[] = [];
+      for (const part of plan.docParts) {
+        const e = await embedCorpus({ shardHash: s.summary.hash, spec, part, batchSize: 32, load });
+        const i = e.docIds.indexOf(docId);
+        if (i >= 0 && !e.missing.includes(docId)) rows.push(e.embeddings.slice(i * e.dim, (i + 1) * e.dim));
+      }
+      if (!rows.length) throw new Error(`document ${docId} has no embedding for ${spec.label ?? spec.id}`);
+      const doc = rows.length === 2 ? fuseFeatures(rows[0], rows[1]) : l2normalize(rows[0]);
+      const q: Partial<Record<EmbedPart, Float32Array>> = {};
+      if (plan.queryParts.includes('text') && query.text)
+        q.text = l2normalize(await embedTexts([query.text], 'query'));
+      if (plan.queryParts.includes('image') && query.image) {
+        const blob = await (await openShardStore()).getImage(s.summary.hash, query.image);
+        if (blob) q.image = l2normalize(await embedImages([blob]));
+      }
+      const parts = (Object.entries(q) as [EmbedPart, Float32Array][]).map(([part, v]) => ({
+        part,
+        cosine: dot(v, doc),
+      }));
+      let fused: Extract<Explanation, { kind: 'dense' }>['fused'];
+      if (c.fusion && q.text && q.image) {
+        const w = c.fusion.textWeight;
+        const value =
+          c.fusion.mode === 'score'
+            ? w * dot(q.text, doc) + (1 - w) * dot(q.image, doc)
+            : dot(fuseFeatures(q.text, q.image), doc);
+        fused = { mode: c.fusion.mode, textWeight: w, value };
+      }
+      return { kind: 'dense', model: spec.label ?? spec.id, parts, fused, score };
+    }
+    case 'fusion': {
+      const k = typeof c.params.k === 'number' ? c.params.k : DEFAULT_RRF_K;
+      const norm = (c.params.normalization as ScoreNormalization | undefined) ?? 'minmax';
+      const weights = typeof c.params.weights === 'string' ? c.params.weights.split(',').map(Number) : null;
+      const inputs = c.inputs.map((id, j) => {
+        const input = app.runs.byId(id);
+        const at = input ? rankIn(input, queryId, docId) : null;
+        let value = 0;
+        if (input && at) {
+          if (c.method === 'rrf') value = 1 / (k + at.rank);
+          else {
+            const normed = normalizeScores(rankQuery(input.run.get(queryId) ?? []), norm);
+            value = normed.find((d) => d.docId === docId)?.score ?? 0;
+          }
+          if (weights) value *= weights[j] ?? 1;
+        }
+        return {
+          id,
+          name: input?.meta.name ?? `${id} (deleted)`,
+          rank: at?.rank ?? null,
+          score: at?.score ?? null,
+          value,
+        };
+      });
+      return { kind: 'fusion', method: c.method, inputs, score };
+    }
+    case 'rerank': {
+      const input = app.runs.byId(c.input);
+      return {
+        kind: 'rerank',
+        model: c.modelId,
+        input: input?.meta.name ?? c.input,
+        inputRank: input ? (rankIn(input, queryId, docId)?.rank ?? null) : null,
+        score,
+      };
+    }
+    case 'import':
+      return { kind: 'import', score };
+  }
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
+  return s;
+}

@@ -1,0 +1,179 @@
+// The shard library and the one source of truth for what is open: (shard, task). Every panel
+// derives what it shows from `shard` and `taskId` here; nothing else holds a copy of either.
+import type { Doc, Qrels, Query, TaskInfo } from '../core/types';
+import type { ShardIssue } from '../core/source';
+import { openShardStore, type ShardSummary } from '../adapters/shard-store';
+import { importShard, type SourceDescriptor } from '../adapters/shard-client';
+import { resetRetrieval } from '../adapters/retrieval-client';
+import type { Messages } from './messages.svelte';
+import type { Jobs } from './jobs.svelte';
+
+export interface OpenShard {
+  summary: ShardSummary;
+  docs: Doc[];
+  queries: Query[];
+  qrels: Qrels;
+  docById: Map<string, Doc>;
+  queryById: Map<string, Query>;
+}
+
+/** A bundled demo shard: its folder name and URL (relative to the page). */
+export interface DemoShard {
+  name: string;
+  url: string;
+}
+
+/** A shard's name for headings: a URL-named shard (no manifest name) shows its last path segment. */
+export function shardLabel(name: string): string {
+  const m = /^https?:\/\/.*\/([^/]+)\/?$/.exec(name);
+  return m ? decodeURIComponent(m[1]) : name;
+}
+
+export class Library {
+  demoShards = $state.raw<DemoShard[]>([]);
+  cached = $state.raw<ShardSummary[]>([]);
+  estimate = $state<{ usage?: number; quota?: number; persisted?: boolean } | null>(null);
+  /** The open shard: big arrays, so not deeply reactive. */
+  shard = $state.raw<OpenShard | null>(null);
+  /** The selected task of the open shard. */
+  taskId = $state('');
+  /** Validation problems of the last import (nothing was cached). */
+  issues = $state.raw<{ source: string; list: ShardIssue[] } | null>(null);
+  /** Listeners told when the open shard changes (runs are reloaded, workers reset). */
+  #onShard: ((s: OpenShard | null) => Promise<void> | void)[] = [];
+  #imageUrls = new Map<string, string>();
+
+  constructor(
+    private messages: Messages,
+    private jobs: Jobs,
+  ) {}
+
+  get task(): TaskInfo | null {
+    return this.shard?.summary.manifest.tasks.find((t) => t.id === this.taskId) ?? null;
+  }
+
+  get tasks(): TaskInfo[] {
+    return this.shard?.summary.manifest.tasks ?? [];
+  }
+
+  /** Queries of the selected task. */
+  get taskQueries(): Query[] {
+    const id = this.taskId;
+    return this.shard?.queries.filter((q) => q.task === id) ?? [];
+  }
+
+  onShardChange(fn: (s: OpenShard | null) => Promise<void> | void) {
+    this.#onShard.push(fn);
+  }
+
+  selectTask(id: string) {
+    if (id === this.taskId || !this.tasks.some((t) => t.id === id)) return;
+    this.taskId = id;
+    this.messages.clear('task');
+  }
+
+  async loadDemoList() {
+    try {
+      const res = await fetch(new URL('shards/index.json', document.baseURI));
+      if (res.ok) this.demoShards = (await res.json()).shards ?? [];
+    } catch {
+      // A static deployment without demo shards: the list stays empty.
+    }
+  }
+
+  async refreshCache() {
+    const store = await openShardStore();
+    this.cached = await store.list();
+    this.estimate = await store.estimate();
+  }
+
+  /** Opens a demo shard: from the cache when its URL was imported before, else imported now. */
+  async openDemo(d: DemoShard) {
+    const absolute = new URL(d.url, document.baseURI).href;
+    const hit = this.cached.find((s) => s.sourceLabel === absolute);
+    if (hit) await this.open(hit.hash);
+    else await this.importFrom({ kind: 'url', url: absolute });
+  }
+
+  /** Imports a shard from a source; on success opens it. Invalid shards leave nothing cached. */
+  async importFrom(source: SourceDescriptor): Promise<boolean> {
+    const label = source.kind === 'url' ? source.url : source.kind === 'zip' ? source.file.name : 'folder';
+    this.issues = null;
+    return (
+      (await this.jobs.run(`Loading ${label}`, `Loading ${label}`, async (job) => {
+        const result = await importShard(source, { signal: job.signal, onProgress: job.onProgress });
+        if (!result.ok) {
+          this.issues = { source: label, list: result.issues };
+          return false;
+        }
+        await this.refreshCache();
+        await this.open(result.summary.hash);
+        return true;
+      })) ?? false
+    );
+  }
+
+  /** Opens a cached shard (documents, queries and qrels from IndexedDB). */
+  async open(hash: string) {
+    this.issues = null;
+    try {
+      const store = await openShardStore();
+      const { summary, docs, queries, qrels } = await store.load(hash);
+      this.#revokeImages();
+      const shard: OpenShard = {
+        summary,
+        docs,
+        queries,
+        qrels,
+        docById: new Map(docs.map((d) => [d.id, d])),
+        queryById: new Map(queries.map((q) => [q.id, q])),
+      };
+      this.messages.clear('shard');
+      this.shard = shard;
+      this.taskId = summary.manifest.tasks[0]?.id ?? '';
+      for (const fn of this.#onShard) await fn(shard);
+    } catch (e) {
+      this.messages.error(
+        `Opening the cached shard failed: ${e instanceof Error ? e.message : String(e)}. ` +
+          'It was removed from the cache if it was damaged; load it again from its source.',
+        'page',
+      );
+      await this.refreshCache();
+    }
+  }
+
+  async deleteShard(hash: string) {
+    const store = await openShardStore();
+    await store.delete(hash);
+    if (this.shard?.summary.hash === hash) await this.close();
+    await this.refreshCache();
+  }
+
+  /** Closes the open shard (nothing open afterwards). */
+  async close() {
+    this.shard = null;
+    this.taskId = '';
+    this.#revokeImages();
+    resetRetrieval();
+    this.messages.clear('shard');
+    for (const fn of this.#onShard) await fn(null);
+  }
+
+  /** Object URL of a shard image, created once and revoked when the shard closes. */
+  async imageUrl(path: string): Promise<string | null> {
+    const s = this.shard;
+    if (!s) return null;
+    const hit = this.#imageUrls.get(path);
+    if (hit) return hit;
+    const blob = await (await openShardStore()).getImage(s.summary.hash, path);
+    if (!blob || this.shard !== s) return null;
+    const url = URL.createObjectURL(blob);
+    this.#imageUrls.set(path, url);
+    return url;
+  }
+
+  #revokeImages() {
+    for (const u of this.#imageUrls.values()) URL.revokeObjectURL(u);
+    this.#imageUrls.clear();
+  }
+}

@@ -1,0 +1,358 @@
+// The researcher's retrievers: their settings, and running them over every query of a task into a
+// stored run (BM25 in the retrieval worker; dense and CLIP models in the encoder worker; cross-encoder
+// reranking is rerank.svelte.ts). A configuration that was already run for the task is found, not run and stored again.
+import type { Bm25Params } from '../core/bm25';
+import type { Run, TaskInfo } from '../core/types';
+import type { RetrieverConfig } from '../core/runs';
+import type { Dtype, ModelSpec } from '../core/models';
+import { specMatches, type RunSpec } from '../core/permalink';
+import type { Device } from '../adapters/backend';
+import { prepareBm25, runBm25Task } from '../adapters/retrieval-client';
+import { MODEL_REGISTRY, registryModel, type LoadedEncoder } from '../adapters/encoder-client';
+import { INDEX_DEFAULTS } from '../adapters/index-client';
+import { densePlan, denseTask, type DenseSettings } from './dense';
+import type { App } from './app.svelte';
+import type { RunResult } from './runs.svelte';
+
+/** Default BM25 parameters: Pyserini/Anserini's BEIR baselines (Lucene BM25, k1=0.9, b=0.4). */
+export const DEFAULT_BM25: Bm25Params = { k1: 0.9, b: 0.4, lossyLengths: true };
+/** Default run depth (documents kept per query); trec_eval measures up to @100 need 100. */
+export const DEFAULT_DEPTH = 100;
+
+export class Retrievers {
+  /** Which retriever the run button uses. */
+  kind = $state<'bm25' | 'dense'>('bm25');
+  bm25 = $state<Bm25Params>({ ...DEFAULT_BM25 });
+  depth = $state(DEFAULT_DEPTH);
+  /** Key of the BM25 index ready in the worker (shard hash + params), null when none. */
+  preparedKey = $state<string | null>(null);
+  indexedDocs = $state<number | null>(null);
+  readyMs = $state<number | null>(null);
+  /** Dense settings: model (registry id or a custom entry), backend, dtype, query fusion. */
+  denseModelId = $state(MODEL_REGISTRY.models[0]?.id ?? '');
+  device = $state<'auto' | Device>('auto');
+  dtype = $state<'auto' | Dtype>('auto');
+  textWeight = $state(0.5);
+  fusionMode = $state<'both' | 'score' | 'feature'>('both');
+  /** Exact dense search, or HNSW with these parameters (the exact run is kept too, as ground truth). */
+  denseSearch = $state<'exact' | 'hnsw'>('exact');
+  ann = $state<{ M: number; efConstruction: number; efSearch: number }>({
+    M: INDEX_DEFAULTS.M,
+    efConstruction: INDEX_DEFAULTS.efConstruction,
+    efSearch: INDEX_DEFAULTS.efSearch,
+  });
+  customModels = $state.raw<ModelSpec[]>([]);
+  /** Debug switch from the URL (`simulate-webgpu-failure=1`): WebGPU loads fail, to show the fallback. */
+  simulateWebGpuFailure = false;
+  /** The encoder in use: model, device, dtype, threads and why (shown in the UI). */
+  encoder = $state.raw<LoadedEncoder | null>(null);
+
+  constructor(private app: App) {
+    app.library.onShardChange(() => {
+      this.preparedKey = null;
+      this.indexedDocs = null;
+    });
+  }
+
+  get bm25Key(): string | null {
+    const s = this.app.library.shard;
+    return s ? `${s.summary.hash}|${this.bm25.k1}|${this.bm25.b}|${this.bm25.lossyLengths}` : null;
+  }
+
+  /** The dense model picked (registry or custom), if any. */
+  get denseSpec(): ModelSpec | undefined {
+    return modelSpec(this.denseModelId, this.customModels);
+  }
+
+  /** Why the selected retriever cannot run a task (null when it can). */
+  blocker(task: TaskInfo | null = this.app.library.task): string | null {
+    if (!task) return 'open a shard and pick a task.';
+    if (this.kind === 'bm25')
+      return task.queryModality === 'image'
+        ? `BM25 reads query text, and the queries of ${task.id} are images only.`
+        : null;
+    const spec = this.denseSpec;
+    if (!spec) return 'pick a model.';
+    const plan = densePlan(spec, task);
+    return plan.canRun ? null : `${spec.label ?? spec.id} ${plan.notes.join('; ')}.`;
+  }
+
+  /** Makes the BM25 index of the open shard ready (cached artifact or a fresh build). */
+  prepare(): Promise<boolean> {
+    const key = this.bm25Key;
+    if (!key) return Promise.resolve(false);
+    if (this.preparedKey === key) {
+      if (this.app.phase === 'idle') this.app.phase = 'ready';
+      return Promise.resolve(true);
+    }
+    // One build per key at a time: the Search view and a run can both ask for it.
+    if (this.#preparing?.key !== key) {
+      const p = this.#prepare(key).finally(() => {
+        if (this.#preparing?.promise === p) this.#preparing = null;
+      });
+      this.#preparing = { key, promise: p };
+    }
+    return this.#preparing!.promise;
+  }
+
+  #preparing: { key: string; promise: Promise<boolean> } | null = null;
+
+  async #prepare(key: string): Promise<boolean> {
+    const s = this.app.library.shard;
+    if (!s) return false;
+    this.app.phase = 'preparing';
+    const ok = await this.app.jobs.run('Preparing BM25 index', 'Building the BM25 index', async (job) => {
+      const res = await prepareBm25(s.summary.hash, $state.snapshot(this.bm25), {
+        signal: job.signal,
+        onProgress: job.onProgress,
+      });
+      this.preparedKey = key;
+      this.indexedDocs = res.indexedDocs;
+      this.readyMs = performance.now();
+      performance.mark('loupe:ready');
+      return true;
+    });
+    if (!ok) this.preparedKey = null;
+    if (this.app.library.shard === s) this.app.phase = ok ? 'ready' : this.app.failedPhase();
+    return ok === true;
+  }
+
+  /** Runs the selected retriever on a task (default: the selected one). */
+  run(taskId = this.app.library.taskId) {
+    return this.kind === 'dense' ? this.runDense(taskId) : this.runBm25(taskId);
+  }
+
+  /** Runs the selected retriever on every task it can serve, one after another. */
+  async runAll() {
+    for (const t of this.app.library.tasks) {
+      if (this.blocker(t)) continue;
+      this.app.library.selectTask(t.id);
+      await this.run(t.id);
+      if (this.app.phase !== 'done') return;
+    }
+  }
+
+  /** The stored run of this configuration, shown instead of running it again. */
+  #reuse(found: RunResult[], label: string): boolean {
+    if (!found.length) return false;
+    for (const r of found.slice().reverse()) this.app.runs.select(r.meta.id);
+    this.app.messages.info(
+      `${label} was already run on ${found[0].meta.taskId} with these settings: showing the stored run` +
+        `${found.length > 1 ? 's' : ''} (${found.map((r) => r.meta.name).join('; ')}).`,
+    );
+    this.app.phase = 'done';
+    return true;
+  }
+
+  /** Runs BM25 over every query of a task and scores the run. */
+  async runBm25(taskId = this.app.library.taskId) {
+    const s = this.app.library.shard;
+    if (!s) return;
+    const params = $state.snapshot(this.bm25);
+    const config: RetrieverConfig = { kind: 'bm25', ...params };
+    const same = this.app.runs.findSame(config, taskId, this.depth);
+    if (same && this.#reuse([same], 'BM25')) return;
+    if (!(await this.prepare())) return;
+    this.app.phase = 'running';
+    const t0 = performance.now();
+    const ok = await this.app.jobs.run(
+      `Running BM25 on ${taskId}`,
+      'Running BM25',
+      async (job) => {
+        const lists = await runBm25Task(taskId, this.depth, {
+          signal: job.signal,
+          onProgress: job.onProgress,
+        });
+        await this.app.runs.add(
+          this.app.runs.meta({
+            name: `BM25 k1=${params.k1} b=${params.b}`,
+            taskId,
+            config,
+            depth: this.depth,
+            ms: performance.now() - t0,
+          }),
+          listsToRun(lists),
+        );
+        performance.mark('loupe:done');
+        return true;
+      },
+      { cancelled: 'Run cancelled.' },
+    );
+    // A cancel terminated the worker: its index must be prepared again.
+    if (!ok) this.preparedKey = null;
+    this.app.phase = ok ? 'done' : this.app.failedPhase();
+  }
+
+  /** The permalink spec of the current dense settings (to find a stored run of them). */
+  get denseRunSpec(): RunSpec {
+    return {
+      kind: 'dense',
+      model: this.denseModelId,
+      dtype: this.dtype,
+      device: this.device,
+      fusion: this.fusionMode,
+      alpha: this.textWeight,
+    };
+  }
+
+  /**
+   * Dense run of a task with the selected model: corpus embeddings from cache (or computed and
+   * cached), queries embedded, exact cosine ranking; for image + text queries one run per fusion
+   * (one when both fusions rank identically), and with HNSW an approximate run beside the exact one.
+   */
+  async runDense(taskId = this.app.library.taskId) {
+    const s = this.app.library.shard;
+    const task = s?.summary.manifest.tasks.find((t) => t.id === taskId);
+    const spec = this.denseSpec;
+    if (!s || !task || !spec) return;
+    if (this.denseSearch === 'exact') {
+      const spec0 = this.denseRunSpec;
+      const found = this.app.runs.all.filter(
+        (r) => r.meta.taskId === taskId && r.meta.depth === this.depth && specMatches(spec0, r.meta.config),
+      );
+      const twoParts = task.queryModality === 'image+text' && densePlan(spec, task).queryParts.length === 2;
+      const complete =
+        !twoParts ||
+        this.fusionMode !== 'both' ||
+        found.length >= 2 ||
+        found.some((r) => r.meta.config.kind === 'dense' && r.meta.config.fusion?.sameAsScore);
+      if (complete && this.#reuse(found, spec.label ?? spec.id)) return;
+    }
+    this.app.phase = 'running';
+    const t0 = performance.now();
+    const ok = await this.app.jobs.run(
+      `Dense retrieval with ${spec.label ?? spec.id}`,
+      `Dense retrieval with ${spec.label ?? spec.id}`,
+      async (job) => {
+        const docImageRow = new Map(s.docs.filter((d) => d.image).map((d) => [d.image!, d.id]));
+        const settings: DenseSettings = {
+          spec,
+          device: this.device,
+          dtype: this.dtype,
+          textWeight: this.textWeight,
+          fusion: this.fusionMode,
+          depth: this.depth,
+          simulateWebGpuFailure: this.simulateWebGpuFailure,
+          ...(this.denseSearch === 'hnsw' ? { ann: $state.snapshot(this.ann) } : {}),
+        };
+        const out = await denseTask({
+          shardHash: s.summary.hash,
+          task,
+          queries: s.queries.filter((q) => q.task === taskId),
+          docImageRow,
+          settings,
+          job: { signal: job.signal, onProgress: job.onProgress },
+          onEncoder: (e) => (this.encoder = e),
+        });
+        this.encoder = out.encoder;
+        const outRuns = collapseIdenticalFusions(out.runs);
+        let added = 0;
+        for (const r of outRuns) {
+          const config: RetrieverConfig = {
+            kind: 'dense',
+            modelId: spec.id,
+            revision: spec.revision,
+            dtype: out.encoder.dtype,
+            device: out.encoder.device,
+            ...(r.fusion ? { fusion: r.fusion } : {}),
+            ...(r.ann
+              ? {
+                  ann: {
+                    kind: 'hnsw' as const,
+                    ...r.ann,
+                    ...(out.annCurve ? { curve: out.annCurve.points } : {}),
+                  },
+                }
+              : {}),
+          };
+          const fusionName = !r.fusion
+            ? ''
+            : r.fusion.sameAsScore
+              ? ` · feature fusion (= score fusion ${r.fusion.textWeight})`
+              : r.fusion.mode === 'score'
+                ? ` · score fusion ${r.fusion.textWeight}`
+                : ' · feature fusion';
+          const annName = r.ann
+            ? ` · HNSW ef=${r.ann.efSearch} (recall@10 vs exact ${r.ann.recallAt10.toFixed(3)})`
+            : '';
+          const { added: isNew } = await this.app.runs.add(
+            this.app.runs.meta({
+              name: `${spec.label ?? spec.id}${fusionName}${annName}`,
+              taskId,
+              config,
+              depth: this.depth,
+              ms: performance.now() - t0,
+            }),
+            listsToRun(r.lists),
+          );
+          if (isNew) added++;
+        }
+        const computed = out.embedded.reduce((a, e) => a + e.computedBatches, 0);
+        const reused = out.embedded.reduce((a, e) => a + e.reusedBatches, 0);
+        const kept = outRuns.length - added;
+        this.app.messages.info(
+          `Corpus embeddings: ${reused} batches from cache, ${computed} computed.` +
+            (kept ? ` ${kept} of the runs already existed with these settings and are shown instead.` : '') +
+            (outRuns.length < out.runs.length
+              ? ' Score fusion and feature fusion ranked every query identically, so they are stored as one run.'
+              : '') +
+            (out.notes.length ? ` ${spec.label ?? spec.id} ${out.notes.join('; ')}.` : ''),
+        );
+        performance.mark('loupe:done');
+        return true;
+      },
+      { cancelled: 'Dense run cancelled; the corpus batches embedded so far are kept and reused next time.' },
+    );
+    this.app.phase = ok ? 'done' : this.app.failedPhase();
+  }
+}
+
+/** The spec of a registry or custom model id. */
+export function modelSpec(id: string, custom: readonly ModelSpec[] = []): ModelSpec | undefined {
+  return registryModel(id) ?? custom.find((m) => m.id === id);
+}
+
+type DenseRuns = Awaited<ReturnType<typeof denseTask>>['runs'];
+
+/**
+ * Score fusion and feature fusion can rank every query identically (against one document vector,
+ * score fusion at text weight 0.5 is a per-query rescaling of feature fusion): then one run is kept,
+ * the feature fusion run, marked as standing for both.
+ */
+function collapseIdenticalFusions(runs: DenseRuns) {
+  type Out = Omit<DenseRuns[number], 'fusion'> & {
+    fusion?: { mode: 'score' | 'feature'; textWeight: number; sameAsScore?: boolean };
+  };
+  const out: Out[] = runs.map((r) => ({
+    ...r,
+    fusion: r.fusion
+      ? {
+          mode: r.fusion.mode,
+          textWeight: r.fusion.mode === 'score' ? r.fusion.textWeight : 0.5,
+        }
+      : undefined,
+  }));
+  for (const ann of [false, true]) {
+    const group = out.filter((r) => !!r.ann === ann);
+    const score = group.find((r) => r.fusion?.mode === 'score');
+    const feature = group.find((r) => r.fusion?.mode === 'feature');
+    if (!score || !feature || !sameRankings(score.lists, feature.lists)) continue;
+    feature.fusion = { mode: 'feature', textWeight: score.fusion!.textWeight, sameAsScore: true };
+    out.splice(out.indexOf(score), 1);
+  }
+  return out;
+}
+
+function sameRankings(a: DenseRuns[number]['lists'], b: DenseRuns[number]['lists']): boolean {
+  if (a.length !== b.length) return false;
+  const byId = new Map(b.map((l) => [l.queryId, l.docIds]));
+  return a.every((l) => {
+    const other = byId.get(l.queryId);
+    return !!other && other.length === l.docIds.length && other.every((d, i) => d === l.docIds[i]);
+  });
+}
+
+/** Ranked lists from a worker (parallel id/score arrays) as a Run. */
+export function listsToRun(lists: { queryId: string; docIds: string[]; scores: ArrayLike<number> }[]): Run {
+  return new Map(lists.map((l) => [l.queryId, l.docIds.map((docId, i) => ({ docId, score: l.scores[i] }))]));
+}

@@ -1,0 +1,204 @@
+// The student's Search view: one query (text, an image, or both) against the open shard's corpus,
+// ranked by BM25 or an encoder. With both parts and an image-text model, score fusion and feature
+// fusion are shown side by side (one column, with a note, when they rank identically).
+import type { ScoredDoc } from '../core/types';
+import { supportsPart, type ModelSpec } from '../core/models';
+import { analyze } from '../core/analyzer';
+import { MODEL_REGISTRY } from '../adapters/encoder-client';
+import { searchBm25Adhoc } from '../adapters/retrieval-client';
+import { denseAdhoc } from './dense';
+import { modelSpec } from './retrievers.svelte';
+import type { App } from './app.svelte';
+
+/** Image types the encoder's decoder handles (createImageBitmap in the worker). */
+export const QUERY_IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/webp'];
+/** Results per column. */
+export const SEARCH_K = 20;
+
+export interface ResultColumn {
+  label: string;
+  hits: ScoredDoc[];
+  note?: string;
+}
+
+export interface SearchOutcome {
+  /** What was asked (the query may change while the results are on screen). */
+  text: string;
+  hadImage: boolean;
+  retriever: string;
+  columns: ResultColumn[];
+  /** Analyzed query terms, for highlighting (BM25 only). */
+  terms: Set<string> | null;
+  ms: number;
+  randomWeights: boolean;
+}
+
+export class SearchState {
+  text = $state('');
+  image = $state.raw<File | null>(null);
+  imageUrl = $state<string | null>(null);
+  /** `bm25` or a model id; null = the shard's default (see `defaultRetriever`). */
+  #retriever = $state<string | null>(null);
+  outcome = $state.raw<SearchOutcome | null>(null);
+  searching = $state(false);
+  error = $state<string | null>(null);
+  /** The document opened from the results. */
+  openDocId = $state<string | null>(null);
+
+  constructor(private app: App) {
+    app.library.onShardChange(() => {
+      this.outcome = null;
+      this.error = null;
+      this.openDocId = null;
+      this.#retriever = null;
+    });
+  }
+
+  /** Image-capable registry models (CLIP, SigLIP), hub first. */
+  get imageModels(): ModelSpec[] {
+    return MODEL_REGISTRY.models.filter((m) => supportsPart(m, 'image'));
+  }
+
+  /** The shard's default: an image-capable model when its corpus has images, else BM25. */
+  get defaultRetriever(): string {
+    const s = this.app.library.shard;
+    const images = !!s && s.docs.some((d) => d.image);
+    return images ? (this.imageModels[0]?.id ?? 'bm25') : 'bm25';
+  }
+
+  get retriever(): string {
+    return this.#retriever ?? this.defaultRetriever;
+  }
+
+  set retriever(v: string) {
+    this.#retriever = v;
+  }
+
+  get spec(): ModelSpec | undefined {
+    return this.retriever === 'bm25'
+      ? undefined
+      : modelSpec(this.retriever, this.app.retrievers.customModels);
+  }
+
+  get acceptsImage(): boolean {
+    const spec = this.spec;
+    return !!spec && supportsPart(spec, 'image');
+  }
+
+  /** Sets the query image; a model that cannot read it is swapped for an image-capable one. */
+  setImage(f: File | null | undefined) {
+    this.error = null;
+    if (!f) return;
+    if (!QUERY_IMAGE_TYPES.includes(f.type)) {
+      this.error = `${f.name || 'pasted file'}: ${f.type || 'unknown type'} is not a JPEG, PNG or WebP image.`;
+      return;
+    }
+    if (this.imageUrl) URL.revokeObjectURL(this.imageUrl);
+    this.image = f;
+    this.imageUrl = URL.createObjectURL(f);
+    if (!this.acceptsImage && this.imageModels[0]) {
+      const from = this.retriever === 'bm25' ? 'BM25' : (this.spec?.label ?? this.retriever);
+      this.retriever = this.imageModels[0].id;
+      this.app.messages.info(
+        `${from} cannot read images: switched to ${this.imageModels[0].label ?? this.imageModels[0].id}.`,
+      );
+    }
+  }
+
+  clearImage() {
+    if (this.imageUrl) URL.revokeObjectURL(this.imageUrl);
+    this.image = null;
+    this.imageUrl = null;
+  }
+
+  /** Runs the query; the results replace the previous ones. */
+  async search() {
+    const lib = this.app.library;
+    const text = this.text.trim();
+    const image = this.acceptsImage ? this.image : null;
+    if ((!text && !image) || !lib.shard || !lib.task) return;
+    this.searching = true;
+    this.error = null;
+    this.openDocId = null;
+    const t0 = performance.now();
+    performance.mark('loupe:search-start');
+    try {
+      const spec = this.spec;
+      let columns: ResultColumn[];
+      if (!spec) {
+        if (!(await this.app.retrievers.prepare())) throw new Error('the BM25 index could not be built');
+        columns = [{ label: 'BM25', hits: await searchBm25Adhoc(text, SEARCH_K) }];
+      } else {
+        const r = this.app.retrievers;
+        const res = await this.app.jobs.run(
+          `Searching with ${spec.label ?? spec.id}`,
+          `Searching with ${spec.label ?? spec.id}`,
+          (job) =>
+            denseAdhoc({
+              shardHash: lib.shard!.summary.hash,
+              task: lib.task!,
+              text,
+              image,
+              settings: {
+                spec,
+                device: r.device,
+                dtype: r.dtype,
+                textWeight: r.textWeight,
+                fusion: 'both',
+                depth: SEARCH_K,
+                simulateWebGpuFailure: r.simulateWebGpuFailure,
+              },
+              k: SEARCH_K,
+              job: { signal: job.signal, onProgress: job.onProgress },
+              onEncoder: (e) => (r.encoder = e),
+            }),
+        );
+        if (!res) return;
+        columns = fusionColumns(res, spec.label ?? spec.id);
+      }
+      performance.mark('loupe:search-end');
+      this.outcome = {
+        text,
+        hadImage: !!image,
+        retriever: spec ? (spec.label ?? spec.id) : 'BM25',
+        columns,
+        terms: spec ? null : new Set(analyze(text)),
+        ms: performance.now() - t0,
+        randomWeights: !!spec?.id.startsWith('loupe-test/'),
+      };
+    } catch (e) {
+      this.error = `Search failed: ${e instanceof Error ? e.message : String(e)}`;
+    } finally {
+      this.searching = false;
+    }
+  }
+}
+
+/** Result columns of a dense search: one per fusion, or one when both fusions rank identically. */
+function fusionColumns(
+  res: { fusion?: { mode: 'score' | 'feature'; textWeight?: number }; hits: ScoredDoc[] }[],
+  model: string,
+): ResultColumn[] {
+  if (res.length === 1) return [{ label: model, hits: res[0].hits }];
+  const score = res.find((r) => r.fusion?.mode === 'score');
+  const feature = res.find((r) => r.fusion?.mode === 'feature');
+  if (score && feature && score.hits.every((h, i) => feature.hits[i]?.docId === h.docId))
+    return [
+      {
+        label: `${model} · image + text`,
+        hits: feature.hits,
+        note:
+          `Score fusion (text weight ${score.fusion!.textWeight}) and feature fusion rank these results ` +
+          'identically, so they are shown once (scores: feature fusion).',
+      },
+    ];
+  return res.map((r) => ({
+    label:
+      r.fusion?.mode === 'score'
+        ? `Score fusion (text weight ${r.fusion.textWeight})`
+        : r.fusion?.mode === 'feature'
+          ? 'Feature fusion'
+          : model,
+    hits: r.hits,
+  }));
+}
