@@ -5,6 +5,7 @@ import type { ShardIssue } from '../core/source';
 import { openShardStore, type ShardSummary } from '../adapters/shard-store';
 import { importShard, type SourceDescriptor } from '../adapters/shard-client';
 import { resetRetrieval } from '../adapters/retrieval-client';
+import { displayableImage } from '../adapters/dicom-image';
 import type { Messages } from './messages.svelte';
 import type { Jobs } from './jobs.svelte';
 
@@ -165,7 +166,9 @@ export class Library {
     if (!s) return null;
     const hit = this.#imageUrls.get(path);
     if (hit) return hit;
-    const blob = await (await openShardStore()).getImage(s.summary.hash, path);
+    const stored = await (await openShardStore()).getImage(s.summary.hash, path);
+    // Browsers cannot show DICOM: it is shown as a PNG of its decoded pixels.
+    const blob = stored ? await displayableImage(stored).catch(() => null) : null;
     if (!blob || this.shard !== s) return null;
     const url = URL.createObjectURL(blob);
     this.#imageUrls.set(path, url);

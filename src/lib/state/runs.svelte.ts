@@ -2,8 +2,8 @@
 // task's runs, its current run and its selected query. Everything task-bound is derived from the
 // library's (shard, task), so switching either cannot leave another task's runs on screen.
 import { formatQrels, formatRun, parseRun } from '../core/trec';
-import { buildTaskReport, qrelsFor, type TaskReport } from '../core/report';
-import { measureLabel, standardMeasures } from '../core/metrics';
+import { buildTaskReport, qrelsFor, reportCsv, type TaskReport } from '../core/report';
+import { EXTRA_MEASURES, describeMeasures, standardMeasures } from '../core/metrics';
 import type { Run } from '../core/types';
 import {
   configKey,
@@ -48,8 +48,24 @@ export class RunStore {
     });
   }
 
+  /** Also compute the measures for incompletely judged collections (bpref, infAP, Judged@10…). */
+  #extra = $state(false);
+
   get measures(): string[] {
-    return standardMeasures(REPORT_KS);
+    const std = standardMeasures(REPORT_KS);
+    return this.#extra ? [...std, ...EXTRA_MEASURES] : std;
+  }
+
+  get extraMeasures(): boolean {
+    return this.#extra;
+  }
+
+  /** Shows or hides the extra measures: every run of the shard is scored again. */
+  set extraMeasures(on: boolean) {
+    const s = this.library.shard;
+    if (on === this.#extra) return;
+    this.#extra = on;
+    if (s) this.all = this.all.map((r) => ({ ...r, report: this.#report(s, r.meta, r.run) }));
   }
 
   /** Runs of the selected task, newest first. */
@@ -269,6 +285,7 @@ export class RunStore {
         task: m.taskId,
         evaluation: 'trec_eval -c semantics over the task qrels; trec_eval 10 tie order',
         queries: r.report.queries,
+        measures: describeMeasures(r.report.measures),
         overall: r.report.overall,
         facets: r.report.facets,
         perQuery: Object.fromEntries(r.report.perQuery),
@@ -279,16 +296,7 @@ export class RunStore {
   }
 
   exportMetricsCsv(r: RunResult): string {
-    const ms = r.report.measures;
-    const esc = (v: string) => (/[",\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
-    const rows = [['scope', 'value', 'queries', ...ms.map(measureLabel)].map(esc).join(',')];
-    const line = (scope: string, value: string, n: number, m: Record<string, number>) =>
-      [esc(scope), esc(value), String(n), ...ms.map((k) => String(m[k] ?? ''))].join(',');
-    rows.push(line('overall', r.meta.taskId, r.report.queries, r.report.overall));
-    for (const f of r.report.facets)
-      for (const v of f.values) rows.push(line(f.key, v.value, v.queries, v.means));
-    for (const [qid, m] of r.report.perQuery) rows.push(line('query', qid, 1, m));
-    return rows.join('\n') + '\n';
+    return reportCsv(r.report);
   }
 }
 

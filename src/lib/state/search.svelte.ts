@@ -7,6 +7,7 @@ import { analyze } from '../core/analyzer';
 import { MODEL_REGISTRY } from '../adapters/encoder-client';
 import { searchBm25Adhoc } from '../adapters/retrieval-client';
 import { denseAdhoc } from './dense';
+import { isDicomBlob, openDicomFile, type OpenedDicom } from '../adapters/dicom-image';
 import { modelSpec } from './retrievers.svelte';
 import type { App } from './app.svelte';
 
@@ -35,7 +36,7 @@ export interface SearchOutcome {
 
 export class SearchState {
   text = $state('');
-  image = $state.raw<File | null>(null);
+  image = $state.raw<Blob | null>(null);
   imageUrl = $state<string | null>(null);
   /** `bm25` or a model id; null = the shard's default (see `defaultRetriever`). */
   #retriever = $state<string | null>(null);
@@ -85,17 +86,36 @@ export class SearchState {
     return !!spec && supportsPart(spec, 'image');
   }
 
-  /** Sets the query image; a model that cannot read it is swapped for an image-capable one. */
-  setImage(f: File | null | undefined) {
+  /** The DICOM query image's header facts (modality, body part, window…), when the image is DICOM. */
+  dicom = $state.raw<OpenedDicom['image']['info'] | null>(null);
+  dicomWindow = $state.raw<OpenedDicom['image']['window'] | null>(null);
+
+  /**
+   * Sets the query image (JPEG, PNG, WebP, or DICOM, which is decoded with its window to the PNG the
+   * encoder then reads); a model that cannot read images is swapped for an image-capable one.
+   */
+  async setImage(f: File | null | undefined) {
     this.error = null;
     if (!f) return;
-    if (!QUERY_IMAGE_TYPES.includes(f.type)) {
-      this.error = `${f.name || 'pasted file'}: ${f.type || 'unknown type'} is not a JPEG, PNG or WebP image.`;
+    let image: Blob = f;
+    let dicom: OpenedDicom | null = null;
+    if (/\.dcm$/i.test(f.name) || f.type === 'application/dicom' || (await isDicomBlob(f))) {
+      try {
+        dicom = await openDicomFile(f);
+        image = dicom.png;
+      } catch (e) {
+        this.error = `${f.name}: ${e instanceof Error ? e.message : String(e)}`;
+        return;
+      }
+    } else if (!QUERY_IMAGE_TYPES.includes(f.type)) {
+      this.error = `${f.name || 'pasted file'}: ${f.type || 'unknown type'} is not a JPEG, PNG, WebP or DICOM image.`;
       return;
     }
     if (this.imageUrl) URL.revokeObjectURL(this.imageUrl);
-    this.image = f;
-    this.imageUrl = URL.createObjectURL(f);
+    this.image = image;
+    this.imageUrl = URL.createObjectURL(image);
+    this.dicom = dicom?.image.info ?? null;
+    this.dicomWindow = dicom?.image.window ?? null;
     if (!this.acceptsImage && this.imageModels[0]) {
       const from = this.retriever === 'bm25' ? 'BM25' : (this.spec?.label ?? this.retriever);
       this.retriever = this.imageModels[0].id;
@@ -109,6 +129,8 @@ export class SearchState {
     if (this.imageUrl) URL.revokeObjectURL(this.imageUrl);
     this.image = null;
     this.imageUrl = null;
+    this.dicom = null;
+    this.dicomWindow = null;
   }
 
   /** Runs the query; the results replace the previous ones. */
