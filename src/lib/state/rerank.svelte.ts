@@ -99,6 +99,7 @@ export class Reranker {
           revision: spec.revision,
           dtype: backend?.dtype ?? encoder.dtype,
           device: backend?.device ?? encoder.device,
+          deviceReason: backend?.deviceReason ?? encoder.deviceReason,
           topN,
           input: input.meta.id,
         };

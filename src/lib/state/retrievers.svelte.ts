@@ -254,6 +254,7 @@ export class Retrievers {
             revision: spec.revision,
             dtype: out.encoder.dtype,
             device: out.encoder.device,
+            ...(out.encoder.deviceReason ? { deviceReason: out.encoder.deviceReason } : {}),
             ...(r.fusion ? { fusion: r.fusion } : {}),
             ...(r.ann
               ? {
