@@ -38,11 +38,19 @@ export class App {
   readonly search = new SearchState(this);
 
   constructor() {
+    // The view changes with the shard, before anything else reacts to it (no window shows the new
+    // shard under the old route).
+    this.library.onShardChange(
+      (s) => {
+        this.phase = 'idle';
+        if (s && (this.route === 'home' || this.route === 'shards')) this.go('search');
+        if (!s && this.route !== 'shards') this.go('home');
+      },
+      { first: true },
+    );
+    // Last, once runs are loaded: BM25 is the Search view's instant retriever, so its index is made
+    // ready (cached after the first time).
     this.library.onShardChange((s) => {
-      this.phase = 'idle';
-      if (s && (this.route === 'home' || this.route === 'shards')) this.go('search');
-      if (!s && this.route !== 'shards') this.go('home');
-      // BM25 is the Search view's instant retriever: get its index ready (cached after the first time).
       if (s) void this.retrievers.prepare();
     });
   }

@@ -63,8 +63,10 @@ export class Library {
     return this.shard?.queries.filter((q) => q.task === id) ?? [];
   }
 
-  onShardChange(fn: (s: OpenShard | null) => Promise<void> | void) {
-    this.#onShard.push(fn);
+  /** Registers `fn` for shard changes; `first` runs it before the others (they run in order, awaited). */
+  onShardChange(fn: (s: OpenShard | null) => Promise<void> | void, opts: { first?: boolean } = {}) {
+    if (opts.first) this.#onShard.unshift(fn);
+    else this.#onShard.push(fn);
   }
 
   selectTask(id: string) {
