@@ -265,6 +265,25 @@ describe('model registry and embedding keys', () => {
       queryPrefix: 'query: ',
       docPrefix: 'passage: ',
     });
+    // Multilingual encoders (issue 11): E5 needs its prefixes; the others take none.
+    expect(byHub.get('Xenova/paraphrase-multilingual-MiniLM-L12-v2')).toMatchObject({
+      pooling: 'mean',
+      dim: 384,
+      queryPrefix: '',
+      docPrefix: '',
+    });
+    expect(byHub.get('Xenova/LaBSE')).toMatchObject({
+      pooling: 'cls',
+      dim: 768,
+      queryPrefix: '',
+      verified: false,
+    });
+    expect(byHub.get('Xenova/bge-m3')).toMatchObject({
+      pooling: 'cls',
+      dim: 1024,
+      dtypes: ['q8'],
+      verified: false,
+    });
     expect(byHub.get('Xenova/clip-vit-base-patch16')).toMatchObject({
       kind: 'clip',
       pooling: 'model',
