@@ -87,6 +87,8 @@ export interface CrossEncoderHead {
 }
 export type ModelSpec =
   | { id: string; kind: 'bert'; seed: number; shape: BertShape; note: string }
+  /** XLM-RoBERTa: the BERT encoder without token types, a SentencePiece (Unigram) tokenizer. */
+  | { id: string; kind: 'xlmr'; seed: number; shape: BertShape; note: string }
   | {
       id: string;
       kind: 'bert-cross-encoder';
@@ -109,6 +111,22 @@ const BERT_VOCAB = 30522;
 const CLIP_VOCAB = 49408;
 
 export const MODELS: ModelSpec[] = [
+  {
+    id: 'loupe-test/xlmr-tiny-random',
+    kind: 'xlmr',
+    seed: 401,
+    shape: {
+      vocab: 0, // set from the generated Unigram vocabulary (see buildUnigram)
+      hidden: 32,
+      layers: 2,
+      heads: 2,
+      intermediate: 64,
+      maxPositions: 514,
+      typeVocab: 1,
+      eps: 1e-5,
+    },
+    note: 'tiny XLM-RoBERTa shape with a SentencePiece/Unigram vocabulary (Latin, Cyrillic, Thai, CJK, Hangul) for multilingual tests',
+  },
   {
     id: 'loupe-test/bert-tiny-random',
     kind: 'bert',
@@ -236,6 +254,7 @@ export const SETS: Record<'ci' | 'bench' | 'all', string[]> = {
     'loupe-test/minilm-l6-random',
     'loupe-test/cross-encoder-tiny-random',
     'loupe-test/ms-marco-minilm-l6-random',
+    'loupe-test/xlmr-tiny-random',
   ],
   bench: [
     'loupe-test/bert-tiny-random',
@@ -563,10 +582,11 @@ const F32_LOWEST = -3.4028234663852886e38;
 
 // ---- BERT -----------------------------------------------------------------------------------------
 
-function bertWeights(store: WeightStore, s: BertShape): void {
+function bertWeights(store: WeightStore, s: BertShape, padId = 0): void {
   const H = s.hidden;
   const word = store.normal('embeddings.word_embeddings.weight', [s.vocab, H]);
-  store.get(word).data.fill(0, 0, H); // padding_idx 0 ([PAD]) is a zero row, as in BERT
+  // The padding row is zero, as in BERT ([PAD] = 0) and XLM-R (<pad> = 1).
+  store.get(word).data.fill(0, padId * H, (padId + 1) * H);
   store.normal('embeddings.position_embeddings.weight', [s.maxPositions, H]);
   store.normal('embeddings.token_type_embeddings.weight', [s.typeVocab, H]);
   const ln = (p: string): void => {
@@ -597,10 +617,13 @@ function bertEncoder(g: GraphBuilder, s: BertShape, lastName?: string): string {
   const dims = ['batch_size', 'sequence_length'];
   const ids = g.input('input_ids', T.INT64, dims);
   const mask = g.input('attention_mask', T.INT64, dims);
-  const types = g.input('token_type_ids', T.INT64, dims);
   const seq = g.op1('Shape', [ids], { start: 1, end: 2 });
   const words = g.gather('embeddings.word_embeddings.weight', ids, true);
-  const typeEmb = g.gather('embeddings.token_type_embeddings.weight', types, false);
+  // XLM-R exports take no token_type_ids: its single type row [1, hidden] is added by broadcasting.
+  const typeEmb =
+    s.typeVocab === 1
+      ? g.weight('embeddings.token_type_embeddings.weight')
+      : g.gather('embeddings.token_type_embeddings.weight', g.input('token_type_ids', T.INT64, dims), false);
   const pos = g.op1('Slice', [
     g.weight('embeddings.position_embeddings.weight'),
     g.i64([0]),
@@ -667,6 +690,18 @@ function crossEncoderConfig(s: BertShape, head: CrossEncoderHead): object {
     id2label: Object.fromEntries(head.labels.map((l, i) => [String(i), l])),
     label2id: Object.fromEntries(head.labels.map((l, i) => [l, i])),
     ...(head.sbertActivation ? { sbert_ce_default_activation_function: head.sbertActivation } : {}),
+  };
+}
+
+/** config.json of XLMRobertaModel (RoBERTa positions start at padding_idx + 1 = 2: 514 rows). */
+function xlmrConfig(s: BertShape): object {
+  return {
+    ...bertConfig(s),
+    architectures: ['XLMRobertaModel'],
+    model_type: 'xlm-roberta',
+    bos_token_id: 0,
+    pad_token_id: 1,
+    eos_token_id: 2,
   };
 }
 
@@ -1178,6 +1213,8 @@ function bertNormalize(text: string): string {
 export interface BuiltTokenizer {
   files: Record<string, object>;
   stats: string;
+  /** Vocabulary size, when the model's embedding table follows it (XLM-R). */
+  vocabSize?: number;
 }
 
 function buildWordPiece(src: SourceText): BuiltTokenizer {
@@ -1305,6 +1342,107 @@ function buildWordPiece(src: SourceText): BuiltTokenizer {
       'special_tokens_map.json': specialMap,
     },
     stats: `WordPiece ${vocab.length} (${learned} learned pieces from ${trainWords.size} words, ${unused - 99} extra [unused])`,
+  };
+}
+
+// ---- SentencePiece Unigram tokenizer (XLM-R) ------------------------------------------------------
+
+/** Whole scripts given one piece per character, so non-Latin text tokenizes offline without <unk>. */
+const UNIGRAM_RANGES: Array<[number, number]> = [
+  [0x20, 0x7e], // ASCII
+  [0xa0, 0x24f], // Latin-1 and Latin Extended (accents of es/fr/it/de/fi/tr)
+  [0x400, 0x4ff], // Cyrillic
+  [0xe00, 0xe7f], // Thai
+  [0x3040, 0x30ff], // Hiragana, Katakana
+  [0x4e00, 0x9fff], // CJK unified ideographs
+  [0xac00, 0xd7a3], // Hangul syllables
+];
+const UNIGRAM_WORDS = 4000;
+
+/**
+ * A SentencePiece-style Unigram tokenizer.json in XLM-R's layout: <s> <pad> </s> <unk> first, `▁word`
+ * pieces for the most frequent words of the source text (scored by log frequency), then one piece per
+ * character of UNIGRAM_RANGES (scored low, so words win and unseen text falls back to characters).
+ */
+function buildUnigram(src: SourceText): BuiltTokenizer {
+  const counts = new Map<string, number>();
+  for (const text of src.texts())
+    for (const w of text.normalize('NFKC').split(/\s+/)) if (w) counts.set(w, (counts.get(w) ?? 0) + 1);
+  const words = [...counts]
+    .filter(([w]) => w.length > 1)
+    .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : a > b ? 1 : 0))
+    .slice(0, UNIGRAM_WORDS);
+  const total = words.reduce((a, [, c]) => a + c, 0) || 1;
+  const vocab: Array<[string, number]> = [
+    ['<s>', 0],
+    ['<pad>', 0],
+    ['</s>', 0],
+    ['<unk>', 0],
+    ['\u2581', -6],
+  ];
+  const seen = new Set(vocab.map(([p]) => p));
+  const add = (piece: string, score: number): void => {
+    if (!seen.has(piece)) {
+      seen.add(piece);
+      vocab.push([piece, score]);
+    }
+  };
+  for (const [w, c] of words) add(`\u2581${w}`, Math.log(c / total));
+  for (const [lo, hi] of UNIGRAM_RANGES)
+    for (let cp = lo; cp <= hi; cp++) if (cp !== 0x20) add(String.fromCodePoint(cp), -16);
+  vocab.push(['<mask>', 0]); // last, as in XLM-R
+  const specials = ['<s>', '<pad>', '</s>', '<unk>'].map((content, id) => ({
+    id,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
+  }));
+  const tokenizer = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: [...specials, { ...specials[0], id: vocab.length - 1, content: '<mask>', lstrip: true }],
+    normalizer: {
+      type: 'Sequence',
+      normalizers: [{ type: 'NFKC' }, { type: 'Replace', pattern: { Regex: ' {2,}' }, content: ' ' }],
+    },
+    pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always', split: true },
+    post_processor: {
+      type: 'RobertaProcessing',
+      sep: ['</s>', 2],
+      cls: ['<s>', 0],
+      trim_offsets: true,
+      add_prefix_space: true,
+    },
+    decoder: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always', split: true },
+    model: { type: 'Unigram', unk_id: 3, vocab, byte_fallback: false },
+  };
+  const specialMap = {
+    bos_token: '<s>',
+    cls_token: '<s>',
+    eos_token: '</s>',
+    mask_token: '<mask>',
+    pad_token: '<pad>',
+    sep_token: '</s>',
+    unk_token: '<unk>',
+  };
+  const config = {
+    clean_up_tokenization_spaces: true,
+    model_max_length: 512,
+    tokenizer_class: 'XLMRobertaTokenizer',
+    ...specialMap,
+  };
+  return {
+    files: {
+      'tokenizer.json': tokenizer,
+      'tokenizer_config.json': config,
+      'special_tokens_map.json': specialMap,
+    },
+    stats: `SentencePiece Unigram ${vocab.length} (${words.length} word pieces, the rest characters of Latin, Cyrillic, Thai, kana, CJK, Hangul)`,
+    vocabSize: vocab.length,
   };
 }
 
@@ -1511,7 +1649,7 @@ function modelCard(spec: ModelSpec, tokenizerStats: string, origin: string): str
     `BERT, hidden ${s.hidden}, ${s.layers} layers, ${s.heads} heads, ` +
     `intermediate ${s.intermediate}, vocab ${s.vocab}`;
   const shape =
-    spec.kind === 'bert'
+    spec.kind === 'bert' || spec.kind === 'xlmr'
       ? bert(spec.shape)
       : spec.kind === 'bert-cross-encoder'
         ? `${bert(spec.shape)}; BertForSequenceClassification head (pooler dense + tanh on [CLS], ` +
@@ -1541,7 +1679,7 @@ function tokenizerFor(spec: ModelSpec, src: SourceText, cache: boolean): BuiltTo
   const key = `${wordPiece ? 'bert' : spec.kind}:${src.fingerprint}`;
   let tok = cache ? tokenizerCache.get(key) : undefined;
   if (!tok) {
-    tok = wordPiece ? buildWordPiece(src) : buildClipBpe(src);
+    tok = wordPiece ? buildWordPiece(src) : spec.kind === 'xlmr' ? buildUnigram(src) : buildClipBpe(src);
     if (cache) tokenizerCache.set(key, tok);
   }
   return tok;
@@ -1588,6 +1726,12 @@ export function generateModels(options: GenerateOptions = {}): GeneratedModel[] 
       put('config.json', json(bertConfig(spec.shape)));
       bertWeights(store, spec.shape);
       graphs.push(['model', (q8) => bertGraph(store, spec.shape, q8)]);
+    } else if (spec.kind === 'xlmr') {
+      // The embedding table follows the generated vocabulary's size.
+      const shape = { ...spec.shape, vocab: tok.vocabSize ?? 0 };
+      put('config.json', json(xlmrConfig(shape)));
+      bertWeights(store, shape, 1);
+      graphs.push(['model', (q8) => bertGraph(store, shape, q8)]);
     } else if (spec.kind === 'bert-cross-encoder') {
       const labels = spec.head.labels.length;
       put('config.json', json(crossEncoderConfig(spec.shape, spec.head)));
