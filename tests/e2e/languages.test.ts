@@ -85,4 +85,32 @@ describe('per-language view', () => {
     expect(await panel.locator('[data-testid="gap-no-ci"]').count()).toBe(0);
     expect(errors).toEqual([]);
   }, 300_000);
+
+  test('xling-med term-to-article (each language its own terms): plain differences, a note instead of a CI', async () => {
+    const { page } = s;
+    await page.goto(`${baseUrl}/?shard=/shards/xling-med/&task=term-to-article&run=1#/benchmark`);
+    await page.waitForSelector(
+      '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
+      {
+        timeout: 240_000,
+      },
+    );
+    expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+    const panel = page.locator('[data-testid="languages-panel"]');
+    await panel.waitFor();
+    const tags = await panel
+      .locator('[data-testid="languages-table"] tbody tr')
+      .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-language')));
+    expect(tags).toHaveLength(10);
+    expect(
+      await panel.locator('[data-testid="languages-table"] tr[data-language="th"] td').first().innerText(),
+    ).toMatch(/^Thai/);
+    const gapRows = panel.locator('[data-testid="language-gap"] tbody tr');
+    expect(await gapRows.count()).toBe(9);
+    expect(await panel.locator('[data-testid="gap-ci"]').count()).toBe(0);
+    expect(await panel.locator('[data-testid="gap-no-ci"]').count()).toBe(9);
+    expect(await panel.locator('[data-testid="gap-no-ci"][data-language="ja"]').innerText()).toMatch(
+      /No CI for Japanese/,
+    );
+  }, 300_000);
 });
