@@ -98,6 +98,7 @@ describe('per-language view', () => {
     expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
     const panel = page.locator('[data-testid="languages-panel"]');
     await panel.waitFor();
+    expect(await panel.locator('[data-testid="random-weights"]').count()).toBe(0);
     const tags = await panel
       .locator('[data-testid="languages-table"] tbody tr')
       .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-language')));
@@ -112,5 +113,32 @@ describe('per-language view', () => {
     expect(await panel.locator('[data-testid="gap-no-ci"][data-language="ja"]').innerText()).toMatch(
       /No CI for Japanese/,
     );
+  }, 300_000);
+
+  // The XLM-R-shaped generated model (SentencePiece/Unigram) loads in the browser's encoder worker and
+  // embeds the cross-lingual task; random weights, so only the path and the per-language view are checked.
+  test('xling-med case-to-explanation with loupe-test/xlmr-tiny-random: dense run, random weights marked, per-language rows', async () => {
+    const { page } = s;
+    await page.goto(
+      `${baseUrl}/?shard=/shards/xling-med/&task=case-to-explanation&retriever=dense&model=loupe-test/xlmr-tiny-random&device=wasm&dtype=q8&run=1#/benchmark`,
+    );
+    await page.waitForSelector(
+      '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
+      {
+        timeout: 280_000,
+      },
+    );
+    expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+    expect(await page.locator('[data-testid="run-meta"]').innerText()).toContain('xlmr-tiny-random');
+    const panel = page.locator('[data-testid="languages-panel"]');
+    await panel.waitFor();
+    expect(await panel.locator('h2 [data-testid="random-weights"]').count()).toBe(1);
+    expect(await panel.locator('[data-testid="chart"] figcaption').innerText()).toContain('[random weights]');
+    const ndcg = await panel
+      .locator('[data-testid="languages-table"] td[data-measure="ndcg_cut_10"]')
+      .allInnerTexts();
+    expect(ndcg).toHaveLength(4);
+    for (const v of ndcg) expect(Number(v)).toBeGreaterThanOrEqual(0);
+    expect(await panel.locator('[data-testid="gap-ci"]').count()).toBe(6); // es, fr, it × 2 measures
   }, 300_000);
 });
