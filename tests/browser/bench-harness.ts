@@ -106,7 +106,10 @@ const benchHarness = {
 
   async load(spec: ModelSpec, opts: LoadOptions): Promise<{ ok: true; info: LoadedEncoder } | Failure> {
     try {
-      return { ok: true, info: await api().load(spec, { allowRemoteModels: false, ...opts }) };
+      return {
+        ok: true,
+        info: await api().load(spec, { allowRemoteModels: false, modelsBase: LOCAL_MODELS_PATH, ...opts }),
+      };
     } catch (e) {
       return failure(e);
     }

@@ -59,7 +59,10 @@ export class App {
   async importFrom(source: SourceDescriptor) {
     this.phase = 'importing';
     const ok = await this.library.importFrom(source);
-    if (!ok) this.phase = this.library.issues ? (this.library.shard ? 'ready' : 'idle') : this.failedPhase();
+    if (ok) return;
+    this.phase = this.library.issues ? (this.library.shard ? 'ready' : 'idle') : this.failedPhase();
+    // The problems are listed where shards are loaded.
+    if (this.library.issues) this.go('shards');
   }
 
   async openDemo(d: DemoShard) {

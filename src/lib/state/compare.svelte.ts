@@ -23,13 +23,14 @@ interface ComputedComparison {
 export class CompareState {
   #picks = $state<Record<string, string[]>>({});
   #baseline = $state<Record<string, string>>({});
-  #computed = $state.raw<ComputedComparison | null>(null);
+  /** The last comparison computed for each task (task id → comparison). */
+  #computed = $state.raw<Record<string, ComputedComparison>>({});
 
   constructor(private app: App) {
     app.library.onShardChange(() => {
       this.#picks = {};
       this.#baseline = {};
-      this.#computed = null;
+      this.#computed = {};
     });
   }
 
@@ -72,8 +73,8 @@ export class CompareState {
 
   /** The comparison of exactly the picked runs of the selected task, if it was computed. */
   get current(): ComputedComparison | null {
-    const c = this.#computed;
-    if (!c || c.taskId !== this.app.library.taskId) return null;
+    const c = this.#computed[this.app.library.taskId];
+    if (!c) return null;
     if (c.key !== [...this.pickedIds].sort().join(',')) return null;
     if (c.result.baselineId !== this.baselineId) return null;
     return c;
@@ -125,7 +126,8 @@ export class CompareState {
           ['ndcg_cut', 'recall'],
           100,
         );
-        if (this.app.library.shard === s) this.#computed = { taskId, key, result, curves };
+        if (this.app.library.shard === s)
+          this.#computed = { ...this.#computed, [taskId]: { taskId, key, result, curves } };
         performance.mark('loupe:compared');
       },
     );
