@@ -23,6 +23,20 @@ async function phase(page: Page, ...phases: string[]) {
   });
 }
 
+/** Opens the comparison permalink of BM25, CLIP (score and feature fusion) and their RRF on TASK. */
+async function openComparison(page: Page) {
+  const q = new URLSearchParams({
+    shard: '/shards/vqa-rad/',
+    task: TASK,
+    runs: `bm25(k1=0.9,b=0.4);${CLIP}`,
+    fuse: 'rrf(k=60)',
+    compare: '1',
+  });
+  await page.goto(`${baseUrl}/?${q}`);
+  await phase(page, 'done');
+  await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 180_000 });
+}
+
 async function view(page: Page, route: string) {
   await page.evaluate((r) => (location.hash = `#/${r}`), route);
   await page.waitForSelector(`[data-testid="app"][data-route="${route}"]`);
@@ -107,16 +121,7 @@ describe('Search and Benchmark views', () => {
 
   test('every panel, plot and the permalink follow the selected task and shard; random weights are marked; why works', async () => {
     const { page } = s;
-    const q = new URLSearchParams({
-      shard: '/shards/vqa-rad/',
-      task: TASK,
-      runs: `bm25(k1=0.9,b=0.4);${CLIP}`,
-      fuse: 'rrf(k=60)',
-      compare: '1',
-    });
-    await page.goto(`${baseUrl}/?${q}`);
-    await phase(page, 'done');
-    await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 180_000 });
+    await openComparison(page);
     expect(await page.getAttribute('[data-testid="app"]', 'data-route')).toBe('benchmark');
     // BM25, CLIP score fusion, CLIP feature fusion, RRF of the three.
     await expect
@@ -233,16 +238,7 @@ describe('Search and Benchmark views', () => {
   test('each view fits 390, 1024 and 1440 px with runs, a comparison and results on screen; axe finds nothing serious; keyboard reaches the controls', async () => {
     const { page } = s;
     // The same permalink: stored runs are reused; the comparison holds BM25, CLIP, RRF and an import.
-    const q = new URLSearchParams({
-      shard: '/shards/vqa-rad/',
-      task: TASK,
-      runs: `bm25(k1=0.9,b=0.4);${CLIP}`,
-      fuse: 'rrf(k=60)',
-      compare: '1',
-    });
-    await page.goto(`${baseUrl}/?${q}`);
-    await phase(page, 'done');
-    await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 180_000 });
+    await openComparison(page);
     await page.locator('[data-testid="query-list"] button').first().click();
     await view(page, 'search');
     // BM25: the shard's default image-text model is a hub model, which this offline machine cannot fetch.
