@@ -120,6 +120,21 @@ const api = {
     }
   },
 
+  /**
+   * `null` when the source is not a Parquet dataset (a JSONL shard, or a URL that cannot be listed);
+   * else what inspectParquet gives, so the page can show the mapping before importing.
+   */
+  async inspectIfParquet(descriptor: SourceDescriptor): Promise<InspectResult | null> {
+    try {
+      const source = await openSource(descriptor);
+      if (!(await isParquetSource(source))) return null;
+      return { ok: true, inspection: await inspectParquet(source) };
+    } catch (e) {
+      if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };
+      throw e;
+    }
+  },
+
   /** Reads, validates and caches a shard. `onProgress` must be wrapped in Comlink.proxy. */
   async importShard(
     descriptor: SourceDescriptor,

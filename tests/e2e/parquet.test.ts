@@ -2,7 +2,8 @@
 // tests/fixtures/parquet/make-mieb.ts imports from File objects, a zip and a URL (HTTP range requests)
 // to one cache entry, and BM25 on its derived tasks scores exactly like the JSONL vqa-rad shard. A
 // broken row group, a missing column and a qrels row naming an unknown document each fail with the
-// Parquet file, row group / row and the reason, and leave IndexedDB as it was.
+// Parquet file, row group / row and the reason, and leave IndexedDB as it was. In the app, a dropped
+// Parquet folder shows its column mapping for confirmation, imports with it and remembers it.
 import { readdirSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Harness, Outcome } from '../browser/harness';
 import { makeMieb, MIEB_OUT_DIR, type MiebFixture } from '../fixtures/parquet/make-mieb';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import { shotPath } from './artifacts';
 
 const baseUrl = inject('baseUrl');
 const HARNESS = `${baseUrl}/tests/browser/harness.html`;
@@ -178,40 +180,93 @@ describe('Parquet (MIEB layout) import in Chromium', () => {
     expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
   });
 
-  it('shows the mapping for confirmation, flags a wrong edit and hands back the edited mapping', async () => {
+  it('in the app: a dropped folder shows its mapping, a wrong edit is flagged, the confirmed one imports and is remembered', async () => {
     const ui = await session.context.newPage();
+    const errors: string[] = [];
+    ui.on('pageerror', (e) => errors.push(String(e)));
     try {
-      await ui.goto(`${baseUrl}/tests/browser/mapping-harness.html`);
-      await ui.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
-      const detected = await ui.evaluate(([u, p]) => window.mappingHarness.show(u, p), [
-        urlOf(fx.valid),
-        filesOf(fx.valid),
-      ] as const);
-      const corpus = ui.getByRole('group', { name: 'Corpus' });
-      await expect.poll(() => corpus.getByLabel('Text', { exact: true }).inputValue()).toBe('text');
+      await ui.goto(`${baseUrl}/#/shards`);
+      await ui.waitForSelector(
+        '[data-testid="app"][data-phase="idle"], [data-testid="app"][data-phase="ready"]',
+      );
+      await ui.setInputFiles('[data-testid="folder-input"]', fx.valid);
+      const panel = ui.getByTestId('parquet-mapping');
+      const corpus = panel.getByRole('group', { name: 'Corpus' });
+      // Detected from the files' schemas: nothing is imported until the user confirms.
+      await expect
+        .poll(() => corpus.getByLabel('Text', { exact: true }).inputValue(), { timeout: 60_000 })
+        .toBe('text');
+      expect(await corpus.getByLabel('Image', { exact: true }).inputValue()).toBe('image');
       expect(
-        await ui
-          .getByRole('group', { name: 'Qrels' })
-          .getByLabel('Relevance score', { exact: true })
-          .inputValue(),
+        await panel.getByRole('group', { name: 'Qrels' }).getByLabel('Relevance score').inputValue(),
       ).toBe('score');
+      expect(await panel.textContent()).toContain('4 Parquet files');
 
-      // A text column as the image: the component names the file and the reason, and will not confirm.
+      // A text column as the image: the reason is named and the import cannot start.
       await corpus.getByLabel('Image', { exact: true }).selectOption('title');
       await expect
-        .poll(() => ui.getByRole('alert').textContent())
+        .poll(() => panel.getByRole('alert').textContent())
         .toContain('column "title" (the document image) holds string values');
-      const confirm = ui.getByRole('button', { name: 'Import with these columns' });
+      const confirm = panel.getByRole('button', { name: 'Import with these columns' });
       expect(await confirm.isDisabled()).toBe(true);
-
       await corpus.getByLabel('Image', { exact: true }).selectOption('image');
       await corpus.getByRole('checkbox', { name: 'plane' }).uncheck();
+      await panel.getByLabel('Shard name').fill('vqa-rad via the app');
+      // The mapping fits a phone screen and a desktop one.
+      for (const width of [390, 1440]) {
+        await ui.setViewportSize({ width, height: 900 });
+        const [sw, iw] = await ui.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
+        expect(sw).toBeLessThanOrEqual(iw);
+        await panel.screenshot({ path: shotPath(`parquet-mapping-${width}.png`) });
+      }
       await confirm.click();
-      const confirmed = await ui.evaluate(() => window.mappingHarness.confirmed);
-      expect(confirmed).toEqual({
-        ...detected,
-        corpus: { ...detected.corpus, meta: detected.corpus.meta.filter((m) => m !== 'plane') },
-      });
+
+      // Imported and opened; its tasks run on the Benchmark view.
+      await expect
+        .poll(
+          () =>
+            ui
+              .getByTestId('shard-name')
+              .innerText()
+              .catch(() => ''),
+          { timeout: 120_000 },
+        )
+        .toBe('vqa-rad via the app');
+      expect(await panel.count()).toBe(0);
+      await ui.evaluate(() => (location.hash = '#/benchmark'));
+      await ui.selectOption('[data-testid="task-select"]', 'test-text');
+      await ui.click('[data-testid="run-task"]');
+      await ui.waitForSelector('[data-testid="app"][data-phase="done"]', { timeout: 120_000 });
+      const ndcg = Number(
+        await ui.locator('tr[data-scope="overall"] td[data-measure="ndcg_cut_10"]').innerText(),
+      );
+      expect(ndcg).toBeGreaterThan(0.1);
+
+      // The same dataset again: the confirmed mapping (name, metadata) comes back, said as such.
+      await ui.evaluate(() => (location.hash = '#/shards'));
+      await ui.setInputFiles('[data-testid="folder-input"]', fx.valid);
+      await expect
+        .poll(() => panel.textContent(), { timeout: 60_000 })
+        .toContain('the mapping you confirmed last time');
+      expect(await panel.getByLabel('Shard name').inputValue()).toBe('vqa-rad via the app');
+      expect(await corpus.getByRole('checkbox', { name: 'plane' }).isChecked()).toBe(false);
+      await panel.getByRole('button', { name: 'Cancel' }).click();
+      expect(await panel.count()).toBe(0);
+
+      // A qrels row naming an unknown document: the file, row group and row, and nothing cached.
+      const cachedBefore = await ui.locator('[data-testid="cached-shards"] li').count();
+      await ui.setInputFiles('[data-testid="folder-input"]', fx.unknownId);
+      await panel.getByRole('button', { name: 'Import with these columns' }).click({ timeout: 60_000 });
+      const problems = ui.getByTestId('shard-issues');
+      await expect
+        .poll(() => problems.textContent(), { timeout: 60_000 })
+        .toContain('qrels/test-00000-of-00001.parquet (row group 0, row 100)');
+      expect(await problems.textContent()).toContain('document "synpic-not-there" is not in the corpus');
+      expect(await ui.locator('[data-testid="cached-shards"] li').count()).toBe(cachedBefore);
+      // The shard opened before stays open.
+      expect(await ui.getByTestId('shard-name').innerText()).toBe('vqa-rad via the app');
+      await ui.screenshot({ path: shotPath('parquet-issues.png'), fullPage: true });
+      expect(errors).toEqual([]);
     } finally {
       await ui.close();
     }

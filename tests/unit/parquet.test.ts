@@ -20,7 +20,9 @@ import { inspectParquet, readParquetShard } from '../../src/lib/core/parquet/rea
 import { readShard } from '../../src/lib/core/shard/read-shard';
 import { ShardValidationError, type ShardIssue } from '../../src/lib/core/source';
 import type { ParsedShard } from '../../src/lib/core/types';
-import { makeMieb, type MiebFixture } from '../fixtures/parquet/make-mieb';
+import { makeMieb, writeParquet, type MiebFixture } from '../fixtures/parquet/make-mieb';
+import { loadNodeDicomCodecs } from '../../scripts/lib/node-dicom-codecs';
+import { readFileSync } from 'node:fs';
 import { DATA_DIR } from '../paths';
 import { gzipSync } from 'node:zlib';
 import { parquetWriteBuffer } from 'hyparquet-writer';
@@ -260,6 +262,95 @@ describe('small Parquet datasets in memory', () => {
         },
       ],
     });
+  });
+});
+
+describe('DICOM in a Parquet image column', () => {
+  const PYDICOM_DATA = '/usr/lib/python3/dist-packages/pydicom/data/test_files';
+  const dcm = (name: string) => new Uint8Array(readFileSync(join(PYDICOM_DATA, name)));
+
+  /** A MIEB dataset whose corpus images are `images` (DICOM bytes) and whose one query judges d0. */
+  function dataset(images: Uint8Array[]): string {
+    const dir = mkdtempSync(join(tmpdir(), 'loupe-pq-dicom-'));
+    const corpus = images.map((bytes, i) => ({
+      id: `d${i}`,
+      text: `scan ${i}`,
+      image: { bytes, path: `d${i}.dcm` },
+    }));
+    writeParquet(
+      join(dir, 'corpus/test-00000-of-00001.parquet'),
+      [
+        { name: 'id', kind: 'string' },
+        { name: 'text', kind: 'string' },
+        { name: 'image', kind: 'image' },
+      ],
+      corpus,
+      64,
+    );
+    writeParquet(
+      join(dir, 'query/test-00000-of-00001.parquet'),
+      [
+        { name: 'id', kind: 'string' },
+        { name: 'text', kind: 'string' },
+      ],
+      [{ id: 'q0', text: 'scan' }],
+      64,
+    );
+    writeParquet(
+      join(dir, 'qrels/test-00000-of-00001.parquet'),
+      [
+        { name: 'query-id', kind: 'string' },
+        { name: 'corpus-id', kind: 'string' },
+        { name: 'score', kind: 'int64' },
+      ],
+      [{ 'query-id': 'q0', 'corpus-id': 'd0', score: 1n }],
+      64,
+    );
+    return dir;
+  }
+
+  async function read(dir: string) {
+    const source = new FsSource(dir);
+    const inspection = await inspectParquet(source);
+    const stored: [string, number][] = [];
+    const shard = await readParquetShard(source, inspection.mapping, {
+      inspection,
+      loadDicomCodecs: loadNodeDicomCodecs,
+      onImage: (path, bytes) => void stored.push([path, bytes.length]),
+    });
+    return { shard, stored };
+  }
+
+  it('keeps decodable DICOM images as shard images', async () => {
+    const dir = dataset([dcm('CT_small.dcm'), dcm('MR_small.dcm')]);
+    try {
+      const { shard, stored } = await read(dir);
+      expect(shard.docs.map((d) => d.image)).toEqual(stored.map(([p]) => p));
+      expect(stored.map(([p]) => p)).toEqual(['images/corpus/d0.dcm', 'images/corpus/d1.dcm']);
+      expect(stored.map(([, n]) => n)).toEqual([dcm('CT_small.dcm').length, dcm('MR_small.dcm').length]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('names the Parquet file, row group, row and column of a DICOM image Loupe cannot decode', async () => {
+    // JPEG-lossy.dcm is 12-bit JPEG Extended: a transfer syntax without a decoder here.
+    const dir = dataset([dcm('CT_small.dcm'), dcm('JPEG-lossy.dcm')]);
+    try {
+      const err = await read(dir).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ShardValidationError);
+      const issues = (err as ShardValidationError).issues;
+      expect(issues).toHaveLength(1);
+      expect(issues[0]).toMatchObject({ file: 'corpus/test-00000-of-00001.parquet', rowGroup: 0, row: 1 });
+      expect(issues[0].message).toMatch(/^column "image" /);
+      expect(issues[0].message).toMatch(/1\.2\.840\.10008\.1\.2\.4\.51|JPEG Extended/);
+      expect(issues[0].message).not.toContain('corpus.jsonl');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -108,6 +108,17 @@ export function inspectParquet(
   return call<InspectResult>(opts.signal, (api) => api.inspectParquet(source));
 }
 
+/**
+ * The Parquet inspection of a source that holds a Parquet dataset (show its mapping for confirmation
+ * before importing), or `null` for a JSONL shard.
+ */
+export function inspectIfParquet(
+  source: SourceDescriptor,
+  opts: { signal?: AbortSignal } = {},
+): Promise<InspectResult | null> {
+  return call<InspectResult | null>(opts.signal, (api) => api.inspectIfParquet(source));
+}
+
 /** Runs one worker call with cancel (terminate + sweep) and worker-death handling. */
 function call<T>(
   signal: AbortSignal | undefined,

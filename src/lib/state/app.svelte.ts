@@ -12,6 +12,7 @@ import { CompareState } from './compare.svelte';
 import { SearchState } from './search.svelte';
 import { openPermalink } from './links.svelte';
 import type { SourceDescriptor } from '../adapters/shard-client';
+import type { ParquetMapping } from '../core/parquet/mapping';
 import type { DemoShard } from './library.svelte';
 
 export type { OpenShard } from './library.svelte';
@@ -57,12 +58,23 @@ export class App {
 
   /** Imports a shard (validated in a worker; nothing cached when invalid) and opens it. */
   async importFrom(source: SourceDescriptor) {
+    await this.#imported(this.library.importFrom(source));
+  }
+
+  /** Imports the Parquet dataset waiting for its mapping, with the mapping the user confirmed. */
+  async confirmParquet(mapping: ParquetMapping) {
+    await this.#imported(this.library.confirmParquet(mapping));
+  }
+
+  async #imported(importing: Promise<boolean>) {
     this.phase = 'importing';
-    const ok = await this.library.importFrom(source);
+    const ok = await importing;
     if (ok) return;
-    this.phase = this.library.issues ? (this.library.shard ? 'ready' : 'idle') : this.failedPhase();
-    // The problems are listed where shards are loaded.
-    if (this.library.issues) this.go('shards');
+    const lib = this.library;
+    const waiting = lib.issues || lib.parquetPending;
+    this.phase = waiting ? (lib.shard ? 'ready' : 'idle') : this.failedPhase();
+    // The problems, or the Parquet mapping to confirm, are shown where shards are loaded.
+    if (waiting) this.go('shards');
   }
 
   async openDemo(d: DemoShard) {

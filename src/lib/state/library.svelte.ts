@@ -3,7 +3,10 @@
 import type { Doc, Qrels, Query, TaskInfo } from '../core/types';
 import type { ShardIssue } from '../core/source';
 import { openShardStore, type ShardSummary } from '../adapters/shard-store';
-import { importShard, type SourceDescriptor } from '../adapters/shard-client';
+import { importShard, inspectIfParquet, type SourceDescriptor } from '../adapters/shard-client';
+import { initialParquetMapping, rememberParquetMapping } from '../adapters/parquet-mappings';
+import type { ParquetMapping } from '../core/parquet/mapping';
+import type { ParquetInspection } from '../core/parquet/read-parquet';
 import { resetRetrieval } from '../adapters/retrieval-client';
 import { displayableImage } from '../adapters/dicom-image';
 import type { Messages } from './messages.svelte';
@@ -30,6 +33,22 @@ export function shardLabel(name: string): string {
   return m ? decodeURIComponent(m[1]) : name;
 }
 
+/** What a source is called in messages: its URL, zip name or folder (first path segment). */
+function sourceLabel(source: SourceDescriptor): string {
+  if (source.kind === 'url') return source.url;
+  if (source.kind === 'zip') return source.file.name;
+  if (source.kind === 'files') {
+    const first = source.files[0]?.path ?? '';
+    if (source.label) return source.label;
+    return first.includes('/')
+      ? first.split('/')[0]
+      : source.files.length === 1
+        ? first
+        : `${source.files.length} files`;
+  }
+  return source.handle.name;
+}
+
 export class Library {
   demoShards = $state.raw<DemoShard[]>([]);
   cached = $state.raw<ShardSummary[]>([]);
@@ -40,6 +59,17 @@ export class Library {
   taskId = $state('');
   /** Validation problems of the last import (nothing was cached). */
   issues = $state.raw<{ source: string; list: ShardIssue[] } | null>(null);
+  /**
+   * A Parquet dataset waiting for its column mapping to be confirmed (the import starts on confirm):
+   * the source, what its footers say, and the mapping to show (remembered or detected).
+   */
+  parquetPending = $state.raw<{
+    source: SourceDescriptor;
+    label: string;
+    inspection: ParquetInspection;
+    mapping: ParquetMapping;
+    remembered: boolean;
+  } | null>(null);
   /** Listeners told when the open shard changes (runs are reloaded, workers reset). */
   #onShard: ((s: OpenShard | null) => Promise<void> | void)[] = [];
   #imageUrls = new Map<string, string>();
@@ -98,13 +128,34 @@ export class Library {
     else await this.importFrom({ kind: 'url', url: absolute });
   }
 
-  /** Imports a shard from a source; on success opens it. Invalid shards leave nothing cached. */
-  async importFrom(source: SourceDescriptor): Promise<boolean> {
-    const label = source.kind === 'url' ? source.url : source.kind === 'zip' ? source.file.name : 'folder';
+  /**
+   * Imports a shard from a source; on success opens it. Invalid shards leave nothing cached. A
+   * Parquet dataset is inspected first and waits in `parquetPending` for its mapping (resolves false);
+   * `parquet` is the confirmed mapping.
+   */
+  async importFrom(source: SourceDescriptor, parquet?: ParquetMapping): Promise<boolean> {
+    const label = sourceLabel(source);
     this.issues = null;
+    this.parquetPending = null;
     return (
       (await this.jobs.run(`Loading ${label}`, `Loading ${label}`, async (job) => {
-        const result = await importShard(source, { signal: job.signal, onProgress: job.onProgress });
+        if (!parquet) {
+          const inspected = await inspectIfParquet(source, { signal: job.signal });
+          if (inspected && !inspected.ok) {
+            this.issues = { source: label, list: inspected.issues };
+            return false;
+          }
+          if (inspected) {
+            const { mapping, remembered } = initialParquetMapping(inspected.inspection);
+            this.parquetPending = { source, label, inspection: inspected.inspection, mapping, remembered };
+            return false;
+          }
+        }
+        const result = await importShard(source, {
+          signal: job.signal,
+          onProgress: job.onProgress,
+          ...(parquet ? { parquet } : {}),
+        });
         if (!result.ok) {
           this.issues = { source: label, list: result.issues };
           return false;
@@ -114,6 +165,18 @@ export class Library {
         return true;
       })) ?? false
     );
+  }
+
+  /** Imports the pending Parquet dataset with the confirmed mapping, remembered for next time. */
+  async confirmParquet(mapping: ParquetMapping): Promise<boolean> {
+    const pending = this.parquetPending;
+    if (!pending) return false;
+    rememberParquetMapping(pending.inspection.identity, mapping);
+    return this.importFrom(pending.source, mapping);
+  }
+
+  cancelParquet() {
+    this.parquetPending = null;
   }
 
   /** Opens a cached shard (documents, queries and qrels from IndexedDB). */

@@ -312,6 +312,8 @@ function extOf(b: Uint8Array): string {
   if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'jpg';
   if (b.length >= 4 && b[0] === 0x89 && b[1] === 0x50 && b[2] === 0x4e && b[3] === 0x47) return 'png';
   if (b.length >= 12 && b[8] === 0x57 && b[9] === 0x45 && b[10] === 0x42 && b[11] === 0x50) return 'webp';
+  if (b.length >= 132 && b[128] === 0x44 && b[129] === 0x49 && b[130] === 0x43 && b[131] === 0x4d)
+    return 'dcm';
   return 'bin';
 }
 
@@ -838,10 +840,11 @@ class ParquetShard {
         rowGroup: img.rowGroup,
         row: img.row,
         code: i.code,
+        // The reader names the virtual image path and line; the row above says where it really is.
         message:
           i.code === 'not-an-image'
-            ? `column "${img.column}" is not a JPEG, PNG or WebP image ${head}`.trim()
-            : message,
+            ? `column "${img.column}" is not a JPEG, PNG, WebP or DICOM image ${head}`.trim()
+            : `column "${img.column}" ${message.replace(/^\S+ \(referenced on .*?:\d+\) /, '')}`,
       };
     }
     const files =
