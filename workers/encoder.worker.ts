@@ -653,12 +653,18 @@ async function embedTextBatch(
     throw new Error(`${spec.id} is a cross-encoder: it scores query–document pairs and cannot embed`);
   const prefix = prefixFor(spec, role);
   const maxTokens = spec.maxTokens ?? DEFAULT_MAX_TOKENS;
+  const t0 = stages ? performance.now() : 0;
   const inputs = enc.tokenizer(
     // Words beyond maxTokens cannot survive truncation: clipping first spares tokenizing long documents.
     texts.map((t) => prefix + clipWords(t, maxTokens)),
     { padding: spec.padToMax ? 'max_length' : true, truncation: true, max_length: maxTokens },
   ) as Record<string, Tensor>;
+  const t1 = stages ? performance.now() : 0;
   const out = (await enc.textModel(inputs)) as Record<string, Tensor>;
+  if (stages) {
+    stages.tokenizeMs += t1 - t0;
+    stages.encodeMs += performance.now() - t1;
+  }
   let vecs: Float32Array;
   if (spec.pooling === 'model') {
     const t = spec.kind === 'clip' ? out.text_embeds : out.pooler_output;
@@ -699,8 +705,14 @@ function textLengths(enc: Encoder, spec: ModelSpec, texts: string[], role: Embed
 
 async function embedImageBatch(enc: Encoder, spec: ModelSpec, images: RawImage[]): Promise<Float32Array> {
   if (!enc.visionModel || !enc.processor) throw new Error(`${spec.id} has no image encoder`);
+  const t0 = stages ? performance.now() : 0;
   const inputs = (await enc.processor(images)) as Record<string, Tensor>;
+  const t1 = stages ? performance.now() : 0;
   const out = (await enc.visionModel(inputs)) as Record<string, Tensor>;
+  if (stages) {
+    stages.preprocessMs += t1 - t0;
+    stages.encodeMs += performance.now() - t1;
+  }
   const t = spec.kind === 'clip' ? out.image_embeds : out.pooler_output;
   if (!t)
     throw new Error(
@@ -801,6 +813,42 @@ function checkBatchSize(batchSize: number): number {
   if (!Number.isInteger(batchSize) || batchSize < 1)
     throw new RangeError(`batch size must be a positive integer, got ${batchSize}`);
   return batchSize;
+}
+
+/** Time an ad-hoc query spent in each stage here, in ms (what the page's performance marks cannot see). */
+export interface QueryStages {
+  /** Text to token ids. */
+  tokenizeMs: number;
+  /** Image decode, resize and normalisation (the image processor). */
+  preprocessMs: number;
+  /** The text and vision models' forward passes. */
+  encodeMs: number;
+}
+
+/** Collector of the embedQuery in progress (null otherwise: the corpus path measures nothing). */
+let stages: QueryStages | null = null;
+
+/**
+ * Embeds one ad-hoc query, its text and/or image, in one call (one round trip for image + text),
+ * with the time each stage took. Vectors transferred.
+ */
+async function embedQuery(text: string | null, image: Blob | null) {
+  const own: QueryStages = { tokenizeMs: 0, preprocessMs: 0, encodeMs: 0 };
+  stages = own;
+  try {
+    const t = text ? await onActive((enc, spec) => embedTextBatch(enc, spec, [text], 'query')) : null;
+    let v: Float32Array | null = null;
+    if (image) {
+      const t0 = performance.now();
+      const decoded = await decode(image, 'the query image');
+      own.preprocessMs += performance.now() - t0;
+      v = await onActive((enc, spec) => embedImageBatch(enc, spec, [decoded]));
+    }
+    const buffers = [t, v].flatMap((x) => (x ? [x.buffer as ArrayBuffer] : []));
+    return Comlink.transfer({ text: t, image: v, stages: own }, buffers);
+  } finally {
+    stages = null;
+  }
 }
 
 /** How embedTexts batches. */
@@ -1173,6 +1221,8 @@ const api = {
   embedTexts,
   /** Embeds images (decoded and preprocessed here) with the active CLIP/SigLIP model, transferred. */
   embedImages,
+  /** Embeds one ad-hoc query's text and/or image with the time of each stage; transferred. */
+  embedQuery,
   /** Embeds a cached shard's documents (text or image part), reusing every stored batch. */
   embedCorpus,
   /** Scores (query, document) pairs with the active cross-encoder (loaded for that spec); transferred. */

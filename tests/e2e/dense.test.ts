@@ -123,6 +123,30 @@ describe('dense retrieval in the UI', () => {
       .poll(() => page.locator('[data-testid="result-column"] h2').allTextContents(), { timeout: 120_000 })
       .toEqual(['Score fusion (text weight 0.7)', 'Feature fusion']);
     expect(await page.locator('[data-testid="result-column"]').first().locator('li').count()).toBe(20);
+    // The query's performance measures (bench:latency reads them): every stage of an image + text
+    // query with two fusions was timed, and the stages fit inside the end-to-end time.
+    await page.waitForFunction(() => performance.getEntriesByName('loupe:query', 'measure').length === 1);
+    const timing = await page.evaluate(() =>
+      Object.fromEntries(
+        ['tokenize', 'preprocess', 'encode', 'search', 'fuse', 'render', 'query'].map((s) => [
+          s,
+          performance.getEntriesByName(`loupe:${s}`, 'measure').map((e) => e.duration),
+        ]),
+      ),
+    );
+    for (const [stage, durations] of Object.entries(timing)) {
+      expect(durations.length, stage).toBeGreaterThan(0);
+      for (const d of durations) expect(d, stage).toBeGreaterThanOrEqual(0);
+    }
+    // Two fusions: the second ranking and the columns are the fuse stage.
+    expect(timing.fuse.length).toBe(2);
+    expect(timing.encode[0]).toBeGreaterThan(0);
+    expect(timing.preprocess[0]).toBeGreaterThan(0);
+    const stages = Object.entries(timing)
+      .filter(([s]) => s !== 'query')
+      .flatMap(([, d]) => d)
+      .reduce((a, b) => a + b, 0);
+    expect(stages).toBeLessThanOrEqual(timing.query[0]);
     expect(offsite).toEqual([]);
     expect(pageErrors(page).join('\n')).toBe('');
   });

@@ -16,6 +16,7 @@ import type {
   EncoderWorkerApi,
   LoadOptions,
   LoadedEncoder,
+  QueryStages,
 } from '../../../workers/encoder.worker';
 import registryJson from '../../../models/registry.json';
 import {
@@ -103,15 +104,30 @@ function wasmRetry(opts: LoadOptions, reason: string, dtype?: LoadOptions['dtype
   };
 }
 
+/**
+ * The last load() of the current worker: asking again for the model it holds active (an ad-hoc query
+ * after the previous one) is answered here, without a worker round trip and its progress messages.
+ */
+let lastLoad: { key: string; generation: number; info: LoadedEncoder } | null = null;
+
+function loadKey(spec: ModelSpec, opts: LoadOptions): string {
+  return JSON.stringify([modelPath(spec), spec.revision, spec.kind, spec.dtypes, opts]);
+}
+
 async function load(
   spec: ModelSpec,
   opts: LoadOptions,
   onProgress?: ProgressFn,
   signal?: AbortSignal,
 ): Promise<LoadedEncoder> {
+  const key = loadKey(spec, opts);
+  if (lastLoad && lastLoad.key === key && lastLoad.generation === client.generation && isActive(spec))
+    return { ...lastLoad.info, cached: true, loadMs: 0 };
+  lastLoad = null;
   try {
     const info = await client.run((r) => r.load(spec, opts, proxyProgress(onProgress)), signal);
     active = { spec, opts, dtype: info.dtype };
+    lastLoad = { key, generation: client.generation, info };
     return info;
   } catch (e) {
     if (!isWebGpuFailure(e)) throw await withOfflineChoices(e);
@@ -162,6 +178,18 @@ export function embedTexts(
   );
 }
 
+/**
+ * Embeds one ad-hoc query (text and/or image) with the active model in one worker call: its vectors
+ * and the worker-side time of each stage (tokenize, image preprocessing, encode).
+ */
+export function embedQuery(
+  text: string | null,
+  image: Blob | null,
+  opts: JobOptions = {},
+): Promise<{ text: Float32Array | null; image: Float32Array | null; stages: QueryStages }> {
+  return onActiveModel((r) => r.embedQuery(text, image), opts.signal);
+}
+
 /** Embeds image blobs with the active CLIP/SigLIP model: (images × dim) floats. */
 export function embedImages(
   blobs: Blob[],
@@ -187,6 +215,8 @@ export async function embedCorpus(
   // embedCorpus makes its model the worker's active one.
   const done = (q: EmbedCorpusRequest, r: EmbedCorpusResult) => {
     active = { spec: q.spec, opts: q.load ?? {}, dtype: r.backend.dtype };
+    // Its load options may differ from the last load()'s: the next load() asks the worker.
+    lastLoad = null;
     return r;
   };
   try {
@@ -251,6 +281,7 @@ export function simulateGpuDeviceLoss(): Promise<boolean> {
 /** Frees the loaded models but keeps the worker. */
 export function unloadEncoders(): Promise<void> {
   active = null;
+  lastLoad = null;
   return client.run((r) => r.unload());
 }
 

@@ -26,9 +26,18 @@ export class WorkerClient<Api> {
   #remote: Comlink.Remote<Api> | null = null;
   /** Rejecters of calls in flight: a worker that dies must not leave a promise hanging. */
   #pending = new Set<(e: unknown) => void>();
+  #generation = 0;
 
   constructor(make: () => Worker) {
     this.#make = make;
+  }
+
+  /**
+   * Which worker this is: changes whenever a new worker starts (after a terminate, a cancel or a
+   * crash), so state kept about the worker (a loaded model) can tell it is gone. 0: none yet.
+   */
+  get generation(): number {
+    return this.#remote ? this.#generation : 0;
   }
 
   get remote(): Comlink.Remote<Api> {
@@ -40,6 +49,7 @@ export class WorkerClient<Api> {
       });
       this.#worker = w;
       this.#remote = Comlink.wrap<Api>(w);
+      this.#generation++;
     }
     return this.#remote;
   }

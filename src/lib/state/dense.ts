@@ -9,11 +9,13 @@ import { openShardStore } from '../adapters/shard-store';
 import {
   embedCorpus,
   embedImages,
+  embedQuery,
   embedTexts,
   loadEncoder,
   type LoadedEncoder,
 } from '../adapters/encoder-client';
 import { hasDenseDocs, runDense, setDenseDocs } from '../adapters/retrieval-client';
+import { stageTook, timeStage } from '../adapters/query-timing';
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../adapters/worker-client';
 import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../adapters/index-client';
@@ -121,7 +123,15 @@ async function denseTaskWith(
       .map((part) => corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, part))
       .join('+');
     if (await hasDenseDocs(key)) {
-      const { runs } = await rankQueries(args, plan.queryParts, encoder.dim, new Map(), null, adhocImage);
+      const { runs } = await rankQueries(
+        args,
+        plan.queryParts,
+        encoder.dim,
+        new Map(),
+        null,
+        adhocImage,
+        true,
+      );
       const embedded = plan.docParts.map((part) => ({
         part,
         computedBatches: 0,
@@ -185,7 +195,15 @@ async function denseTaskWith(
   const annDocs = args.settings.ann ? matrix.slice() : null;
   await setDenseDocs(key, matrix, dim, docIds, missing);
 
-  const { q, runs } = await rankQueries(args, plan.queryParts, dim, imageRowOf, imageCopy, adhocImage);
+  const { q, runs } = await rankQueries(
+    args,
+    plan.queryParts,
+    dim,
+    imageRowOf,
+    imageCopy,
+    adhocImage,
+    reuseCorpus,
+  );
   const qs = args.queries;
   const ann = args.settings.ann;
   if (ann && annDocs) {
@@ -273,6 +291,7 @@ async function rankQueries(
   imageRowOf: Map<string, number>,
   imageCopy: Float32Array | null,
   adhocImage: Blob | null,
+  adhoc = false,
 ): Promise<{ q: DenseQueries; runs: DenseOutcome['runs'] }> {
   const qs = args.queries;
   const q: DenseQueries = {
@@ -284,7 +303,25 @@ async function rankQueries(
     hasImage: new Uint8Array(qs.length),
     exclude: qs.map((x) => x.excludeIds),
   };
-  if (queryParts.includes('text')) {
+  if (adhoc && qs.length === 1) {
+    // One worker call for the text and the image, with the time of each stage.
+    const text = queryParts.includes('text') && qs[0].text ? qs[0].text : null;
+    const image = queryParts.includes('image') ? adhocImage : null;
+    const t0 = performance.now();
+    const r = await embedQuery(text, image, args.job);
+    const s = r.stages;
+    stageTook('tokenize', t0, s.tokenizeMs);
+    stageTook('preprocess', t0 + s.tokenizeMs, s.preprocessMs);
+    stageTook('encode', t0 + s.tokenizeMs + s.preprocessMs, s.encodeMs);
+    if (r.text) {
+      q.text = r.text;
+      q.hasText[0] = 1;
+    }
+    if (r.image) {
+      q.image = r.image;
+      q.hasImage[0] = 1;
+    }
+  } else if (queryParts.includes('text')) {
     const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
     const vecs = await embedTexts(
       idx.map((i) => qs[i].text),
@@ -297,7 +334,7 @@ async function rankQueries(
       q.hasText[qi] = 1;
     });
   }
-  if (queryParts.includes('image')) {
+  if (!adhoc && queryParts.includes('image')) {
     q.image = new Float32Array(qs.length * dim);
     const todo: number[] = [];
     if (adhocImage) {
@@ -337,11 +374,11 @@ async function rankQueries(
         ? [{ mode: 'score', textWeight: args.settings.textWeight }]
         : [{ mode: 'feature' }];
   const runs: DenseOutcome['runs'] = [];
-  for (const fusion of fusions)
-    runs.push({
-      fusion,
-      lists: await runDense(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job),
-    });
+  for (const [i, fusion] of fusions.entries()) {
+    const rank = () => runDense(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job);
+    // An ad-hoc query's first ranking is its search; the second fusion's is part of fusing.
+    runs.push({ fusion, lists: await (adhoc ? timeStage(i === 0 ? 'search' : 'fuse', rank) : rank()) });
+  }
   return { q, runs };
 }
 

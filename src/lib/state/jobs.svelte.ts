@@ -7,6 +7,8 @@ export class Job {
   label: string;
   progress = $state<Progress | null>(null);
   startedAt = performance.now();
+  /** Whether the UI shows the job's bar yet (a quick job is never shown: no flash, no layout shift). */
+  shown = $state(true);
   #controller = new AbortController();
 
   constructor(label: string) {
@@ -72,8 +74,12 @@ export class Jobs {
 
   constructor(private messages: Messages) {}
 
+  /**
+   * A job the user can see runs (other actions wait). A quick job not shown yet (an ad-hoc query)
+   * guards itself, so nothing on the page changes during it.
+   */
   get busy(): boolean {
-    return this.current !== null;
+    return this.current !== null && this.current.shown;
   }
 
   /**
@@ -84,9 +90,14 @@ export class Jobs {
     label: string,
     what: string,
     fn: (job: Job) => Promise<T>,
-    opts: { job?: Job; cancelled?: string } = {},
+    opts: { job?: Job; cancelled?: string; revealAfterMs?: number } = {},
   ): Promise<T | undefined> {
     const job = opts.job ?? new Job(label);
+    let reveal: ReturnType<typeof setTimeout> | undefined;
+    if (opts.revealAfterMs) {
+      job.shown = false;
+      reveal = setTimeout(() => (job.shown = true), opts.revealAfterMs);
+    }
     this.current = job;
     this.messages.clearInfo();
     try {
@@ -99,6 +110,7 @@ export class Jobs {
       }
       return undefined;
     } finally {
+      clearTimeout(reveal);
       if (this.current === job) this.current = null;
     }
   }

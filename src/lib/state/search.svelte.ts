@@ -9,10 +9,13 @@ import { searchBm25Adhoc } from '../adapters/retrieval-client';
 import { denseAdhoc } from './dense';
 import { isDicomBlob, openDicomFile, type OpenedDicom } from '../adapters/dicom-image';
 import { modelSpec } from './retrievers.svelte';
+import { beginQuery, resultsSet, timeStage } from '../adapters/query-timing';
 import type { App } from './app.svelte';
 
 /** Image types the encoder's decoder handles (createImageBitmap in the worker). */
 export const QUERY_IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/webp'];
+/** When a running query starts showing "Searching…" (a typical one has its results by then). */
+export const SEARCHING_SHOWN_AFTER_MS = 150;
 /** Results per column. */
 export const SEARCH_K = 20;
 
@@ -41,7 +44,13 @@ export class SearchState {
   /** `bm25` or a model id; null = the shard's default (see `defaultRetriever`). */
   #retriever = $state<string | null>(null);
   outcome = $state.raw<SearchOutcome | null>(null);
+  /**
+   * Shown while a query runs, once it has taken longer than SEARCHING_SHOWN_AFTER_MS: a quick query
+   * changes nothing on the page until its results (no flash, no repaint of the page at its start).
+   */
   searching = $state(false);
+  /** A query is running (the guard against a second submit; not shown). */
+  #inFlight = false;
   error = $state<string | null>(null);
   /** The document opened from the results. */
   openDocId = $state<string | null>(null);
@@ -139,17 +148,19 @@ export class SearchState {
     const text = this.text.trim();
     const image = this.acceptsImage ? this.image : null;
     if ((!text && !image) || !lib.shard || !lib.task) return;
-    this.searching = true;
+    if (this.#inFlight) return;
+    this.#inFlight = true;
+    const shown = setTimeout(() => (this.searching = true), SEARCHING_SHOWN_AFTER_MS);
     this.error = null;
     this.openDocId = null;
     const t0 = performance.now();
-    performance.mark('loupe:search-start');
+    beginQuery();
     try {
       const spec = this.spec;
       let columns: ResultColumn[];
       if (!spec) {
         if (!(await this.app.retrievers.prepare())) throw new Error('the BM25 index could not be built');
-        columns = [{ label: 'BM25', hits: await searchBm25Adhoc(text, SEARCH_K) }];
+        columns = [{ label: 'BM25', hits: await timeStage('search', () => searchBm25Adhoc(text, SEARCH_K)) }];
       } else {
         const r = this.app.retrievers;
         const res = await this.app.jobs.run(
@@ -172,13 +183,19 @@ export class SearchState {
               },
               k: SEARCH_K,
               job: { signal: job.signal, onProgress: job.onProgress },
-              onEncoder: (e) => (r.encoder = e),
+              onEncoder: (e) => {
+                // The same model again (every query): no new object, nothing re-derived.
+                if (JSON.stringify(e) !== JSON.stringify(r.encoder)) r.encoder = e;
+              },
             }),
+          // A query takes tens of milliseconds: its bar appears only if it takes long (loading a
+          // model, embedding the corpus), so quick queries do not shift the page.
+          { revealAfterMs: 400 },
         );
         if (!res) return;
-        columns = fusionColumns(res, spec.label ?? spec.id);
+        columns = await timeStage('fuse', () => fusionColumns(res, spec.label ?? spec.id));
       }
-      performance.mark('loupe:search-end');
+      resultsSet();
       this.outcome = {
         text,
         hadImage: !!image,
@@ -191,6 +208,8 @@ export class SearchState {
     } catch (e) {
       this.error = `Search failed: ${e instanceof Error ? e.message : String(e)}`;
     } finally {
+      clearTimeout(shown);
+      this.#inFlight = false;
       this.searching = false;
     }
   }

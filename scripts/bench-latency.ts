@@ -1,0 +1,279 @@
+// Interactive query latency as a user meets it: the production build (vite build + preview, cross-origin
+// isolated), the real Search view in headless Chromium, WASM. Two scenarios:
+//   text        medquad, 100 ad-hoc text queries (the shard's own), loupe-test/minilm-l6-random q8
+//   image+text  vqa-rad image-question-to-passage, 100 image + question queries (the shard's own),
+//               loupe-test/clip-vit-b16-random q8 (the CLIP ViT-B/16 shape)
+// Each query is typed (and its image picked through the file input) and submitted; the app's
+// performance measures (src/lib/adapters/query-timing.ts) give each stage: tokenize, preprocess
+// (image decode + resize), encode, search, fuse, render, and `query` end to end (submit to results
+// painted). `other` is what no stage covers (worker round trips, the job bar, state). The first query
+// of a scenario embeds the corpus (or reuses precomputed embeddings) and is reported apart; two
+// more warm-up queries are not counted. Prints p50/p95 per stage and writes bench-results/latency.json;
+// --write-benchmarks replaces the bench:latency section of BENCHMARKS.md.
+//
+//   npm run bench:latency [-- --queries 100] [--only text|image+text] [--no-build] [--write-benchmarks]
+//
+// Figures come from generated models with random weights (the shapes of the real ones): their compute
+// cost is the real models', their rankings are not.
+import { execSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { chromium, type Page } from 'playwright-core';
+import { build, preview } from 'vite';
+import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
+import { DATA_DIR } from '../tests/paths';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const STAGES = ['tokenize', 'preprocess', 'encode', 'search', 'fuse', 'render'] as const;
+type Row = Record<(typeof STAGES)[number] | 'query' | 'other', number>;
+
+const { values: argv } = parseArgs({
+  options: {
+    queries: { type: 'string', default: '100' },
+    only: { type: 'string' },
+    'no-build': { type: 'boolean', default: false },
+    'write-benchmarks': { type: 'boolean', default: false },
+    out: { type: 'string', default: 'bench-results/latency.json' },
+    /** A browser profile to keep between runs (its cached corpus embeddings skip the first query's wait). */
+    profile: { type: 'string' },
+  },
+});
+const N = Number(argv.queries);
+
+interface Scenario {
+  name: 'text' | 'image+text';
+  shard: string;
+  task: string;
+  model: string;
+  target: number;
+  queries: { text: string; image?: string }[];
+}
+
+function shardQueries(shard: string, task: string, withImage: boolean) {
+  return readFileSync(join(DATA_DIR, shard, 'queries.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { text?: string; image?: string; task?: string })
+    .filter((q) => q.task === task && q.text && (!withImage || q.image))
+    .map((q) => ({ text: q.text!, image: withImage ? q.image : undefined }));
+}
+
+const scenarios: Scenario[] = [
+  {
+    name: 'text' as const,
+    shard: 'medquad',
+    task: 'qa-answer-retrieval',
+    model: 'loupe-test/minilm-l6-random',
+    target: 50,
+    queries: shardQueries('medquad', 'qa-answer-retrieval', false),
+  },
+  {
+    name: 'image+text' as const,
+    shard: 'vqa-rad',
+    task: 'image-question-to-passage',
+    model: 'loupe-test/clip-vit-b16-random',
+    target: 250,
+    queries: shardQueries('vqa-rad', 'image-question-to-passage', true),
+  },
+].filter((s) => !argv.only || s.name === argv.only);
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (!s.length) return NaN;
+  const pos = (s.length - 1) * q;
+  const lo = Math.floor(pos);
+  return s[lo] + (s[Math.min(lo + 1, s.length - 1)] - s[lo]) * (pos - lo);
+}
+
+async function timings(page: Page): Promise<Row> {
+  return page.evaluate(
+    (stages) => {
+      const out: Record<string, number> = {};
+      for (const s of [...stages, 'query'])
+        out[s] = performance.getEntriesByName(`loupe:${s}`, 'measure').reduce((a, e) => a + e.duration, 0);
+      out.other = out.query - stages.reduce((a, s) => a + out[s], 0);
+      return out as Row;
+    },
+    STAGES as unknown as string[],
+  );
+}
+
+/** Types the query (and picks its image), submits, and waits until its results are painted. */
+async function ask(page: Page, q: Scenario['queries'][number]): Promise<Row> {
+  if (q.image) {
+    // As a user replaces the image: remove the previous one, pick the next.
+    const remove = page.getByRole('button', { name: 'remove image' });
+    if (await remove.count()) await remove.click();
+    await page.setInputFiles('[data-testid="search-image-input"]', join(DATA_DIR, 'vqa-rad', q.image));
+    await page.waitForSelector('[data-testid="search-image-preview"]');
+  }
+  await page.fill('[data-testid="search-input"]', q.text);
+  await page.evaluate(() => performance.clearMeasures('loupe:query'));
+  await page.press('[data-testid="search-input"]', 'Enter');
+  await page.waitForFunction(
+    () =>
+      performance.getEntriesByName('loupe:query', 'measure').length > 0 ||
+      !!document.querySelector('[data-testid="search-error"]'),
+    null,
+    { timeout: 10 * 60_000, polling: 'raf' },
+  );
+  const error = await page.locator('[data-testid="search-error"]').allInnerTexts();
+  if (error.length) throw new Error(`search failed: ${error.join(' ')}`);
+  return timings(page);
+}
+
+if (!argv['no-build']) {
+  console.log('building the site…');
+  await build({ root: ROOT, logLevel: 'warn' });
+}
+process.env.LOUPE_DATA_DIR = DATA_DIR;
+// A kept profile needs the same origin (port) to find its IndexedDB again.
+const port = argv.profile ? 4199 : 0;
+const server = await preview({
+  root: ROOT,
+  preview: { port, strictPort: !!argv.profile, host: '127.0.0.1' },
+  logLevel: 'warn',
+});
+const address = server.httpServer.address();
+if (!address || typeof address === 'string') throw new Error('preview server did not bind');
+const base = `http://127.0.0.1:${address.port}`;
+const load0 = loadavg()[0];
+const started = new Date();
+
+const results: {
+  scenario: string;
+  model: string;
+  target: number;
+  firstQueryMs: number;
+  threads: string;
+  rows: Row[];
+}[] = [];
+
+for (const sc of scenarios) {
+  const profile = argv.profile
+    ? resolve(argv.profile, sc.name)
+    : mkdtempSync(join(tmpdir(), 'loupe-latency-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    args: CHROMIUM_ARGS,
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+  });
+  try {
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.on('pageerror', (e) => console.error('page error:', e.message));
+    const params = new URLSearchParams({
+      shard: `${base}/shards/${sc.shard}/`,
+      task: sc.task,
+      'search-model': sc.model,
+      device: 'wasm',
+      dtype: 'q8',
+    });
+    await page.goto(`${base}/?${params}#/search`);
+    await page.waitForSelector('[data-testid="search-input"]', { timeout: 10 * 60_000 });
+    await page.waitForSelector(
+      '[data-testid="app"][data-phase="ready"], [data-testid="app"][data-phase="idle"]',
+      {
+        timeout: 10 * 60_000,
+      },
+    );
+    const queries = sc.queries.slice(0, N + 3);
+    if (queries.length < N + 3)
+      throw new Error(`${sc.shard}/${sc.task} has only ${sc.queries.length} queries`);
+    console.log(`${sc.name}: first query (loads the model, embeds or reads the corpus)…`);
+    const first = await ask(page, queries[0]);
+    await ask(page, queries[1]);
+    await ask(page, queries[2]);
+    const threads = await page.evaluate(
+      () =>
+        `${crossOriginIsolated ? 'cross-origin isolated' : 'not isolated'}, ${navigator.hardwareConcurrency} cores`,
+    );
+    const rows: Row[] = [];
+    for (const [i, q] of queries.slice(3).entries()) {
+      rows.push(await ask(page, q));
+      if ((i + 1) % 25 === 0) console.log(`  ${i + 1}/${N}`);
+    }
+    const med = (k: string) =>
+      quantile(
+        rows.map((x) => (x as Record<string, number>)[k]),
+        0.5,
+      ).toFixed(1);
+    console.log(
+      `  p50 ms: ${Object.keys(rows[0])
+        .map((k) => `${k} ${med(k)}`)
+        .join(' · ')}`,
+    );
+    results.push({
+      scenario: sc.name,
+      model: sc.model,
+      target: sc.target,
+      firstQueryMs: first.query,
+      threads,
+      rows,
+    });
+  } finally {
+    await context.close();
+    if (!argv.profile) rmSync(profile, { recursive: true, force: true });
+  }
+}
+await server.close();
+const load1 = loadavg()[0];
+
+const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
+const lines: string[] = [];
+for (const r of results) {
+  const p50 = quantile(
+    r.rows.map((x) => x.query),
+    0.5,
+  );
+  lines.push(
+    `**${r.scenario}** (${r.model}, q8, WASM; ${r.threads}): ${r.rows.length} queries, end-to-end p50 ` +
+      `**${fmt(p50)} ms** (target ≤ ${r.target} ms: ${p50 <= r.target ? 'met' : 'missed'}); ` +
+      `first query ${fmt(r.firstQueryMs)} ms (model load and corpus embedding or reuse).`,
+    '',
+    '| stage | p50 ms | p95 ms | mean ms |',
+    '| --- | ---: | ---: | ---: |',
+  );
+  for (const s of [...STAGES, 'other', 'query'] as const) {
+    const xs = r.rows.map((x) => x[s]);
+    lines.push(
+      `| ${s === 'query' ? 'end to end' : s} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.95))} | ${fmt(
+        xs.reduce((a, b) => a + b, 0) / xs.length,
+      )} |`,
+    );
+  }
+  lines.push('');
+}
+const cpu = cpus()[0]?.model ?? 'unknown CPU';
+const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
+const header =
+  `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
+  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · ` +
+  `\`npm run bench:latency\`. Random-weight generated models (the real models' shapes and compute, not their rankings).`;
+console.log(`\n${header}\n\n${lines.join('\n')}`);
+
+mkdirSync(resolve(ROOT, argv.out!, '..'), { recursive: true });
+writeFileSync(
+  resolve(ROOT, argv.out!),
+  JSON.stringify(
+    { started: started.toISOString(), cpu, chromiumVersion, load: [load0, load1], results },
+    null,
+    2,
+  ),
+);
+if (argv['write-benchmarks']) {
+  const file = join(ROOT, 'BENCHMARKS.md');
+  const md = readFileSync(file, 'utf8');
+  const begin = '<!-- bench:latency -->';
+  const end = '<!-- /bench:latency -->';
+  const section = `${begin}\n${header}\n\n${lines.join('\n')}${end}`;
+  const i = md.indexOf(begin);
+  const j = md.indexOf(end);
+  writeFileSync(
+    file,
+    i >= 0 && j > i ? md.slice(0, i) + section + md.slice(j + end.length) : `${md}\n${section}\n`,
+  );
+  console.log('BENCHMARKS.md: bench:latency section written');
+}
