@@ -53,7 +53,7 @@ import {
   type BackendProbe,
   type Device,
 } from '../src/lib/adapters/backend';
-import { openShardStore, type ShardStore } from '../src/lib/adapters/shard-store';
+import { isQuotaError, openShardStore, type ShardStore } from '../src/lib/adapters/shard-store';
 import {
   PRECOMPUTED_KIND,
   precomputedKey,
@@ -150,6 +150,12 @@ export interface EmbedCorpusResult {
   precomputedBatches: number;
   /** Why the shard's precomputed embeddings for this model were not used, when it has some. */
   precomputedNote?: string;
+  /**
+   * Set when the browser's storage filled up: from that batch on, vectors were computed but not
+   * saved (this run has them all; the next one resumes from the saved batches). What happened and
+   * what to do, for the user.
+   */
+  notSaved?: string;
   ms: number;
   backend: { device: Device; dtype: Dtype; threads: number; deviceReason: string; fallbackReason?: string };
 }
@@ -235,7 +241,14 @@ let modelsBase = new URL('../models/', self.location.href).pathname;
 let fetchFailures: { url: string; message: string }[] = [];
 
 /** Documents embedded by embedCorpus since the worker started (stored batches and precomputed rows excluded). */
-const counters = { docsEmbedded: 0, batchesEmbedded: 0, batchesReused: 0, precomputedRows: 0 };
+const counters = {
+  docsEmbedded: 0,
+  batchesEmbedded: 0,
+  batchesReused: 0,
+  precomputedRows: 0,
+  /** Batches computed but not saved (the browser's storage was full). */
+  batchesNotSaved: 0,
+};
 // Readable from a test through the worker's global (Playwright evaluates in workers), as well as api.counters().
 (self as unknown as { loupeEncoderCounters: typeof counters }).loupeEncoderCounters = counters;
 
@@ -1090,7 +1103,41 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
       complete,
       updatedAt: Date.now(),
     } satisfies EmbMetaRecord);
-  if (!resumable) await writeMeta(false);
+
+  // A full storage stops the saving, not the run: each batch is one record (saved whole or not at
+  // all), the meta record stays incomplete, and the next run resumes from the batches saved.
+  let notSaved: string | undefined;
+  const full = (batchNo: number) =>
+    `the browser's storage filled up while saving the corpus embeddings of ${spec.label ?? spec.id} ` +
+    `(batch ${batchNo + 1} of ${totalBatches}): this run has them all, but only the batches before ` +
+    'were saved, so the next run embeds the rest again. Delete cached shards or runs you no longer ' +
+    'need (Shards view), or allow this site more storage in the browser settings, then run again to ' +
+    'save them';
+  const saveBatch = async (recKey: string, batchNo: number, ids: string[], vectors: Float32Array) => {
+    if (notSaved) {
+      counters.batchesNotSaved++;
+      return;
+    }
+    try {
+      await db.putArtifact(shardHash, EMB_KIND, recKey, {
+        v: 2,
+        batchNo,
+        ids,
+        dim,
+        vectors,
+        writtenAt: Date.now(),
+      } satisfies EmbBatchRecord);
+    } catch (e) {
+      if (!isQuotaError(e)) throw e;
+      counters.batchesNotSaved++;
+      notSaved = full(batchNo);
+    }
+  };
+  if (!resumable)
+    await writeMeta(false).catch((e: unknown) => {
+      if (!isQuotaError(e)) throw e;
+      notSaved = full(0);
+    });
 
   // Row-major (docs × dim) in shard order; rows of documents without the part stay zero.
   const embeddings = new Float32Array(docs.length * dim);
@@ -1135,14 +1182,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
       plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]).forEach((p, i) => {
         for (let j = 0; j < dim; j++) vectors[i * dim + j] = f16ToF32(set.f16[p * dim + j]);
       });
-      await db.putArtifact(shardHash, EMB_KIND, recKey, {
-        v: 2,
-        batchNo: b,
-        ids,
-        dim,
-        vectors,
-        writtenAt: Date.now(),
-      } satisfies EmbBatchRecord);
+      await saveBatch(recKey, b, ids, vectors);
       precomputedBatches++;
       counters.precomputedRows += ids.length;
     } else {
@@ -1163,14 +1203,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
       }
       if (vectors.length !== ids.length * dim)
         throw new Error(`batch ${b}: got ${vectors.length / ids.length} dimensions, expected ${dim}`);
-      await db.putArtifact(shardHash, EMB_KIND, recKey, {
-        v: 2,
-        batchNo: b,
-        ids,
-        dim,
-        vectors,
-        writtenAt: Date.now(),
-      } satisfies EmbBatchRecord);
+      await saveBatch(recKey, b, ids, vectors);
       computeMs += performance.now() - tb;
       computedDocs += ids.length;
       computedBatches++;
@@ -1181,7 +1214,8 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     done += ids.length;
     tick();
   }
-  if (!resumable || !meta?.complete || computedBatches > 0 || precomputedBatches > 0) await writeMeta(true);
+  if (!notSaved && (!resumable || !meta?.complete || computedBatches > 0 || precomputedBatches > 0))
+    await writeMeta(true);
   report.flush();
   const enc = current();
   const result: EmbedCorpusResult = {
@@ -1197,6 +1231,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     reusedBatches,
     precomputedBatches,
     ...(precomputedNote ? { precomputedNote } : {}),
+    ...(notSaved ? { notSaved } : {}),
     ms: performance.now() - t0,
     backend: {
       device: enc.device,

@@ -23,7 +23,8 @@ import {
 import { TopK, type TieBreak } from '../src/lib/core/topk';
 import { throttle } from '../src/lib/core/throttle';
 import type { Progress } from '../src/lib/core/types';
-import { openShardStore } from '../src/lib/adapters/shard-store';
+import { isQuotaError, openShardStore } from '../src/lib/adapters/shard-store';
+import { formatBytes } from '../src/lib/core/shard/limits';
 import { softwareReason } from '../src/lib/adapters/backend';
 import {
   createGpuExact,
@@ -120,6 +121,8 @@ export interface BuildResult {
   params: HnswParams;
   efSearch: number;
   persisted: boolean;
+  /** Why a built index was not saved (the browser's storage is full): it works in this tab only. */
+  notSaved?: string;
   /** Where it is persisted: shard artifact kind and key. */
   artifact?: { shard: string; kind: string; key: string };
   /** Serialized graph size in bytes (0 when not serialized). */
@@ -461,13 +464,24 @@ const api = {
             engine: ENGINE,
             createdAt: Date.now(),
           };
-          await store.putArtifact(req.shard, 'hnsw', artifactKey, {
-            header,
-            bytes: bytes.buffer,
-          } satisfies IndexArtifact);
-          out.timings.storeMs = performance.now() - tw;
-          out.persisted = true;
           out.bytes = bytes.byteLength;
+          try {
+            await store.putArtifact(req.shard, 'hnsw', artifactKey, {
+              header,
+              bytes: bytes.buffer,
+            } satisfies IndexArtifact);
+            out.persisted = true;
+          } catch (e) {
+            // A full storage costs the saved copy, not the index: it is in memory and searches here.
+            // The put is one transaction, so nothing of it is left behind.
+            if (!isQuotaError(e)) throw e;
+            out.notSaved =
+              `the browser's storage filled up while saving the HNSW index (${formatBytes(bytes.byteLength)}): ` +
+              'it works in this tab but was not saved, so it is built again next time. Delete cached ' +
+              'shards or runs you no longer need (Shards view), or allow this site more storage in the ' +
+              'browser settings';
+          }
+          out.timings.storeMs = performance.now() - tw;
         }
       }
     } catch (e) {

@@ -111,6 +111,7 @@ async function summarize(
     totalBatches: r.totalBatches,
     computedBatches: r.computedBatches,
     reusedBatches: r.reusedBatches,
+    notSaved: r.notSaved ?? null,
     ms: r.ms,
     backend: r.backend,
     presentNorm: { min: presentMin, max: presentMax },

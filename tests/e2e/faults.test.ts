@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DATA_DIR } from '../paths';
 import type { Harness, Outcome } from '../browser/harness';
 import type { EncoderHarness } from '../browser/encoder-harness';
+import type { IndexHarness } from '../browser/index-harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
 
 const baseUrl = inject('baseUrl');
@@ -344,5 +345,177 @@ describe('faults: model files', () => {
     const again = await enc(session.page, 'load', MODEL, { ...LOAD, dtype: 'q8' });
     expect(again.ok, JSON.stringify(again)).toBe(true);
     expect(realErrors(session.page).filter((e) => !/model/i.test(e))).toEqual([]);
+  });
+});
+
+/**
+ * Fills the origin's storage so that only `leaveBytes` of `quota` stay free: one Blob in a database
+ * of its own (what another site's data or the user's other shards would take). Returns the usage
+ * before and the filler's size.
+ */
+async function fillStorage(page: Page, quota: number, leaveBytes: number) {
+  return page.evaluate(
+    async ([q, leave]) => {
+      const before = (await navigator.storage.estimate()).usage ?? 0;
+      const size = Math.max(0, q - before - leave);
+      const db = await new Promise<IDBDatabase>((resolve, reject) => {
+        const r = indexedDB.open('loupe-test-filler', 1);
+        r.onupgradeneeded = () => r.result.createObjectStore('filler');
+        r.onsuccess = () => resolve(r.result);
+        r.onerror = () => reject(r.error);
+      });
+      await new Promise<void>((resolve, reject) => {
+        const tx = db.transaction('filler', 'readwrite');
+        tx.objectStore('filler').put(new Blob([new Uint8Array(size)]), 'blob');
+        tx.oncomplete = () => resolve();
+        tx.onerror = () => reject(tx.error);
+        tx.onabort = () => reject(tx.error);
+      });
+      db.close();
+      // Chromium's quota checks use a cached usage figure: have it counted before going on.
+      const after = (await navigator.storage.estimate()).usage ?? 0;
+      return { before, size, after };
+    },
+    [quota, leaveBytes] as const,
+  );
+}
+
+/** Frees the filler again (the user made room). */
+async function freeStorage(page: Page) {
+  await page.evaluate(
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const r = indexedDB.deleteDatabase('loupe-test-filler');
+        r.onsuccess = () => resolve();
+        r.onerror = () => reject(r.error);
+      }),
+  );
+}
+
+describe('faults: storage filling up after the import (embeddings, index)', () => {
+  const QUOTA = 80_000_000;
+  const enc = harnessCaller<EncoderHarness>('encoderHarness');
+  const idx = harnessCaller<IndexHarness>('indexHarness');
+  const MODEL = 'loupe-test/bert-tiny-random';
+  const LOAD = { device: 'wasm', dtype: 'fp32', allowRemoteModels: false } as const;
+
+  it('quota exhausted during corpus embedding: the run finishes, says what was not saved, and the next run resumes from the saved batches', async () => {
+    const s = await launch();
+    try {
+      const cdp = await s.context.newCDPSession(s.page);
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: baseUrl, quotaSize: QUOTA });
+      await s.page.goto(`${baseUrl}/tests/browser/encoder-harness.html`);
+      await s.page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready', null, {
+        timeout: 150_000,
+      });
+      const hash = await enc(s.page, 'importShard', 'medquad');
+      // A first run stopped a third of the way: some batches are saved.
+      const stopped = await enc(s.page, 'embedCorpus', hash, MODEL, 'text', 32, LOAD, { abortAtDone: 1000 });
+      expect(stopped.ok).toBe(false);
+      const savedBefore = (await enc(s.page, 'embRecords', hash)).filter((r) => r.batchNo !== null);
+      expect(savedBefore.length).toBeGreaterThan(0);
+      // Then the storage fills up (another site, other shards): the next batch cannot be saved.
+      await fillStorage(s.page, QUOTA, 50_000);
+      const first = await enc(s.page, 'embedCorpus', hash, MODEL, 'text', 32, LOAD);
+      if (!first.ok) throw new Error(JSON.stringify(first));
+      expect(first.notSaved).toMatch(
+        /^the browser's storage filled up while saving the corpus embeddings of .+ \(batch \d+ of \d+\): this run has them all.*Delete cached shards or runs you no longer need \(Shards view\), or allow this site more storage/,
+      );
+      expect(first.reusedBatches).toBe(savedBefore.length);
+      const records = await enc(s.page, 'embRecords', hash);
+      const saved = records.filter((r) => r.batchNo !== null);
+      expect(saved.length).toBeLessThan(first.totalBatches);
+      // Whole batches only, and the plan (meta record) stays incomplete, so the next run resumes.
+      for (const r of saved) expect(r.size).toBeGreaterThan(0);
+      expect(records.find((r) => r.batchNo === null)?.complete).toBe(false);
+
+      // The user made room: the next run reuses what was saved and saves the rest.
+      await freeStorage(s.page);
+      const second = await enc(s.page, 'embedCorpus', hash, MODEL, 'text', 32, LOAD);
+      if (!second.ok) throw new Error(JSON.stringify(second));
+      expect(second.notSaved).toBeNull();
+      expect(second.reusedBatches).toBe(saved.length);
+      expect(second.computedBatches).toBe(first.totalBatches - saved.length);
+      expect(second.checksum).toBeCloseTo(first.checksum, 3);
+      expect((await enc(s.page, 'embRecords', hash)).find((r) => r.batchNo === null)?.complete).toBe(true);
+      expect(realErrors(s.page)).toEqual([]);
+    } finally {
+      await s.dispose();
+    }
+  });
+
+  it('quota exhausted while saving the HNSW index: it searches in this tab, is not saved (nothing half-written), and saves once there is room', async () => {
+    const s = await launch();
+    try {
+      const cdp = await s.context.newCDPSession(s.page);
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: baseUrl, quotaSize: QUOTA });
+      await s.page.goto(`${baseUrl}/tests/browser/index-harness.html`);
+      await s.page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+      const N = 4000;
+      const DIM = 128;
+      await idx(s.page, 'generate', N, 20, DIM);
+      const shard = await idx(s.page, 'createShard');
+      // Less room than the vectors alone take: the serialized graph (vectors + links) cannot fit.
+      await fillStorage(s.page, QUOTA, (N * DIM * 4) / 2);
+      const params = { key: 'quota-test', shard, space: 'cosine' as const, M: 16, efConstruction: 64 };
+      const r = await idx(s.page, 'build', params);
+      if (!r.ok) throw new Error(JSON.stringify(r));
+      expect(r.persisted).toBe(false);
+      expect(r.notSaved).toMatch(
+        /^the browser's storage filled up while saving the HNSW index \(.+\): it works in this tab but was not saved.*allow this site more storage/,
+      );
+      const found = await idx(s.page, 'search', 10);
+      expect(found.counts.every((c: number) => c === 10)).toBe(true);
+      // Nothing of the failed write is stored.
+      expect(await idx(s.page, 'artifact', shard, r.artifact!.key)).toBeNull();
+
+      await freeStorage(s.page);
+      const again = await idx(s.page, 'build', params);
+      if (!again.ok) throw new Error(JSON.stringify(again));
+      expect(again.source).toBe('built');
+      expect(again.persisted).toBe(true);
+      const cached = await idx(s.page, 'build', params);
+      expect(cached.ok && cached.source).toBe('cache');
+      expect(realErrors(s.page)).toEqual([]);
+    } finally {
+      await s.dispose();
+    }
+  });
+});
+
+describe('faults: IndexedDB unavailable', () => {
+  it('IndexedDB unavailable (private window): the app starts, says why nothing can be cached and what to do, and does not crash', async () => {
+    const s = await launch();
+    try {
+      // As Firefox's private windows and blocked site data do: opening a database fails.
+      await s.context.addInitScript(() => {
+        IDBFactory.prototype.open = function () {
+          throw new DOMException(
+            'A mutation operation was attempted on a database that did not allow mutations.',
+            'InvalidStateError',
+          );
+        };
+      });
+      await s.page.goto(baseUrl);
+      await s.page.waitForSelector(
+        '[data-testid="app"][data-phase="idle"], [data-testid="app"][data-phase="error"]',
+        {
+          timeout: 120_000,
+        },
+      );
+      const message = s.page.locator('[data-testid="message"]').first();
+      await expect
+        .poll(() => message.innerText())
+        .toMatch(
+          /does not let Loupe use IndexedDB \(a private window, or site data blocked.*Open Loupe in a normal window, or allow this site to store data, then reload the page/s,
+        );
+      // The page stays usable: the demo list is there and the views switch.
+      expect(await s.page.locator('[data-shard]').count()).toBeGreaterThan(0);
+      await s.page.evaluate(() => (location.hash = '#/shards'));
+      await s.page.waitForSelector('[data-testid="app"][data-route="shards"]');
+      expect(pageErrors(s.page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+    } finally {
+      await s.dispose();
+    }
   });
 });

@@ -129,6 +129,19 @@ export class StorageQuotaError extends Error {
 }
 
 /** Whether `e` is the browser refusing a write for lack of space (IndexedDB, Cache, OPFS). */
+/** IndexedDB cannot be used in this browser (a private window, site data blocked): nothing can be cached. */
+export class StorageUnavailableError extends Error {
+  constructor(cause?: unknown) {
+    super(
+      'this browser does not let Loupe use IndexedDB (a private window, or site data blocked in the ' +
+        'browser settings), so no shard can be opened or cached' +
+        (cause instanceof Error ? ` (${cause.name}: ${cause.message})` : '') +
+        '. Open Loupe in a normal window, or allow this site to store data, then reload the page',
+    );
+    this.name = 'StorageUnavailableError';
+  }
+}
+
 export function isQuotaError(e: unknown): boolean {
   const name = (e as { name?: string } | null)?.name;
   if (name === 'QuotaExceededError' || name === 'StorageQuotaError') return true;
@@ -266,7 +279,16 @@ export class ShardStore {
   /** The connection, reopened if it was closed for another tab's upgrade or by the browser. */
   db(): Promise<IDBPDatabase<LoupeDB>> {
     if (!this.dbp) {
-      const p = openDB<LoupeDB>(DB_NAME, SCHEMA_VERSION, {
+      if (typeof indexedDB === 'undefined') return Promise.reject(new StorageUnavailableError());
+      const opened = (): Promise<IDBPDatabase<LoupeDB>> => {
+        try {
+          return openDB<LoupeDB>(DB_NAME, SCHEMA_VERSION, options);
+        } catch (e) {
+          // Some browsers refuse synchronously (indexedDB.open throws) rather than with an error event.
+          return Promise.reject(e);
+        }
+      };
+      const options: Parameters<typeof openDB<LoupeDB>>[2] = {
         upgrade(db) {
           // Older layouts are dropped wholesale (derived data; see SCHEMA_VERSION).
           for (const name of Array.from(db.objectStoreNames)) db.deleteObjectStore(name);
@@ -285,11 +307,16 @@ export class ShardStore {
         terminated: () => {
           this.dbp = undefined;
         },
-      }).catch((e: unknown) => {
+      };
+      const p = opened().catch((e: unknown) => {
         this.dbp = undefined;
-        if ((e as { name?: string }).name === 'VersionError') {
+        const name = (e as { name?: string }).name;
+        if (name === 'VersionError') {
           throw new Error('the shard cache was written by a newer version of Loupe; reload the page');
         }
+        // What private windows and blocked site data give (Firefox, Safari, Chromium's settings).
+        if (name === 'InvalidStateError' || name === 'SecurityError' || name === 'UnknownError')
+          throw new StorageUnavailableError(e);
         throw e;
       });
       this.dbp = p;

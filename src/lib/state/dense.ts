@@ -97,6 +97,8 @@ interface DenseTaskArgs {
   settings: DenseSettings;
   job: JobOptions;
   onEncoder?: (e: LoadedEncoder) => void;
+  /** Told what could not be saved (the browser's storage is full); the run itself goes on. */
+  onWarning?: (text: string) => void;
 }
 
 async function denseTaskWith(
@@ -182,6 +184,7 @@ async function denseTaskWith(
   }));
   // Precomputed embeddings in the shard that did not fit the model: say why the corpus was embedded.
   for (const r of parts.values()) if (r.precomputedNote) plan.notes.push(r.precomputedNote);
+  for (const r of parts.values()) if (r.notSaved) args.onWarning?.(r.notSaved);
   // Rows of the document images, so a query image that is a corpus image is not embedded twice.
   const imageRows = parts.get('image');
   const imageRowOf = new Map<string, number>();
@@ -210,7 +213,7 @@ async function denseTaskWith(
     const single = runs.filter((r) => !r.fusion || r.fusion.mode === 'feature');
     if (single.length < runs.length)
       plan.notes.push('uses exact search for score fusion (two searches per query)');
-    await buildIndex(
+    const built = await buildIndex(
       {
         key,
         shard: args.shardHash,
@@ -224,6 +227,7 @@ async function denseTaskWith(
       },
       args.job,
     );
+    if (built.notSaved) args.onWarning?.(built.notSaved);
     // One vector per query: its single part, or the feature-fused pair.
     const qm = new Float32Array(qs.length * dim);
     qs.forEach((_, i) => {
@@ -396,6 +400,7 @@ export async function denseAdhoc(args: {
   k: number;
   job: JobOptions;
   onEncoder?: (e: LoadedEncoder) => void;
+  onWarning?: (text: string) => void;
 }) {
   const hasImage = !!args.image && supportsPart(args.settings.spec, 'image');
   const hasText = !!args.text.trim();

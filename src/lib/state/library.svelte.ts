@@ -115,7 +115,15 @@ export class Library {
   }
 
   async refreshCache() {
-    const store = await openShardStore();
+    let store;
+    try {
+      store = await openShardStore();
+    } catch (e) {
+      // No IndexedDB (private window, blocked site data): say so once; the page itself still works.
+      this.cached = [];
+      this.messages.error(e instanceof Error ? e.message : String(e), 'page');
+      return;
+    }
     this.cached = await store.list();
     this.estimate = await store.estimate();
   }

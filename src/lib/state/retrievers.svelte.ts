@@ -243,6 +243,7 @@ export class Retrievers {
           settings,
           job: { signal: job.signal, onProgress: job.onProgress },
           onEncoder: (e) => (this.encoder = e),
+          onWarning: (text) => this.app.messages.warn(text),
         });
         this.encoder = out.encoder;
         const outRuns = collapseIdenticalFusions(out.runs);

@@ -187,6 +187,7 @@ export class SearchState {
                 // The same model again (every query): no new object, nothing re-derived.
                 if (JSON.stringify(e) !== JSON.stringify(r.encoder)) r.encoder = e;
               },
+              onWarning: (text) => this.app.messages.warn(text),
             }),
           // A query takes tens of milliseconds: its bar appears only if it takes long (loading a
           // model, embedding the corpus), so quick queries do not shift the page.
