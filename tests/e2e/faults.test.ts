@@ -483,6 +483,45 @@ describe('faults: storage filling up after the import (embeddings, index)', () =
   });
 });
 
+describe('faults: page reloaded mid-index-build', () => {
+  const idx = harnessCaller<IndexHarness>('indexHarness');
+
+  it('page reloaded mid-index-build: nothing of that build is stored, and the next build is saved and reused', async () => {
+    const s = await launch();
+    try {
+      const open = async () => {
+        await s.page.goto(`${baseUrl}/tests/browser/index-harness.html`);
+        await s.page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+        await idx(s.page, 'generate', 20_000, 10, 64);
+        return idx(s.page, 'createShard');
+      };
+      const shard = await open();
+      const params = { key: 'reload-test', shard, space: 'cosine' as const, M: 16, efConstruction: 100 };
+      // Started without waiting; the page goes away while hnswlib inserts.
+      await s.page.evaluate((p) => void window.indexHarness.build(p), params);
+      await s.page.waitForTimeout(300);
+      await s.page.reload();
+      expect(await open()).toBe(shard);
+      // The build had not finished: its graph is not stored.
+      // (The worker's artifact key for these parameters; the build below confirms it.)
+      const key = `${params.key}|space=${params.space}|M=${params.M}|efC=${params.efConstruction}`;
+      expect(await idx(s.page, 'artifact', shard, key)).toBeNull();
+      const r = await idx(s.page, 'build', params);
+      expect(r.ok && r.artifact?.key).toBe(key);
+      if (!r.ok) throw new Error(JSON.stringify(r));
+      expect(await idx(s.page, 'artifact', shard, r.artifact!.key)).not.toBeNull();
+      // Built here (the reloaded build had stored nothing to find), then reused.
+      expect(r.source).toBe('built');
+      expect(r.persisted).toBe(true);
+      const again = await idx(s.page, 'build', params);
+      expect(again.ok && again.source).toBe('cache');
+      expect(realErrors(s.page)).toEqual([]);
+    } finally {
+      await s.dispose();
+    }
+  });
+});
+
 describe('faults: IndexedDB unavailable', () => {
   it('IndexedDB unavailable (private window): the app starts, says why nothing can be cached and what to do, and does not crash', async () => {
     const s = await launch();
