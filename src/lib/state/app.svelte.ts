@@ -10,6 +10,7 @@ import { Retrievers } from './retrievers.svelte';
 import { Reranker } from './rerank.svelte';
 import { CompareState } from './compare.svelte';
 import { SearchState } from './search.svelte';
+import { StorageState } from './storage.svelte';
 import { openPermalink } from './links.svelte';
 import type { SourceDescriptor } from '../adapters/shard-client';
 import type { ParquetMapping } from '../core/parquet/mapping';
@@ -37,6 +38,7 @@ export class App {
   readonly reranker = new Reranker(this);
   readonly compare = new CompareState(this);
   readonly search = new SearchState(this);
+  readonly storage = new StorageState(this.library, this.messages);
 
   constructor() {
     // The view changes with the shard, before anything else reacts to it (no window shows the new
@@ -69,7 +71,11 @@ export class App {
   async #imported(importing: Promise<boolean>) {
     this.phase = 'importing';
     const ok = await importing;
-    if (ok) return;
+    if (ok) {
+      // A shard is cached now: ask once for persistent storage, so the browser keeps it offline.
+      void this.storage.cached();
+      return;
+    }
     const lib = this.library;
     const waiting = lib.issues || lib.parquetPending;
     this.phase = waiting ? (lib.shard ? 'ready' : 'idle') : this.failedPhase();
@@ -81,6 +87,7 @@ export class App {
     this.phase = 'importing';
     await this.library.openDemo(d);
     if (!this.library.shard) this.phase = this.failedPhase();
+    else void this.storage.cached();
   }
 
   get crossOriginIsolated(): boolean {

@@ -52,7 +52,6 @@ function sourceLabel(source: SourceDescriptor): string {
 export class Library {
   demoShards = $state.raw<DemoShard[]>([]);
   cached = $state.raw<ShardSummary[]>([]);
-  estimate = $state<{ usage?: number; quota?: number; persisted?: boolean } | null>(null);
   /** The open shard: big arrays, so not deeply reactive. */
   shard = $state.raw<OpenShard | null>(null);
   /** The selected task of the open shard. */
@@ -125,7 +124,6 @@ export class Library {
       return;
     }
     this.cached = await store.list();
-    this.estimate = await store.estimate();
   }
 
   /** Opens a demo shard: from the cache when its URL was imported before, else imported now. */

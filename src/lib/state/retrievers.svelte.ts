@@ -300,6 +300,8 @@ export class Retrievers {
               : '') +
             (out.notes.length ? ` ${spec.label ?? spec.id} ${out.notes.join('; ')}.` : ''),
         );
+        // The model's files and the corpus embeddings are cached now: ask to keep them offline.
+        void this.app.storage.cached();
         performance.mark('loupe:done');
         return true;
       },
