@@ -113,7 +113,7 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
     }
   });
 
-  test('after one visit it works offline: cached shard, BM25 on a task, dense with a generated model', async () => {
+  test('after one visit it works offline: cached shard, an image + text query, BM25 on a task, dense with a generated model; the picker marks offline models', async () => {
     const { page, context } = s;
     const { version, files } = JSON.parse(readFileSync(join(OUT, 'sw-precache.json'), 'utf8'));
     // The worker has cached the app shell and the ONNX Runtime wasm.
@@ -127,8 +127,43 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
         { timeout: 120_000 },
       )
       .toBe(files.length + 1);
+    // An image + text query online first: vqa-rad, the generated CLIP model and its corpus embeddings
+    // are cached by using them, as a visitor would.
+    const imageQuery = async () => {
+      await page.fill('[data-testid="search-input"]', 'is there a pneumothorax?');
+      await page.setInputFiles(
+        '[data-testid="search-image-input"]',
+        join(DATA_DIR, 'vqa-rad/images/synpic100132.jpg'),
+      );
+      await page.waitForSelector('[data-testid="search-image-preview"]');
+      await page.click('[data-testid="search-submit"]');
+      await page.waitForSelector('[data-testid="search-summary"]', { timeout: 150_000 });
+      expect(await page.locator('[data-testid="search-summary"]').innerText()).toMatch(
+        /results for “is there a pneumothorax\?” \+ the image with /,
+      );
+      expect(await page.locator('[data-testid="results"] li').count()).toBeGreaterThan(0);
+    };
+    await page.goto(
+      `${server.url}?shard=shards/vqa-rad/&task=image-question-to-passage&search-model=loupe-test/clip-tiny-random&device=wasm&dtype=fp32#/search`,
+    );
+    await phase(page, 'ready');
+    await imageQuery();
+
     await context.setOffline(true);
     try {
+      // Offline, the Search view defaults to an image model that loads without the hub, and the
+      // picker says which models do.
+      await page.goto(`${server.url}?shard=shards/vqa-rad/&task=image-question-to-passage#/search`);
+      await phase(page, 'ready');
+      const picker = page.locator('[data-testid="search-model"]');
+      await expect.poll(() => picker.inputValue()).toBe('loupe-test/clip-tiny-random');
+      const options = await picker.locator('option').allInnerTexts();
+      expect(options.find((o) => /clip-tiny|CLIP tiny/i.test(o))).toMatch(
+        /· offline \((cached|generated)\)$/,
+      );
+      expect(options.filter((o) => /needs the network$/.test(o)).length).toBeGreaterThan(0);
+      await imageQuery();
+
       await page.goto(`${server.url}?shard=shards/medquad/&task=qa-answer-retrieval&run=1`);
       expect(await phase(page, 'done', 'error')).toBe('done');
       expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);

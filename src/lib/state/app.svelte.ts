@@ -14,6 +14,7 @@ import { StorageState } from './storage.svelte';
 import { openPermalink } from './links.svelte';
 import type { SourceDescriptor } from '../adapters/shard-client';
 import type { ParquetMapping } from '../core/parquet/mapping';
+import { isolationStatus, type IsolationStatus } from '../adapters/isolation';
 import type { DemoShard } from './library.svelte';
 
 export type { OpenShard } from './library.svelte';
@@ -94,6 +95,11 @@ export class App {
     return globalThis.crossOriginIsolated === true;
   }
 
+  /** How the page is (or is not) cross-origin isolated, and why: settled before the app starts. */
+  get isolation(): IsolationStatus {
+    return isolationStatus();
+  }
+
   /** The phase after an action that did not finish: `error` when it posted an error, else `idle`. */
   failedPhase(): AppPhase {
     return this.messages.errors.length ? 'error' : 'idle';
@@ -116,7 +122,7 @@ export class App {
   async start(params: URLSearchParams, hash: string) {
     const lib = this.library;
     const r = this.retrievers;
-    await Promise.all([lib.refreshCache(), lib.loadDemoList()]);
+    await Promise.all([lib.refreshCache(), lib.loadDemoList(), this.storage.watchNetwork()]);
     this.phase = 'idle';
     const hashRoute = App.routeOf(hash);
     // Runner and permalink URLs (`run=1`, `runs=`) belong to the Benchmark view.
@@ -135,6 +141,11 @@ export class App {
     r.simulateWebGpuFailure = params.get('simulate-webgpu-failure') === '1';
     const model = params.get('model');
     if (model) r.denseModelId = model;
+    else if (!this.storage.online) {
+      // Offline: a model that loads without the hub is the default (an explicit one is kept).
+      const usable = this.storage.usable(r.denseSpec ?? undefined);
+      if (usable) r.denseModelId = usable.id;
+    }
     const device = params.get('device');
     if (device === 'webgpu' || device === 'wasm' || device === 'auto') r.device = device;
     const dtype = params.get('dtype');

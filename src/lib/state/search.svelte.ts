@@ -69,11 +69,15 @@ export class SearchState {
     return MODEL_REGISTRY.models.filter((m) => supportsPart(m, 'image'));
   }
 
-  /** The shard's default: an image-capable model when its corpus has images, else BM25. */
+  /**
+   * The shard's default: an image-capable model when its corpus has images, else BM25. Offline, the
+   * image model is one that loads without the hub (BM25 when none does).
+   */
   get defaultRetriever(): string {
     const s = this.app.library.shard;
     const images = !!s && s.docs.some((d) => d.image);
-    return images ? (this.imageModels[0]?.id ?? 'bm25') : 'bm25';
+    if (!images) return 'bm25';
+    return this.app.storage.usable(this.imageModels[0])?.id ?? 'bm25';
   }
 
   get retriever(): string {

@@ -3,12 +3,17 @@
 // The Shards view's Storage panel reads `report`; removing a shard goes through the library, so the
 // open shard and the cached list follow.
 import {
+  browserOnline,
   listStorage,
+  offlineDefault,
+  offlineModels,
   removeCachedModel,
   removeEmbeddings,
   requestPersistentStorage,
+  type OfflineModel,
   type StorageReport,
 } from '../adapters/offline';
+import type { ModelSpec } from '../core/models';
 import type { Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
 
@@ -18,11 +23,51 @@ export class StorageState {
   /** The answer to the last persistence request (null: not asked in this session). */
   persistAnswer = $state.raw<{ granted: boolean; already: boolean } | null>(null);
   #asked = false;
+  /** Whether the browser is online (the hub may still be unreachable: a model load then says so). */
+  online = $state(browserOnline());
+  /** The registry models that load without the network (listed when the browser goes offline). */
+  offline = $state.raw<OfflineModel[] | null>(null);
 
   constructor(
     private library: Library,
     private messages: Messages,
   ) {}
+
+  /**
+   * Follows the browser's online state; offline, lists the models that load without the hub (so the
+   * pickers mark them and default to one). Resolves once that list is known.
+   */
+  async watchNetwork(): Promise<void> {
+    if (typeof window === 'undefined') return;
+    const update = async () => {
+      this.online = browserOnline();
+      if (!this.online) this.offline = await offlineModels().catch(() => []);
+    };
+    window.addEventListener('online', () => void update());
+    window.addEventListener('offline', () => void update());
+    await update();
+  }
+
+  /** Where `id` loads from without the network ('cached', 'generated', 'self-hosted'), if it does. */
+  offlineSource(id: string): OfflineModel['source'] | undefined {
+    return this.offline?.find((m) => m.spec.id === id)?.source;
+  }
+
+  /**
+   * Offline: `preferred` when it loads without the network, else one of the same kind that does (null
+   * when none does). Online: `preferred`.
+   */
+  usable(preferred: ModelSpec | undefined): ModelSpec | null {
+    if (this.online || !this.offline || !preferred) return preferred ?? null;
+    return offlineDefault(this.offline, preferred);
+  }
+
+  /** What a model picker adds to a model's name while the browser is offline. */
+  offlineLabel(id: string): string {
+    if (this.online || !this.offline) return '';
+    const source = this.offlineSource(id);
+    return source ? ` · offline (${source})` : ' · needs the network';
+  }
 
   /** Lists what is stored now. */
   async refresh(): Promise<void> {
