@@ -266,7 +266,21 @@ describe('Search and Benchmark views', () => {
     }
     expect(problems).toEqual([]);
 
+    // Search results belong to the task they were asked on: another task shows none (its documents
+    // were not searched); back on that task, they are there again.
     await page.setViewportSize({ width: 1400, height: 1000 });
+    await view(page, 'search');
+    const asked = await page.inputValue('[data-testid="task-select"]');
+    const other = (
+      await page
+        .locator('[data-testid="task-select"] option')
+        .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))
+    ).find((v) => v !== asked)!;
+    await page.selectOption('[data-testid="task-select"]', other);
+    await expect.poll(() => page.locator('[data-testid="search-summary"]').count()).toBe(0);
+    await page.selectOption('[data-testid="task-select"]', asked);
+    await expect.poll(() => page.locator('[data-testid="search-summary"]').count()).toBe(1);
+
     for (const route of ROUTES) {
       await view(page, route);
       expect(await axeSerious(page), route).toEqual([]);

@@ -26,6 +26,8 @@ export interface ResultColumn {
 }
 
 export interface SearchOutcome {
+  /** The task whose documents were searched (results of another task are never shown). */
+  taskId: string;
   /** What was asked (the query may change while the results are on screen). */
   text: string;
   hadImage: boolean;
@@ -43,7 +45,7 @@ export class SearchState {
   imageUrl = $state<string | null>(null);
   /** `bm25` or a model id; null = the shard's default (see `defaultRetriever`). */
   #retriever = $state<string | null>(null);
-  outcome = $state.raw<SearchOutcome | null>(null);
+  #outcome = $state.raw<SearchOutcome | null>(null);
   /**
    * Shown while a query runs, once it has taken longer than SEARCHING_SHOWN_AFTER_MS: a quick query
    * changes nothing on the page until its results (no flash, no repaint of the page at its start).
@@ -55,9 +57,15 @@ export class SearchState {
   /** The document opened from the results. */
   openDocId = $state<string | null>(null);
 
+  /** The last results, when they belong to the selected task (after a task switch: none). */
+  get outcome(): SearchOutcome | null {
+    const o = this.#outcome;
+    return o && o.taskId === this.app.library.taskId ? o : null;
+  }
+
   constructor(private app: App) {
     app.library.onShardChange(() => {
-      this.outcome = null;
+      this.#outcome = null;
       this.error = null;
       this.openDocId = null;
       this.#retriever = null;
@@ -153,6 +161,7 @@ export class SearchState {
     const image = this.acceptsImage ? this.image : null;
     if ((!text && !image) || !lib.shard || !lib.task) return;
     if (this.#inFlight) return;
+    const { shard, taskId } = lib;
     this.#inFlight = true;
     const shown = setTimeout(() => (this.searching = true), SEARCHING_SHOWN_AFTER_MS);
     this.error = null;
@@ -200,8 +209,11 @@ export class SearchState {
         if (!res) return;
         columns = await timeStage('fuse', () => fusionColumns(res, spec.label ?? spec.id));
       }
+      // The shard or task changed while this query ran: its results belong to neither.
+      if (lib.shard !== shard || lib.taskId !== taskId) return;
       resultsSet();
-      this.outcome = {
+      this.#outcome = {
+        taskId,
         text,
         hadImage: !!image,
         retriever: spec ? (spec.label ?? spec.id) : 'BM25',
