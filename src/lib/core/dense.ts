@@ -4,6 +4,7 @@
 // broken as trec_eval does: equal scores rank the larger document id (UTF-8 byte order) first.
 import { TopK, compareUtf8 } from './topk';
 import type { ScoredDoc } from './types';
+import { maxPerDoc } from './chunking';
 
 export type DenseMetric = 'cosine' | 'ip';
 
@@ -211,4 +212,88 @@ export function searchFeatureFusion(
 function sameDocs(a: DenseIndex, b: DenseIndex): void {
   if (a.docIds.length !== b.docIds.length || a.docIds.some((id, i) => id !== b.docIds[i]))
     throw new Error('the text and image indexes must list the same documents in the same order');
+}
+
+/**
+ * Several vectors per document (the chunks of long texts, `max` aggregation): row r of `vectors`
+ * belongs to document `rowDoc[r]`; a document scores the best cosine over its rows.
+ */
+export interface ChunkedDenseIndex {
+  /** The rows, searched as a plain index whose "documents" are rows (their ids are row numbers). */
+  rows: Pick<DenseIndex, 'vectors' | 'dim' | 'norms' | 'present'> & { docIds: string[] };
+  rowDoc: Uint32Array;
+  /** The documents: ids, trec_eval tie order, id → position. */
+  docs: Pick<DenseIndex, 'docIds' | 'idRank' | 'docIndex'>;
+}
+
+/**
+ * Wraps a (rows × dim) matrix of chunk vectors with its row → document mapping (`rowDoc[r]` is an
+ * index into `docIds`). Rows of `missing` documents and all-zero rows are never scored.
+ */
+export function createChunkedIndex(
+  vectors: Float32Array,
+  dim: number,
+  rowDoc: Uint32Array,
+  docIds: string[],
+  opts: { missing?: Iterable<string> } = {},
+): ChunkedDenseIndex {
+  if (!Number.isInteger(dim) || dim <= 0) throw new RangeError(`dim must be a positive integer, got ${dim}`);
+  const n = rowDoc.length;
+  if (vectors.length !== n * dim)
+    throw new RangeError(`matrix has ${vectors.length} values, expected ${n} rows × ${dim}`);
+  for (const d of rowDoc)
+    if (d >= docIds.length) throw new RangeError(`row of document ${d}, but there are ${docIds.length}`);
+  // The document side: a zero-width index gives ids, tie ranks and positions.
+  const docs = createDenseIndex(new Float32Array(docIds.length), 1, docIds);
+  const missing = new Set<number>();
+  for (const id of opts.missing ?? []) {
+    const i = docs.docIndex.get(id);
+    if (i !== undefined) missing.add(i);
+  }
+  const norms = new Float64Array(n);
+  const present = new Uint8Array(n);
+  for (let r = 0; r < n; r++) {
+    let s = 0;
+    for (let j = r * dim, end = j + dim; j < end; j++) s += vectors[j] * vectors[j];
+    norms[r] = Math.sqrt(s);
+    present[r] = s > 0 && !missing.has(rowDoc[r]) ? 1 : 0;
+  }
+  const rowIds = Array.from({ length: n }, (_, r) => String(r));
+  return {
+    rows: { vectors, dim, norms, present, docIds: rowIds },
+    rowDoc,
+    docs: { docIds: docs.docIds, idRank: docs.idRank, docIndex: docs.docIndex },
+  };
+}
+
+/**
+ * Per-document score for a query given as one or more rows (its chunks, `queryRows` = m × dim):
+ * the maximum over every (query row, document row) pair of the similarity; NaN for documents
+ * without rows.
+ */
+export function scoreAllChunked(
+  index: ChunkedDenseIndex,
+  queryRows: Float32Array,
+  metric: DenseMetric = 'cosine',
+): Float64Array {
+  const dim = index.rows.dim;
+  if (queryRows.length === 0 || queryRows.length % dim !== 0)
+    throw new RangeError(`query has ${queryRows.length} values, not a multiple of ${dim}`);
+  const out = new Float64Array(index.docs.docIds.length).fill(NaN);
+  const rowIndex = index.rows as DenseIndex;
+  for (let a = 0; a < queryRows.length / dim; a++) {
+    const s = scoreAll(rowIndex, queryRows.subarray(a * dim, (a + 1) * dim), metric);
+    maxPerDoc(s, index.rowDoc, out.length, out);
+  }
+  return out;
+}
+
+/** Exact top-k documents by their best chunk (max over query chunks × document chunks), trec_eval tie order. */
+export function searchDenseChunked(
+  index: ChunkedDenseIndex,
+  queryRows: Float32Array,
+  k: number,
+  opts: DenseSearchOptions = {},
+): ScoredDoc[] {
+  return topKOfScores(index.docs, scoreAllChunked(index, queryRows, opts.metric), k, opts.exclude);
 }

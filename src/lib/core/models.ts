@@ -2,6 +2,7 @@
 // must say for the encoder worker to load it and embed with the right pooling and prefixes (or, for
 // a cross-encoder, score query–document pairs with the right activation), and the cache key of
 // corpus embeddings. Pure: no DOM, no I/O.
+import { isChunked, type Chunking } from './chunking';
 
 /**
  * Which towers a model has: a text encoder, a CLIP/SigLIP dual encoder (text + image), or a
@@ -365,6 +366,11 @@ export interface EmbeddingKeyInput {
   part: EmbedPart;
   /** Only when a spec sets it (it changes the vectors); omitted keys stay as they were. */
   maxTokens?: number;
+  /**
+   * Texts cut into windows overlapping by this many tokens (chunking `mean` or `max`: both read the
+   * same chunk vectors); absent for truncation (`first`), whose keys stay as they were.
+   */
+  chunkOverlap?: number;
 }
 
 /**
@@ -385,6 +391,7 @@ export function embeddingKey(k: EmbeddingKeyInput): string {
     `qp=${e(k.queryPrefix)}`,
     `dp=${e(k.docPrefix)}`,
     ...(k.maxTokens !== undefined ? [`max=${k.maxTokens}`] : []),
+    ...(k.chunkOverlap !== undefined ? [`chunks=o${k.chunkOverlap}`] : []),
   ].join('|');
 }
 
@@ -394,6 +401,7 @@ export function corpusEmbeddingKey(
   spec: ModelSpec,
   dtype: Dtype,
   part: EmbedPart,
+  chunking?: Chunking,
 ): string {
   return embeddingKey({
     shardHash,
@@ -406,5 +414,7 @@ export function corpusEmbeddingKey(
     normalize: spec.normalize,
     part,
     ...(spec.maxTokens !== undefined ? { maxTokens: spec.maxTokens } : {}),
+    // Only text is chunked; images are one vector whatever the setting.
+    ...(part === 'text' && isChunked(chunking) ? { chunkOverlap: chunking.overlap } : {}),
   });
 }

@@ -1,6 +1,7 @@
 // Runs as stored objects: what produced them (retriever configuration) and a compact,
 // structured-clone friendly encoding of their ranked lists.
 import type { Run } from './types';
+import { describeChunking, type Chunking } from './chunking';
 
 /** How a run was produced. Every field is needed to reproduce it. */
 export type RetrieverConfig =
@@ -20,6 +21,11 @@ export type RetrieverConfig =
         /** Score fusion at `textWeight` ranked every query exactly like this run, so it was not stored twice. */
         sameAsScore?: boolean;
       };
+      /**
+       * How texts longer than the model's window were embedded (core/chunking.ts): windows overlapping
+       * by `overlap` tokens, aggregated by mean or max. Absent: truncated to the first window.
+       */
+      chunking?: Chunking;
       /** Approximate search (HNSW) instead of exact, with its recall@10 against exact on this run. */
       ann?: {
         kind: 'hnsw';
@@ -127,7 +133,7 @@ export function runTag(c: RetrieverConfig): string {
     case 'bm25':
       return `loupe-bm25-k1_${c.k1}-b_${c.b}`;
     case 'dense':
-      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}`;
+      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}${c.chunking && c.chunking.aggregate !== 'first' ? `-chunk${c.chunking.aggregate}_o${c.chunking.overlap}` : ''}`;
     case 'fusion':
       return `loupe-${c.method}-${c.inputs.length}runs`;
     case 'import':
@@ -154,7 +160,7 @@ function describeSettings(c: RetrieverConfig): string {
     case 'bm25':
       return `BM25 k1=${c.k1} b=${c.b}`;
     case 'dense':
-      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? (c.fusion.sameAsScore ? ` · feature fusion (= score fusion at text weight ${c.fusion.textWeight}: identical rankings)` : c.fusion.mode === 'feature' ? ' · feature fusion' : ` · score fusion, text weight ${c.fusion.textWeight}`) : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}`;
+      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? (c.fusion.sameAsScore ? ` · feature fusion (= score fusion at text weight ${c.fusion.textWeight}: identical rankings)` : c.fusion.mode === 'feature' ? ' · feature fusion' : ` · score fusion, text weight ${c.fusion.textWeight}`) : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}${describeChunking(c.chunking) ? ` · ${describeChunking(c.chunking)}` : ''}`;
     case 'fusion':
       return `${c.method} of ${c.inputs.length} runs`;
     case 'import':

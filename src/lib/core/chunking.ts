@@ -1,0 +1,209 @@
+// Long texts for dense retrieval: a text longer than the model's window is cut into overlapping
+// windows of token ids (the last one aligned to the text's end), every window is embedded with the
+// model's special tokens around it, and the chunk vectors are aggregated per text:
+//   first — one truncated window (what every dense run did before chunking existed);
+//   mean  — the mean of the chunk vectors, then the model's usual normalisation: one vector per text;
+//   max   — every chunk is kept: a document's score is the best cosine over (query chunk, document
+//           chunk) pairs. A long query is chunked too and takes its best-matching chunk (max-sim over
+//           all pairs), not a mean query vector: the drill-down can then name the pair that matched.
+// BM25 never chunks. Pure functions, no I/O.
+
+export type ChunkAggregate = 'first' | 'mean' | 'max';
+
+/** How texts longer than the model's window are embedded, as recorded on a run. */
+export interface Chunking {
+  aggregate: ChunkAggregate;
+  /** Tokens shared by consecutive windows (the window slides by window − overlap). */
+  overlap: number;
+}
+
+/** DEFAULT_CHUNK_OVERLAP: tokens shared by consecutive windows unless set otherwise. */
+export const DEFAULT_CHUNK_OVERLAP = 32;
+
+export const CHUNK_AGGREGATES: readonly ChunkAggregate[] = ['first', 'mean', 'max'];
+
+/** Whether texts are cut into several windows (mean, max) rather than truncated (first). */
+export function isChunked(c: Chunking | undefined): c is Chunking {
+  return !!c && c.aggregate !== 'first';
+}
+
+/** Checks a chunking setting; throws a RangeError naming the bad value. */
+export function checkChunking(c: Chunking): Chunking {
+  if (!CHUNK_AGGREGATES.includes(c.aggregate))
+    throw new RangeError(`chunk aggregation must be first, mean or max, got ${String(c.aggregate)}`);
+  if (!Number.isInteger(c.overlap) || c.overlap < 0)
+    throw new RangeError(`chunk overlap must be a non-negative integer of tokens, got ${c.overlap}`);
+  return c;
+}
+
+/** A window over a token sequence: positions start … end − 1. */
+export interface TokenWindow {
+  start: number;
+  end: number;
+}
+
+/**
+ * Windows over a sequence of `length` tokens (special tokens excluded), each at most `size` tokens.
+ * A sequence that fits is one window. Otherwise windows start every `size − overlap` tokens while
+ * they end before the sequence does, and a last window is aligned to the end (it may overlap its
+ * predecessor by more than `overlap`). `first` keeps only the first window (truncation).
+ * An empty sequence is one empty window (the model still sees its special tokens).
+ */
+export function chunkWindows(
+  length: number,
+  size: number,
+  overlap: number,
+  aggregate: ChunkAggregate = 'mean',
+): TokenWindow[] {
+  if (!Number.isInteger(length) || length < 0)
+    throw new RangeError(`length must be a non-negative integer, got ${length}`);
+  if (!Number.isInteger(size) || size < 1)
+    throw new RangeError(`window size must be a positive integer, got ${size}`);
+  if (!Number.isInteger(overlap) || overlap < 0 || overlap >= size)
+    throw new RangeError(`overlap must be an integer from 0 to ${size - 1} (window ${size}), got ${overlap}`);
+  if (length <= size || aggregate === 'first') return [{ start: 0, end: Math.min(length, size) }];
+  const stride = size - overlap;
+  const out: TokenWindow[] = [];
+  for (let s = 0; s + size < length; s += stride) out.push({ start: s, end: s + size });
+  out.push({ start: length - size, end: length });
+  return out;
+}
+
+/**
+ * Token ids of a window as the model takes them: the tokenizer's leading special tokens, the
+ * prefix's tokens, the window's tokens, the trailing special tokens.
+ */
+export function frameWindow(
+  ids: ArrayLike<number>,
+  w: TokenWindow,
+  frame: { head: readonly number[]; tail: readonly number[]; prefix: readonly number[] },
+): number[] {
+  const out = [...frame.head, ...frame.prefix];
+  for (let i = w.start; i < w.end; i++) out.push(ids[i]);
+  out.push(...frame.tail);
+  return out;
+}
+
+/** Content tokens per window: the model's maximum minus its special tokens and the prefix. */
+export function windowSize(maxTokens: number, specialTokens: number, prefixTokens = 0): number {
+  const size = maxTokens - specialTokens - prefixTokens;
+  if (size < 1)
+    throw new RangeError(
+      `no room for text: ${maxTokens} tokens at most, ${specialTokens} special and ${prefixTokens} prefix tokens`,
+    );
+  return size;
+}
+
+/** Start of each text's rows from chunks-per-text counts (counts.length + 1 entries). */
+export function chunkOffsets(counts: ArrayLike<number>): Uint32Array {
+  const out = new Uint32Array(counts.length + 1);
+  for (let i = 0; i < counts.length; i++) out[i + 1] = out[i] + counts[i];
+  return out;
+}
+
+/** Row → text index from chunks-per-text counts. */
+export function rowOwners(counts: ArrayLike<number>): Uint32Array {
+  const offsets = chunkOffsets(counts);
+  const out = new Uint32Array(offsets[counts.length]);
+  for (let i = 0; i < counts.length; i++) out.fill(i, offsets[i], offsets[i + 1]);
+  return out;
+}
+
+/**
+ * One vector per text: the mean of its chunk rows (rows grouped by text, `counts[i]` rows for text
+ * i), L2-normalised when `normalize` (the model's usual normalisation). A text without rows is zero.
+ */
+export function meanOfChunks(
+  rows: Float32Array,
+  counts: ArrayLike<number>,
+  dim: number,
+  normalize: boolean,
+): Float32Array {
+  const offsets = chunkOffsets(counts);
+  const n = counts.length;
+  if (rows.length !== offsets[n] * dim)
+    throw new RangeError(`${rows.length / dim} rows for ${offsets[n]} chunks`);
+  const out = new Float32Array(n * dim);
+  const acc = new Float64Array(dim);
+  for (let i = 0; i < n; i++) {
+    const c = counts[i];
+    if (c === 0) continue;
+    acc.fill(0);
+    for (let r = offsets[i]; r < offsets[i + 1]; r++)
+      for (let j = 0; j < dim; j++) acc[j] += rows[r * dim + j];
+    let s = 0;
+    for (let j = 0; j < dim; j++) {
+      acc[j] /= c;
+      s += acc[j] * acc[j];
+    }
+    const scale = normalize && s > 0 ? 1 / Math.sqrt(s) : 1;
+    for (let j = 0; j < dim; j++) out[i * dim + j] = acc[j] * scale;
+  }
+  return out;
+}
+
+/**
+ * Per-document maximum of row scores (`rowDoc[r]` owns row r); NaN rows are ignored and a document
+ * with no scored row is NaN. Updates `into` in place when given (several query chunks).
+ */
+export function maxPerDoc(
+  rowScores: ArrayLike<number>,
+  rowDoc: ArrayLike<number>,
+  docs: number,
+  into?: Float64Array,
+): Float64Array {
+  if (rowScores.length !== rowDoc.length)
+    throw new RangeError(`${rowScores.length} row scores for ${rowDoc.length} rows`);
+  const out = into ?? new Float64Array(docs).fill(NaN);
+  for (let r = 0; r < rowScores.length; r++) {
+    const s = rowScores[r];
+    if (s !== s) continue;
+    const d = rowDoc[r];
+    const cur = out[d];
+    if (cur !== cur || s > cur) out[d] = s;
+  }
+  return out;
+}
+
+/**
+ * The best (query chunk, document chunk) pair by cosine: indices into the two row sets and the
+ * cosine. Ties keep the earliest query chunk, then the earliest document chunk.
+ */
+export function bestChunkPair(
+  query: Float32Array,
+  doc: Float32Array,
+  dim: number,
+): { query: number; doc: number; cosine: number; all: number[][] } {
+  const nq = query.length / dim;
+  const nd = doc.length / dim;
+  let best = { query: 0, doc: 0, cosine: NaN };
+  const all: number[][] = [];
+  for (let a = 0; a < nq; a++) {
+    const row: number[] = [];
+    for (let b = 0; b < nd; b++) {
+      let s = 0;
+      let qa = 0;
+      let db = 0;
+      for (let j = 0; j < dim; j++) {
+        const x = query[a * dim + j];
+        const y = doc[b * dim + j];
+        s += x * y;
+        qa += x * x;
+        db += y * y;
+      }
+      const c = qa > 0 && db > 0 ? s / Math.sqrt(qa * db) : NaN;
+      row.push(c);
+      if (c === c && !(c <= best.cosine)) best = { query: a, doc: b, cosine: c };
+    }
+    all.push(row);
+  }
+  return { ...best, all };
+}
+
+/** A run name / description suffix: "" for first (truncation, the default). */
+export function describeChunking(c: Chunking | undefined): string {
+  if (!isChunked(c)) return '';
+  return c.aggregate === 'max'
+    ? `chunks max-sim (overlap ${c.overlap})`
+    : `chunks mean (overlap ${c.overlap})`;
+}
