@@ -7,6 +7,7 @@
 //   npm run bench -- --shard ../shared/data/vqa-rad --retriever dense --model loupe-test/clip-tiny-random
 //                    [--device auto|webgpu|wasm] [--dtype fp32|q8|…] [--fusion both|score|feature] [--alpha 0.5]
 //                    [--index exact|hnsw] [--M 16] [--efConstruction 200] [--efSearch 384]
+//                    [--chunks first|mean|max] [--overlap 32]   (long texts: README "Models")
 //   npm run bench -- --shard ../shared/data/vqa-rad --task text-to-image \
 //                    --compare 'bm25(k1=0.9,b=0.4);dense(model=loupe-test/clip-tiny-random,dtype=fp32)' [--fuse 'rrf(k=60)']
 //     runs (or reuses) each retriever through the UI's permalink and prints the UI's comparison table.
@@ -46,6 +47,8 @@ const { values: args } = parseArgs({
     M: { type: 'string' },
     efConstruction: { type: 'string' },
     efSearch: { type: 'string' },
+    chunks: { type: 'string', default: 'first' },
+    overlap: { type: 'string' },
     compare: { type: 'string' },
     fuse: { type: 'string' },
     out: { type: 'string', default: 'bench-results' },
@@ -204,6 +207,14 @@ if (model) {
   if (args.index === 'hnsw') {
     common.index = 'hnsw';
     for (const k of ['M', 'efConstruction', 'efSearch'] as const) if (args[k]) common[k] = args[k]!;
+  }
+  // Long texts: truncated to the model's window (first), or every window averaged (mean) or max-scored.
+  if (!['first', 'mean', 'max'].includes(args.chunks!))
+    throw new InputError('--chunks is first, mean or max');
+  if (args.chunks !== 'first') common.chunks = args.chunks!;
+  if (args.overlap) {
+    if (!/^\d+$/.test(args.overlap)) throw new InputError('--overlap is a number of tokens');
+    common.overlap = args.overlap;
   }
 }
 

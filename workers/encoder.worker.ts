@@ -61,6 +61,14 @@ import {
   type PrecomputedSet,
 } from '../src/lib/core/precomputed';
 import { f16ToF32 } from '../src/lib/core/vector-files';
+import {
+  checkChunking,
+  chunkWindows,
+  frameWindow,
+  isChunked,
+  windowSize,
+  type Chunking,
+} from '../src/lib/core/chunking';
 
 type OnProgress = (p: Progress) => void;
 
@@ -129,11 +137,22 @@ export interface EmbedCorpusRequest {
   /** Padded tokens per text batch (batch size × its longest text); default DEFAULT_TOKEN_BUDGET. */
   tokenBudget?: number;
   load?: LoadOptions;
+  /**
+   * Texts longer than the model's window: `mean`/`max` embed every window (overlapping by
+   * `overlap` tokens) and return one row per chunk; `first` or absent truncate (one row per document).
+   */
+  chunking?: Chunking;
 }
 
 export interface EmbedCorpusResult {
-  /** Row-major (docs × dim), documents in shard order; rows of `missing` documents are zero. */
+  /**
+   * Row-major (docs × dim), documents in shard order; rows of `missing` documents are zero. Chunked
+   * text: (chunks × dim), the chunks of each document in order, documents in shard order, none for
+   * `missing` documents; `chunks` maps them to documents.
+   */
   embeddings: Float32Array;
+  /** Chunked text only: the document (index into docIds) of each row, and its token span (2 per row). */
+  chunks?: { rowDoc: Uint32Array; spans: Uint32Array; overlap: number };
   dim: number;
   docIds: string[];
   /** Documents without that part (no text / no image), skipped. */
@@ -169,8 +188,11 @@ interface EmbBatchRecord {
   batchNo: number;
   ids: string[];
   dim: number;
-  /** ids.length × dim, row-major. */
+  /** ids.length × dim, row-major; chunked text: Σ chunks × dim, each document's chunks in order. */
   vectors: Float32Array;
+  /** Chunked text: chunks of each document (ids order) and each chunk's token span (2 per chunk). */
+  chunks?: Uint32Array;
+  spans?: Uint32Array;
   writtenAt: number;
 }
 
@@ -248,6 +270,9 @@ const counters = {
   precomputedRows: 0,
   /** Batches computed but not saved (the browser's storage was full). */
   batchesNotSaved: 0,
+  /** Chunks (windows) embedded for chunked corpora (mean/max), and documents that took more than one. */
+  chunksEmbedded: 0,
+  multiChunkDocs: 0,
 };
 // Readable from a test through the worker's global (Playwright evaluates in workers), as well as api.counters().
 (self as unknown as { loupeEncoderCounters: typeof counters }).loupeEncoderCounters = counters;
@@ -673,11 +698,20 @@ async function embedTextBatch(
     { padding: spec.padToMax ? 'max_length' : true, truncation: true, max_length: maxTokens },
   ) as Record<string, Tensor>;
   const t1 = stages ? performance.now() : 0;
+  if (stages) stages.tokenizeMs += t1 - t0;
+  return runTextModel(enc, spec, inputs, texts.length);
+}
+
+/** The text model's forward pass on tokenized inputs, pooled and normalised as the spec says: (n × dim). */
+async function runTextModel(
+  enc: Encoder,
+  spec: ModelSpec,
+  inputs: Record<string, Tensor>,
+  n: number,
+): Promise<Float32Array> {
+  const t1 = stages ? performance.now() : 0;
   const out = (await enc.textModel(inputs)) as Record<string, Tensor>;
-  if (stages) {
-    stages.tokenizeMs += t1 - t0;
-    stages.encodeMs += performance.now() - t1;
-  }
+  if (stages) stages.encodeMs += performance.now() - t1;
   let vecs: Float32Array;
   if (spec.pooling === 'model') {
     const t = spec.kind === 'clip' ? out.text_embeds : out.pooler_output;
@@ -691,9 +725,209 @@ async function embedTextBatch(
     if (!hidden) throw new Error(`${spec.id}: the model has no last_hidden_state output`);
     vecs = pool(hidden, inputs.attention_mask, spec.pooling);
   }
-  const dim = vecs.length / texts.length;
+  const dim = vecs.length / n;
   if (spec.normalize) l2normalizeRows(vecs, dim);
   return vecs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Long texts: windows of token ids (core/chunking.ts), each framed with the model's special tokens
+
+/** How the tokenizer frames one sequence, and the tokens of a role's prefix. */
+interface ChunkFrame {
+  head: number[];
+  tail: number[];
+  prefix: number[];
+  /** Content tokens per window (maxTokens minus special and prefix tokens). */
+  size: number;
+  /** Input names the tokenizer gives the model (input_ids, attention_mask, token_type_ids?). */
+  inputs: string[];
+  padId: number;
+}
+
+const frames = new WeakMap<Encoder, Map<string, ChunkFrame>>();
+
+/**
+ * The special tokens the tokenizer puts before and after a text (found by tokenizing a probe with
+ * and without them), the prefix's tokens for `role`, and the window size they leave.
+ */
+function chunkFrame(enc: Encoder, spec: ModelSpec, role: EmbedRole): ChunkFrame {
+  const prefix = prefixFor(spec, role);
+  const maxTokens = spec.maxTokens ?? DEFAULT_MAX_TOKENS;
+  const k = `${prefix}\u0000${maxTokens}`;
+  let byKey = frames.get(enc);
+  if (!byKey) frames.set(enc, (byKey = new Map()));
+  const hit = byKey.get(k);
+  if (hit) return hit;
+  const ids = (text: string, special: boolean) =>
+    (
+      enc.tokenizer(text, { add_special_tokens: special, return_tensor: false }) as unknown as {
+        input_ids: number[];
+      }
+    ).input_ids;
+  const probe = 'chunk probe';
+  const framed = ids(probe, true);
+  const bare = ids(probe, false);
+  let at = -1;
+  for (let i = 0; i + bare.length <= framed.length && at < 0; i++)
+    if (bare.every((t, j) => framed[i + j] === t)) at = i;
+  if (at < 0) throw new Error(`${spec.id}: cannot find where the tokenizer puts its special tokens`);
+  const head = framed.slice(0, at);
+  const tail = framed.slice(at + bare.length);
+  const prefixIds = prefix ? ids(prefix, false) : [];
+  const sample = enc.tokenizer(['a'], { padding: true }) as Record<string, Tensor>;
+  const frame: ChunkFrame = {
+    head,
+    tail,
+    prefix: prefixIds,
+    size: windowSize(maxTokens, head.length + tail.length, prefixIds.length),
+    inputs: Object.keys(sample),
+    padId: Number((enc.tokenizer as unknown as { pad_token_id?: number }).pad_token_id ?? 0),
+  };
+  byKey.set(k, frame);
+  return frame;
+}
+
+/** Texts cut into framed windows: the ids of every window, chunks per text and each window's token span. */
+interface Windows {
+  rows: number[][];
+  counts: Uint32Array;
+  /** 2 per window: start and end among the text's tokens (special and prefix tokens not counted). */
+  spans: Uint32Array;
+  /** Tokens of each text without special tokens (to decode a window's text). */
+  tokens: number[][];
+}
+
+function textWindows(
+  enc: Encoder,
+  spec: ModelSpec,
+  texts: string[],
+  role: EmbedRole,
+  chunking: Chunking,
+): Windows {
+  const frame = chunkFrame(enc, spec, role);
+  const overlap = chunking.overlap;
+  if (overlap >= frame.size)
+    throw new RangeError(
+      `chunk overlap ${overlap} is not smaller than the ${frame.size}-token window of ${spec.label ?? spec.id}`,
+    );
+  const rows: number[][] = [];
+  const spans: number[] = [];
+  const counts = new Uint32Array(texts.length);
+  const tokens: number[][] = [];
+  for (let i = 0; i < texts.length; i += LENGTH_CHUNK) {
+    // Not truncated: every token of a long text is in some window.
+    const { input_ids } = enc.tokenizer(texts.slice(i, i + LENGTH_CHUNK), {
+      add_special_tokens: false,
+      return_tensor: false,
+    }) as unknown as { input_ids: number[][] };
+    input_ids.forEach((ids, j) => {
+      const ws = chunkWindows(ids.length, frame.size, overlap, chunking.aggregate);
+      counts[i + j] = ws.length;
+      tokens.push(ids);
+      for (const w of ws) {
+        rows.push(frameWindow(ids, w, frame));
+        spans.push(w.start, w.end);
+      }
+    });
+  }
+  return { rows, counts, spans: Uint32Array.from(spans), tokens };
+}
+
+/** Tokens each text costs once cut into framed windows (for batching documents by cost). */
+function windowTokens(enc: Encoder, spec: ModelSpec, texts: string[], chunking: Chunking): Uint32Array {
+  const out = new Uint32Array(texts.length);
+  for (let i = 0; i < texts.length; i += LENGTH_CHUNK) {
+    const w = textWindows(enc, spec, texts.slice(i, i + LENGTH_CHUNK), 'document', chunking);
+    let r = 0;
+    w.counts.forEach((c, j) => {
+      for (let k = 0; k < c; k++, r++) out[i + j] += w.rows[r].length;
+    });
+  }
+  return out;
+}
+
+/** Framed windows as model inputs, padded to the longest (or to maxTokens for padToMax models). */
+function windowInputs(frame: ChunkFrame, spec: ModelSpec, rows: number[][]): Record<string, Tensor> {
+  const len = spec.padToMax
+    ? (spec.maxTokens ?? DEFAULT_MAX_TOKENS)
+    : Math.max(1, ...rows.map((r) => r.length));
+  const n = rows.length;
+  const ids = new BigInt64Array(n * len).fill(BigInt(frame.padId));
+  const mask = new BigInt64Array(n * len);
+  rows.forEach((r, i) => {
+    for (let t = 0; t < r.length; t++) {
+      ids[i * len + t] = BigInt(r[t]);
+      mask[i * len + t] = 1n;
+    }
+  });
+  const out: Record<string, Tensor> = {
+    input_ids: new Tensor('int64', ids, [n, len]),
+    attention_mask: new Tensor('int64', mask, [n, len]),
+  };
+  if (frame.inputs.includes('token_type_ids'))
+    out.token_type_ids = new Tensor('int64', new BigInt64Array(n * len), [n, len]);
+  return out;
+}
+
+/**
+ * Embeds framed windows in batches of similar length (sorted by length within the token budget),
+ * returning their vectors in input order: (windows × dim).
+ */
+async function embedWindows(
+  enc: Encoder,
+  spec: ModelSpec,
+  role: EmbedRole,
+  rows: number[][],
+  batchSize: number,
+): Promise<Float32Array> {
+  const frame = chunkFrame(enc, spec, role);
+  const plan = planBatches(
+    rows.map((r) => r.length),
+    { tokenBudget: DEFAULT_TOKEN_BUDGET, maxBatch: batchSize },
+  );
+  let out: Float32Array | null = null;
+  for (let b = 0; b + 1 < plan.bounds.length; b++) {
+    const pos = plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]);
+    const part = Array.from(pos, (p) => rows[p]);
+    const v = await runTextModel(enc, spec, windowInputs(frame, spec, part), part.length);
+    const dim = v.length / part.length;
+    const o = (out ??= new Float32Array(rows.length * dim));
+    pos.forEach((p, i) => o.set(v.subarray(i * dim, (i + 1) * dim), p * dim));
+  }
+  return out ?? new Float32Array(0);
+}
+
+/** Chunk vectors of texts: (Σ counts × dim), the chunks of text 0 first, with counts and token spans. */
+async function embedTextChunks(
+  texts: string[],
+  role: EmbedRole,
+  chunking: Chunking,
+  batchSize = 32,
+): Promise<{ vectors: Float32Array; counts: Uint32Array; spans: Uint32Array }> {
+  checkBatchSize(batchSize);
+  checkChunking(chunking);
+  const r = await onActive(async (enc, spec) => {
+    const w = textWindows(enc, spec, texts, role, chunking);
+    const vectors = await embedWindows(enc, spec, role, w.rows, batchSize);
+    return { vectors, counts: w.counts, spans: w.spans };
+  });
+  return Comlink.transfer(r, [r.vectors.buffer, r.counts.buffer, r.spans.buffer] as ArrayBuffer[]);
+}
+
+/** The text of every window of one text (decoded from its tokens, special tokens left out), for the drill-down. */
+async function chunkTexts(text: string, role: EmbedRole, chunking: Chunking): Promise<string[]> {
+  checkChunking(chunking);
+  return onActive(async (enc, spec) => {
+    const w = textWindows(enc, spec, [text], role, chunking);
+    const ids = w.tokens[0];
+    const out: string[] = [];
+    for (let c = 0; c < w.counts[0]; c++)
+      out.push(
+        enc.tokenizer.decode(ids.slice(w.spans[2 * c], w.spans[2 * c + 1]), { skip_special_tokens: true }),
+      );
+    return out;
+  });
 }
 
 /** LENGTH_CHUNK: texts tokenized per call when counting tokens (bounds the arrays held at once). */
@@ -989,18 +1223,28 @@ function hasPart(d: Doc, part: EmbedPart): boolean {
   return part === 'text' ? docText(d) !== '' : typeof d.image === 'string' && d.image !== '';
 }
 
-function validBatch(r: unknown, ids: string[], dim: number): r is EmbBatchRecord {
+function validBatch(r: unknown, ids: string[], dim: number, chunked = false): r is EmbBatchRecord {
   const b = r as EmbBatchRecord | undefined;
-  return (
-    !!b &&
-    b.v === 2 &&
-    b.dim === dim &&
-    Array.isArray(b.ids) &&
-    b.ids.length === ids.length &&
-    b.ids.every((id, i) => id === ids[i]) &&
-    b.vectors instanceof Float32Array &&
-    b.vectors.length === ids.length * dim
-  );
+  if (
+    !b ||
+    b.v !== 2 ||
+    b.dim !== dim ||
+    !Array.isArray(b.ids) ||
+    b.ids.length !== ids.length ||
+    !b.ids.every((id, i) => id === ids[i]) ||
+    !(b.vectors instanceof Float32Array)
+  )
+    return false;
+  if (!chunked) return b.vectors.length === ids.length * dim;
+  if (
+    !(b.chunks instanceof Uint32Array) ||
+    !(b.spans instanceof Uint32Array) ||
+    b.chunks.length !== ids.length
+  )
+    return false;
+  let rows = 0;
+  for (const c of b.chunks) rows += c;
+  return b.vectors.length === rows * dim && b.spans.length === 2 * rows;
 }
 
 async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Promise<EmbedCorpusResult> {
@@ -1016,7 +1260,9 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   const { docs } = await db.load(shardHash);
   const loaded = await load(spec, req.load, onProgress);
   const dim = loaded.dim;
-  const key = corpusEmbeddingKey(shardHash, spec, loaded.dtype, part);
+  // Only text is chunked; `first` is the truncating path (and key) of before.
+  const chunking = part === 'text' && isChunked(req.chunking) ? checkChunking(req.chunking) : undefined;
+  const key = corpusEmbeddingKey(shardHash, spec, loaded.dtype, part, chunking);
 
   const rows: number[] = [];
   const missing: string[] = [];
@@ -1026,15 +1272,17 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   // documents at import): used in place of embedding when they fit the loaded model exactly.
   let pre: PrecomputedSet | undefined;
   let precomputedNote: string | undefined;
-  try {
-    pre = await db.getArtifact<PrecomputedSet>(
-      shardHash,
-      PRECOMPUTED_KIND,
-      precomputedKey(spec.id, loaded.dtype, part),
-    );
-  } catch {
-    pre = undefined;
-  }
+  // Precomputed sets hold one truncated vector per document: they cannot stand for chunks.
+  if (!chunking)
+    try {
+      pre = await db.getArtifact<PrecomputedSet>(
+        shardHash,
+        PRECOMPUTED_KIND,
+        precomputedKey(spec.id, loaded.dtype, part),
+      );
+    } catch {
+      pre = undefined;
+    }
   if (pre) {
     const why = precomputedMismatch(pre.sidecar, spec, loaded.dtype, dim);
     if (
@@ -1078,7 +1326,11 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     if (part === 'text') {
       report({ kind: 'status', message: 'Counting tokens' });
       const texts = rows.map((r) => docText(docs[r]));
-      lengths = await onActive(async (enc) => textLengths(enc, spec, texts, 'document'));
+      // Chunked: a document costs the tokens of all its windows; batches group documents of
+      // similar cost, and their windows are batched by length again when embedded.
+      lengths = await onActive(async (enc) =>
+        chunking ? windowTokens(enc, spec, texts, chunking) : textLengths(enc, spec, texts, 'document'),
+      );
     } else lengths = new Uint32Array(rows.length).fill(1);
     plan = planBatches(lengths, { tokenBudget, maxBatch: batchSize });
   }
@@ -1113,7 +1365,13 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     'were saved, so the next run embeds the rest again. Delete cached shards or runs you no longer ' +
     'need (Shards view), or allow this site more storage in the browser settings, then run again to ' +
     'save them';
-  const saveBatch = async (recKey: string, batchNo: number, ids: string[], vectors: Float32Array) => {
+  const saveBatch = async (
+    recKey: string,
+    batchNo: number,
+    ids: string[],
+    vectors: Float32Array,
+    chunks?: { chunks: Uint32Array; spans: Uint32Array },
+  ) => {
     if (notSaved) {
       counters.batchesNotSaved++;
       return;
@@ -1125,6 +1383,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
         ids,
         dim,
         vectors,
+        ...(chunks ?? {}),
         writtenAt: Date.now(),
       } satisfies EmbBatchRecord);
     } catch (e) {
@@ -1140,7 +1399,9 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     });
 
   // Row-major (docs × dim) in shard order; rows of documents without the part stay zero.
-  const embeddings = new Float32Array(docs.length * dim);
+  // Chunked: each document's chunk rows and spans, put together in shard order at the end.
+  const embeddings = new Float32Array(chunking ? 0 : docs.length * dim);
+  const docChunks: { vectors: Float32Array; spans: Uint32Array }[] = [];
   let computedBatches = 0;
   let reusedBatches = 0;
   let precomputedBatches = 0;
@@ -1170,8 +1431,10 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
       rec = undefined; // a failed cache read recomputes
     }
     let vectors: Float32Array;
-    if (validBatch(rec, ids, dim)) {
+    let chunkInfo: { chunks: Uint32Array; spans: Uint32Array } | undefined;
+    if (validBatch(rec, ids, dim, !!chunking)) {
       vectors = rec.vectors;
+      if (chunking) chunkInfo = { chunks: rec.chunks!, spans: rec.spans! };
       reusedBatches++;
       counters.batchesReused++;
     } else if (pre) {
@@ -1187,7 +1450,17 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
       counters.precomputedRows += ids.length;
     } else {
       const tb = performance.now();
-      if (part === 'text') {
+      if (part === 'text' && chunking) {
+        const texts = batchRows.map((r) => docText(docs[r]));
+        const w = await onActive(async (enc) => {
+          const win = textWindows(enc, spec, texts, 'document', chunking);
+          return { ...win, vectors: await embedWindows(enc, spec, 'document', win.rows, batchSize) };
+        });
+        vectors = w.vectors;
+        chunkInfo = { chunks: w.counts, spans: w.spans };
+        counters.chunksEmbedded += w.rows.length;
+        counters.multiChunkDocs += w.counts.filter((c) => c > 1).length;
+      } else if (part === 'text') {
         const texts = batchRows.map((r) => docText(docs[r]));
         vectors = await onActive((enc) => embedTextBatch(enc, spec, texts, 'document'));
       } else {
@@ -1201,16 +1474,27 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
         );
         vectors = await onActive((enc) => embedImageBatch(enc, spec, images));
       }
-      if (vectors.length !== ids.length * dim)
-        throw new Error(`batch ${b}: got ${vectors.length / ids.length} dimensions, expected ${dim}`);
-      await saveBatch(recKey, b, ids, vectors);
+      const rowsOut = chunkInfo ? chunkInfo.spans.length / 2 : ids.length;
+      if (vectors.length !== rowsOut * dim)
+        throw new Error(`batch ${b}: got ${vectors.length / rowsOut} dimensions, expected ${dim}`);
+      await saveBatch(recKey, b, ids, vectors, chunkInfo);
       computeMs += performance.now() - tb;
       computedDocs += ids.length;
       computedBatches++;
       counters.batchesEmbedded++;
       counters.docsEmbedded += ids.length;
     }
-    batchRows.forEach((r, i) => embeddings.set(vectors.subarray(i * dim, (i + 1) * dim), r * dim));
+    if (chunkInfo) {
+      let off = 0;
+      batchRows.forEach((r, i) => {
+        const c = chunkInfo.chunks[i];
+        docChunks[r] = {
+          vectors: vectors.subarray(off * dim, (off + c) * dim),
+          spans: chunkInfo.spans.subarray(2 * off, 2 * (off + c)),
+        };
+        off += c;
+      });
+    } else batchRows.forEach((r, i) => embeddings.set(vectors.subarray(i * dim, (i + 1) * dim), r * dim));
     done += ids.length;
     tick();
   }
@@ -1218,8 +1502,28 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     await writeMeta(true);
   report.flush();
   const enc = current();
+  let out = embeddings;
+  let chunks: EmbedCorpusResult['chunks'];
+  if (chunking) {
+    let total = 0;
+    for (const c of docChunks) if (c) total += c.spans.length / 2;
+    out = new Float32Array(total * dim);
+    const rowDoc = new Uint32Array(total);
+    const spans = new Uint32Array(2 * total);
+    let at = 0;
+    docChunks.forEach((c, r) => {
+      if (!c) return;
+      const n = c.spans.length / 2;
+      out.set(c.vectors, at * dim);
+      spans.set(c.spans, 2 * at);
+      rowDoc.fill(r, at, at + n);
+      at += n;
+    });
+    chunks = { rowDoc, spans, overlap: chunking.overlap };
+  }
   const result: EmbedCorpusResult = {
-    embeddings,
+    embeddings: out,
+    ...(chunks ? { chunks } : {}),
     dim,
     docIds: docs.map((d) => d.id),
     missing,
@@ -1242,7 +1546,10 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     },
   };
   // Transferred: the page owns the embeddings buffer afterwards.
-  return Comlink.transfer(result, [embeddings.buffer]);
+  return Comlink.transfer(result, [
+    out.buffer,
+    ...(chunks ? [chunks.rowDoc.buffer, chunks.spans.buffer] : []),
+  ] as ArrayBuffer[]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1260,6 +1567,10 @@ const api = {
   embedQuery,
   /** Embeds a cached shard's documents (text or image part), reusing every stored batch. */
   embedCorpus,
+  /** Embeds every window of long texts (chunking mean/max): chunk vectors, chunks per text, token spans. */
+  embedTextChunks,
+  /** The decoded text of each window of one text (drill-down). */
+  chunkTexts,
   /** Scores (query, document) pairs with the active cross-encoder (loaded for that spec); transferred. */
   rerank,
   /** Frees every loaded model. */

@@ -17,7 +17,10 @@ import type { Doc, Progress, Query } from '../src/lib/core/types';
 import { openShardStore } from '../src/lib/adapters/shard-store';
 import { throttle } from '../src/lib/core/throttle';
 import {
+  createChunkedIndex,
   createDenseIndex,
+  searchDenseChunked,
+  type ChunkedDenseIndex,
   fuseFeatures,
   fuseScores,
   scoreAll,
@@ -35,13 +38,18 @@ export interface DenseQueries {
   hasText: Uint8Array;
   hasImage: Uint8Array;
   exclude: (string[] | undefined)[];
+  /**
+   * Chunking `max`: every chunk of each query's text (rows offsets[i] … offsets[i + 1] − 1 of
+   * `vectors` are query i's); a document scores its best (query chunk, document chunk) pair.
+   */
+  textChunks?: { vectors: Float32Array; offsets: Uint32Array };
 }
 
 /** How a query with both a text and an image is scored (M3Retrieve's two strategies). */
 export type QueryFusion = { mode: 'score'; textWeight: number } | { mode: 'feature' };
 
 /** The dense document matrix of the open task; kept until another key replaces it. */
-let dense: { key: string; index: DenseIndex } | null = null;
+let dense: { key: string; index: DenseIndex | null; chunked: ChunkedDenseIndex | null } | null = null;
 
 /** One ranked list, flattened for cheap structured cloning. */
 export interface RankedList {
@@ -154,9 +162,21 @@ const api = {
     return dense?.key === key;
   },
 
-  /** Takes ownership of a document matrix (transferred) for dense search. */
-  setDense(key: string, vectors: Float32Array, dim: number, docIds: string[], missing: string[]) {
-    dense = { key, index: createDenseIndex(vectors, dim, docIds, { missing }) };
+  /**
+   * Takes ownership of a document matrix (transferred) for dense search. With `rowDoc` the matrix
+   * holds several rows per document (chunks; row r is document docIds[rowDoc[r]]), scored by the best row.
+   */
+  setDense(
+    key: string,
+    vectors: Float32Array,
+    dim: number,
+    docIds: string[],
+    missing: string[],
+    rowDoc?: Uint32Array,
+  ) {
+    dense = rowDoc
+      ? { key, index: null, chunked: createChunkedIndex(vectors, dim, rowDoc, docIds, { missing }) }
+      : { key, index: createDenseIndex(vectors, dim, docIds, { missing }), chunked: null };
   },
 
   /**
@@ -166,7 +186,7 @@ const api = {
   async denseRun(q: DenseQueries, fusion: QueryFusion, depth: number, onProgress?: (p: Progress) => void) {
     if (!dense) throw new Error('no document embeddings loaded');
     const report = throttle(onProgress);
-    const { index } = dense;
+    const { index, chunked } = dense;
     const out: RankedList[] = [];
     let last = performance.now();
     for (let i = 0; i < q.ids.length; i++) {
@@ -174,7 +194,14 @@ const api = {
       const v = q.hasImage[i] && q.image ? q.image.subarray(i * q.dim, (i + 1) * q.dim) : null;
       const opts = { exclude: q.exclude[i] };
       let hits: { docId: string; score: number }[] = [];
-      if (t && v) {
+      if (chunked) {
+        // Chunks of text documents (max): the query's chunks, or its one text vector.
+        const c = q.textChunks;
+        const rows =
+          q.hasText[i] && c ? c.vectors.subarray(c.offsets[i] * q.dim, c.offsets[i + 1] * q.dim) : t;
+        if (rows && rows.length) hits = searchDenseChunked(chunked, rows, depth, opts);
+      } else if (!index) throw new Error('no document embeddings loaded');
+      else if (t && v) {
         hits =
           fusion.mode === 'feature'
             ? searchDense(index, fuseFeatures(t, v), depth, opts)

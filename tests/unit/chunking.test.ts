@@ -1,4 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, test } from 'vitest';
+import {
+  formatRunSpec,
+  parseRunSpecs,
+  PermalinkError,
+  specMatches,
+  specOf,
+  type RunSpec,
+} from '../../src/lib/core/permalink';
 import {
   bestChunkPair,
   checkChunking,
@@ -211,5 +219,27 @@ describe('run configuration', () => {
     expect(a).toBe(b);
     expect(c).not.toBe(b);
     expect(a).toContain('chunks=o32');
+  });
+});
+
+describe('chunking in permalinks', () => {
+  test('chunks and overlap round-trip; first is the default and matches only unchunked runs', () => {
+    const spec = parseRunSpecs('dense(model=m,dtype=fp32,chunks=max,overlap=16)')[0] as Extract<
+      RunSpec,
+      { kind: 'dense' }
+    >;
+    expect(spec).toMatchObject({ kind: 'dense', chunks: 'max', overlap: 16 });
+    expect(parseRunSpecs(formatRunSpec(spec))).toEqual([spec]);
+    const [plain] = parseRunSpecs('dense(model=m)');
+    expect(formatRunSpec(plain)).not.toContain('chunks');
+    expect(() => parseRunSpecs('dense(model=m,chunks=sum)')).toThrow(PermalinkError);
+    const base = { kind: 'dense' as const, modelId: 'm', revision: 'main', dtype: 'fp32', device: 'wasm' };
+    const max = { ...base, chunking: { aggregate: 'max' as const, overlap: 16 } };
+    expect(specOf(max)).toMatchObject({ chunks: 'max', overlap: 16 });
+    expect(specMatches(spec, max)).toBe(true);
+    expect(specMatches(spec, base)).toBe(false);
+    expect(specMatches(plain, max)).toBe(false);
+    expect(specMatches(plain, base)).toBe(true);
+    expect(specMatches({ ...spec, overlap: 32 }, max)).toBe(false);
   });
 });

@@ -10,6 +10,7 @@
 //
 // Cross-encoders (rerankers) load through the same worker and model cache; `rerankPairs` scores a
 // query's candidate documents with one, with the same WebGPU → WASM fallback.
+import type { Chunking } from '../core/chunking';
 import type {
   EmbedCorpusRequest,
   EmbedCorpusResult,
@@ -176,6 +177,24 @@ export function embedTexts(
     (r) => r.embedTexts(texts, role, opts.batchSize ?? 32, proxyProgress(opts.onProgress)),
     opts.signal,
   );
+}
+
+/**
+ * Embeds every window of texts longer than the active model's window (chunking mean/max): chunk
+ * vectors (Σ counts × dim, text 0's chunks first), chunks per text and each chunk's token span.
+ */
+export function embedTextChunks(
+  texts: string[],
+  role: EmbedRole,
+  chunking: Chunking,
+  opts: JobOptions & { batchSize?: number } = {},
+): Promise<{ vectors: Float32Array; counts: Uint32Array; spans: Uint32Array }> {
+  return onActiveModel((r) => r.embedTextChunks(texts, role, chunking, opts.batchSize ?? 32), opts.signal);
+}
+
+/** The text of each window of one text as the active model cuts it (decoded tokens), for the drill-down. */
+export function chunkTexts(text: string, role: EmbedRole, chunking: Chunking, opts: JobOptions = {}) {
+  return onActiveModel((r) => r.chunkTexts(text, role, chunking), opts.signal);
 }
 
 /**

@@ -33,7 +33,7 @@ export function resetRetrieval() {
 }
 
 /**
- * Makes `key`'s document matrix the worker's dense index. The matrix is transferred (the caller
+ * Makes `key`'s document matrix (several rows per document with `rowDoc`: chunks, scored by the best) the worker's dense index. The matrix is transferred (the caller
  * must not use `vectors` afterwards) unless the worker already holds that key.
  */
 export async function setDenseDocs(
@@ -42,9 +42,12 @@ export async function setDenseDocs(
   dim: number,
   docIds: string[],
   missing: string[],
+  rowDoc?: Uint32Array,
 ) {
   if (await client.run((r) => r.hasDense(key))) return;
-  await client.run((r) => r.setDense(key, Comlink.transfer(vectors, [vectors.buffer]), dim, docIds, missing));
+  await client.run((r) =>
+    r.setDense(key, Comlink.transfer(vectors, [vectors.buffer]), dim, docIds, missing, rowDoc),
+  );
 }
 
 /** Whether the worker holds `key`'s document matrix (set by an earlier setDenseDocs). */

@@ -23,7 +23,9 @@ export const DEFAULT_CHUNK_OVERLAP = 32;
 export const CHUNK_AGGREGATES: readonly ChunkAggregate[] = ['first', 'mean', 'max'];
 
 /** Whether texts are cut into several windows (mean, max) rather than truncated (first). */
-export function isChunked(c: Chunking | undefined): c is Chunking {
+export function isChunked(
+  c: Chunking | undefined,
+): c is Chunking & { aggregate: Exclude<ChunkAggregate, 'first'> } {
   return !!c && c.aggregate !== 'first';
 }
 

@@ -4,6 +4,7 @@
 // Values are percent-encoded by URLSearchParams; inside a spec, `,` `(` `)` `;` are separators, so
 // values containing them are escaped with encodeURIComponent.
 import type { RetrieverConfig } from './runs';
+import { DEFAULT_CHUNK_OVERLAP, type ChunkAggregate } from './chunking';
 
 /** A retriever to run (or find in the run store) for a permalink. */
 export type RunSpec =
@@ -15,6 +16,10 @@ export type RunSpec =
       device: string;
       fusion: 'score' | 'feature' | 'both';
       alpha: number;
+      /** Long texts (core/chunking.ts): absent or `first` = truncated to the model's window. */
+      chunks?: ChunkAggregate;
+      /** Tokens shared by consecutive windows (chunks mean/max). */
+      overlap?: number;
     };
 
 /** A fusion of all the listed runs. */
@@ -61,6 +66,12 @@ export function parseRunSpecs(s: string): RunSpec[] {
         const fusion = args.get('fusion') ?? 'both';
         if (fusion !== 'score' && fusion !== 'feature' && fusion !== 'both')
           throw new PermalinkError(`${part}: fusion must be score, feature or both`);
+        const chunks = args.get('chunks') ?? 'first';
+        if (chunks !== 'first' && chunks !== 'mean' && chunks !== 'max')
+          throw new PermalinkError(`${part}: chunks must be first, mean or max`);
+        const overlap = num(args, 'overlap', DEFAULT_CHUNK_OVERLAP, part);
+        if (!Number.isInteger(overlap) || overlap < 0)
+          throw new PermalinkError(`${part}: overlap must be a non-negative integer`);
         return {
           kind: 'dense',
           model,
@@ -68,6 +79,7 @@ export function parseRunSpecs(s: string): RunSpec[] {
           device: args.get('device') ?? 'auto',
           fusion,
           alpha: num(args, 'alpha', 0.5, part),
+          ...(chunks !== 'first' ? { chunks, overlap } : {}),
         };
       }
       throw new PermalinkError(`unknown retriever "${name}" (bm25 or dense)`);
@@ -94,7 +106,7 @@ const enc = (v: string | number) => encodeURIComponent(String(v));
 export function formatRunSpec(r: RunSpec): string {
   return r.kind === 'bm25'
     ? `bm25(k1=${r.k1},b=${r.b})`
-    : `dense(model=${enc(r.model)},dtype=${enc(r.dtype)},device=${enc(r.device)},fusion=${r.fusion},alpha=${r.alpha})`;
+    : `dense(model=${enc(r.model)},dtype=${enc(r.dtype)},device=${enc(r.device)},fusion=${r.fusion},alpha=${r.alpha}${r.chunks && r.chunks !== 'first' ? `,chunks=${r.chunks},overlap=${r.overlap ?? DEFAULT_CHUNK_OVERLAP}` : ''})`;
 }
 
 export function formatFuseSpec(f: FuseSpec): string {
@@ -115,6 +127,9 @@ export function specOf(c: RetrieverConfig): RunSpec | null {
       device: c.device,
       fusion: c.fusion?.mode ?? 'both',
       alpha: c.fusion?.textWeight ?? 0.5,
+      ...(c.chunking && c.chunking.aggregate !== 'first'
+        ? { chunks: c.chunking.aggregate, overlap: c.chunking.overlap }
+        : {}),
     };
   return null;
 }
@@ -130,6 +145,11 @@ export function specMatches(spec: RunSpec, c: RetrieverConfig): boolean {
   if (c.kind !== 'dense' || c.modelId !== spec.model || c.ann) return false;
   if (spec.dtype !== 'auto' && c.dtype !== spec.dtype) return false;
   if (spec.device !== 'auto' && c.device !== spec.device) return false;
+  // Long-text chunking: truncation (first) matches runs without chunking only.
+  const chunks = spec.chunks ?? 'first';
+  const runChunks = c.chunking?.aggregate ?? 'first';
+  if (chunks !== runChunks) return false;
+  if (chunks !== 'first' && c.chunking!.overlap !== (spec.overlap ?? DEFAULT_CHUNK_OVERLAP)) return false;
   if (!c.fusion) return true;
   if (spec.fusion !== 'both' && c.fusion.mode !== spec.fusion) return false;
   return c.fusion.mode === 'feature' || c.fusion.textWeight === spec.alpha;

@@ -158,6 +158,10 @@ export class App {
       if (Number.isInteger(v) && v > 0) r.ann[k] = v;
     }
     if (num('alpha') >= 0 && num('alpha') <= 1) r.textWeight = num('alpha');
+    // Long texts: `chunks=mean|max` (default first: truncation), `overlap=` tokens between windows.
+    const chunks = params.get('chunks');
+    if (chunks === 'first' || chunks === 'mean' || chunks === 'max') r.chunking.aggregate = chunks;
+    if (Number.isInteger(num('overlap')) && num('overlap') >= 0) r.chunking.overlap = num('overlap');
 
     const url = params.get('shard');
     const cachedHash = params.get('cached');

@@ -3,6 +3,7 @@
 // ranks by exact cosine. Image + text queries are scored with score fusion and/or feature fusion.
 import type { Query, TaskInfo } from '../core/types';
 import { fuseFeatures } from '../core/dense';
+import { chunkOffsets, isChunked, meanOfChunks, type Chunking } from '../core/chunking';
 import { corpusEmbeddingKey, supportsPart, type Dtype, type EmbedPart, type ModelSpec } from '../core/models';
 import type { Device } from '../adapters/backend';
 import { openShardStore } from '../adapters/shard-store';
@@ -10,6 +11,7 @@ import {
   embedCorpus,
   embedImages,
   embedQuery,
+  embedTextChunks,
   embedTexts,
   loadEncoder,
   type LoadedEncoder,
@@ -40,6 +42,37 @@ export interface DenseSettings {
   simulateWebGpuFailure?: boolean;
   /** Search with HNSW (single-vector queries: one part, or feature fusion) instead of exact. */
   ann?: AnnSettings;
+  /** Texts longer than the model's window: first window (absent), or every window aggregated by mean or max. */
+  chunking?: Chunking;
+}
+
+/**
+ * The chunking a run can use: max keeps several vectors per document, which only text-only tasks
+ * and exact search support; elsewhere it falls back (mean for image tasks, exact search for HNSW)
+ * and says so in `notes`.
+ */
+export function chunkingFor(
+  settings: Pick<DenseSettings, 'chunking' | 'ann'>,
+  plan: { queryParts: EmbedPart[]; docParts: EmbedPart[] },
+  notes: string[] = [],
+): { chunking?: Chunking; exact: boolean } {
+  const c = settings.chunking;
+  if (!isChunked(c)) return { exact: false };
+  if (!plan.docParts.includes('text') && !plan.queryParts.includes('text')) return { exact: false };
+  if (c.aggregate === 'max' && (plan.docParts.includes('image') || plan.queryParts.includes('image'))) {
+    notes.push('averages text chunks (mean): max over chunks needs a text-only task');
+    return { chunking: { ...c, aggregate: 'mean' }, exact: false };
+  }
+  if (c.aggregate === 'max' && settings.ann) {
+    notes.push('searches exactly: max over chunks keeps several vectors per document, an HNSW index one');
+    return { chunking: c, exact: true };
+  }
+  return { chunking: c, exact: false };
+}
+
+/** The retrieval worker's key of a corpus matrix: the embedding keys, and how chunks were aggregated. */
+function denseDocsKey(keys: string[], chunking: Chunking | undefined): string {
+  return keys.join('+') + (chunking ? `|agg=${chunking.aggregate}` : '');
 }
 
 /** What a model can do with a task: which query and document parts it uses, and what it ignores. */
@@ -73,6 +106,9 @@ export interface DenseOutcome {
   runs: { fusion?: QueryFusion; lists: Lists; ann?: AnnSettings & { recallAt10: number } }[];
   /** With HNSW: recall@10 against exact search and queries/s for ef = 16…512 on this task's queries. */
   annCurve?: RecallReport;
+  /** The chunking used (absent: first window only), and how many chunks the corpus has. */
+  chunking?: Chunking;
+  chunks?: { rows: number; docs: number; multiChunkDocs: number };
   embedded: {
     part: EmbedPart;
     computedBatches: number;
@@ -109,6 +145,12 @@ async function denseTaskWith(
   const { spec } = args.settings;
   const plan = densePlan(spec, args.task);
   if (!plan.canRun) throw new Error(`${spec.label ?? spec.id} ${plan.notes.join('; ')}`);
+  const { chunking, exact } = chunkingFor(args.settings, plan, plan.notes);
+  if (chunking && (chunking !== args.settings.chunking || exact))
+    args = {
+      ...args,
+      settings: { ...args.settings, chunking, ...(exact ? { ann: undefined } : {}) },
+    };
   const encoder = await loadEncoder(spec, {
     device: args.settings.device,
     dtype: args.settings.dtype,
@@ -121,9 +163,10 @@ async function denseTaskWith(
   // Ad-hoc queries: once the retrieval worker holds this corpus (from the first query or a run),
   // nothing is read from IndexedDB, copied or sent again; only the query is embedded and ranked.
   if (reuseCorpus && !args.settings.ann) {
-    const key = plan.docParts
-      .map((part) => corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, part))
-      .join('+');
+    const key = denseDocsKey(
+      plan.docParts.map((part) => corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, part, chunking)),
+      chunking,
+    );
     if (await hasDenseDocs(key)) {
       const { runs } = await rankQueries(
         args,
@@ -141,16 +184,39 @@ async function denseTaskWith(
         precomputedBatches: 0,
         missing: 0,
       }));
-      return { encoder, runs, embedded, notes: plan.notes };
+      return { encoder, runs, embedded, notes: plan.notes, ...(chunking ? { chunking } : {}) };
     }
   }
 
   const parts = new Map<EmbedPart, Awaited<ReturnType<typeof embedCorpus>>>();
-  for (const part of plan.docParts)
-    parts.set(
-      part,
-      await embedCorpus({ shardHash: args.shardHash, spec, part, batchSize: 32, load }, args.job),
+  let chunkRows: { rowDoc: Uint32Array } | undefined;
+  let chunkStats: DenseOutcome['chunks'];
+  for (const part of plan.docParts) {
+    let r = await embedCorpus(
+      {
+        shardHash: args.shardHash,
+        spec,
+        part,
+        batchSize: 32,
+        load,
+        ...(part === 'text' && chunking ? { chunking } : {}),
+      },
+      args.job,
     );
+    if (r.chunks) {
+      const counts = new Uint32Array(r.docIds.length);
+      for (const d of r.chunks.rowDoc) counts[d]++;
+      chunkStats = {
+        rows: r.chunks.rowDoc.length,
+        docs: r.docIds.length - r.missing.length,
+        multiChunkDocs: counts.filter((c) => c > 1).length,
+      };
+      // mean: one vector per document, as without chunking; max: every chunk, mapped to its document.
+      if (chunking?.aggregate === 'max') chunkRows = { rowDoc: r.chunks.rowDoc };
+      else r = { ...r, embeddings: meanOfChunks(r.embeddings, counts, r.dim, spec.normalize) };
+    }
+    parts.set(part, r);
+  }
   const first = parts.values().next().value!;
   const dim = first.dim;
   const docIds = first.docIds;
@@ -174,7 +240,10 @@ async function denseTaskWith(
       else matrix.set(tMiss.has(id) ? vr : vMiss.has(id) ? tr : fuseFeatures(tr, vr), i * dim);
     });
   }
-  const key = [...parts.values()].map((p) => p.key).join('+');
+  const key = denseDocsKey(
+    [...parts.values()].map((p) => p.key),
+    chunking,
+  );
   const embedded = [...parts].map(([part, r]) => ({
     part,
     computedBatches: r.computedBatches,
@@ -196,7 +265,8 @@ async function denseTaskWith(
   const imageCopy = imageRows ? imageRows.embeddings.slice() : null;
   // The index worker gets its own copy: the retrieval worker takes ownership of `matrix`.
   const annDocs = args.settings.ann ? matrix.slice() : null;
-  await setDenseDocs(key, matrix, dim, docIds, missing);
+  await setDenseDocs(key, matrix, dim, docIds, missing, chunkRows?.rowDoc);
+  const chunked = chunking ? { chunking, ...(chunkStats ? { chunks: chunkStats } : {}) } : {};
 
   const { q, runs } = await rankQueries(
     args,
@@ -278,9 +348,9 @@ async function denseTaskWith(
       });
       runs.push({ fusion: r.fusion, lists, ann: { ...ann, recallAt10: counted ? recall / counted : 1 } });
     }
-    return { encoder, runs, embedded, notes: plan.notes, annCurve };
+    return { encoder, runs, embedded, notes: plan.notes, annCurve, ...chunked };
   }
-  return { encoder, runs, embedded, notes: plan.notes };
+  return { encoder, runs, embedded, notes: plan.notes, ...chunked };
 }
 
 /**
@@ -307,9 +377,30 @@ async function rankQueries(
     hasImage: new Uint8Array(qs.length),
     exclude: qs.map((x) => x.excludeIds),
   };
+  const chunking = args.settings.chunking;
+  if (isChunked(chunking) && queryParts.includes('text')) {
+    // Every window of each query's text: mean → one vector per query; max → all its chunks.
+    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
+    const r = await embedTextChunks(
+      idx.map((i) => qs[i].text),
+      'query',
+      chunking,
+      args.job,
+    );
+    const mean = meanOfChunks(r.vectors, r.counts, dim, args.settings.spec.normalize);
+    q.text = new Float32Array(qs.length * dim);
+    const counts = new Uint32Array(qs.length);
+    idx.forEach((qi, j) => {
+      q.text!.set(mean.subarray(j * dim, (j + 1) * dim), qi * dim);
+      q.hasText[qi] = 1;
+      counts[qi] = r.counts[j];
+    });
+    // Queries without text have no chunks, so the chunk rows are already in query order.
+    if (chunking.aggregate === 'max') q.textChunks = { vectors: r.vectors, offsets: chunkOffsets(counts) };
+  }
   if (adhoc && qs.length === 1) {
     // One worker call for the text and the image, with the time of each stage.
-    const text = queryParts.includes('text') && qs[0].text ? qs[0].text : null;
+    const text = queryParts.includes('text') && qs[0].text && !q.text ? qs[0].text : null;
     const image = queryParts.includes('image') ? adhocImage : null;
     const t0 = performance.now();
     const r = await embedQuery(text, image, args.job);
@@ -325,7 +416,7 @@ async function rankQueries(
       q.image = r.image;
       q.hasImage[0] = 1;
     }
-  } else if (queryParts.includes('text')) {
+  } else if (queryParts.includes('text') && !q.text) {
     const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
     const vecs = await embedTexts(
       idx.map((i) => qs[i].text),

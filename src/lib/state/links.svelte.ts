@@ -57,6 +57,10 @@ export async function openPermalink(app: App, params: URLSearchParams) {
         retrievers.fusionMode = spec.fusion;
         retrievers.textWeight = spec.alpha;
         retrievers.denseSearch = 'exact';
+        retrievers.chunking = {
+          aggregate: spec.chunks ?? 'first',
+          overlap: spec.overlap ?? retrievers.chunking.overlap,
+        };
         await retrievers.runDense();
       }
       if (app.phase !== 'done') return;

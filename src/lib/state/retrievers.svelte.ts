@@ -10,6 +10,7 @@ import type { Device } from '../adapters/backend';
 import { prepareBm25, runBm25Task } from '../adapters/retrieval-client';
 import { MODEL_REGISTRY, registryModel, type LoadedEncoder } from '../adapters/encoder-client';
 import { INDEX_DEFAULTS } from '../adapters/index-client';
+import { DEFAULT_CHUNK_OVERLAP, describeChunking, isChunked, type Chunking } from '../core/chunking';
 import { densePlan, denseTask, type DenseSettings } from './dense';
 import type { App } from './app.svelte';
 import type { RunResult } from './runs.svelte';
@@ -41,6 +42,8 @@ export class Retrievers {
     efConstruction: INDEX_DEFAULTS.efConstruction,
     efSearch: INDEX_DEFAULTS.efSearch,
   });
+  /** Texts longer than the model's window: truncated (first), or every window averaged (mean) or max-scored. */
+  chunking = $state<Chunking>({ aggregate: 'first', overlap: DEFAULT_CHUNK_OVERLAP });
   customModels = $state.raw<ModelSpec[]>([]);
   /** Debug switch from the URL (`simulate-webgpu-failure=1`): WebGPU loads fail, to show the fallback. */
   simulateWebGpuFailure = false;
@@ -192,6 +195,9 @@ export class Retrievers {
       device: this.device,
       fusion: this.fusionMode,
       alpha: this.textWeight,
+      ...(isChunked(this.chunking)
+        ? { chunks: this.chunking.aggregate, overlap: this.chunking.overlap }
+        : {}),
     };
   }
 
@@ -234,6 +240,7 @@ export class Retrievers {
           depth: this.depth,
           simulateWebGpuFailure: this.simulateWebGpuFailure,
           ...(this.denseSearch === 'hnsw' ? { ann: $state.snapshot(this.ann) } : {}),
+          ...(isChunked(this.chunking) ? { chunking: $state.snapshot(this.chunking) } : {}),
         };
         const out = await denseTask({
           shardHash: s.summary.hash,
@@ -257,6 +264,7 @@ export class Retrievers {
             device: out.encoder.device,
             ...(out.encoder.deviceReason ? { deviceReason: out.encoder.deviceReason } : {}),
             ...(r.fusion ? { fusion: r.fusion } : {}),
+            ...(out.chunking ? { chunking: out.chunking } : {}),
             ...(r.ann
               ? {
                   ann: {
@@ -279,7 +287,7 @@ export class Retrievers {
             : '';
           const { added: isNew } = await this.app.runs.add(
             this.app.runs.meta({
-              name: `${spec.label ?? spec.id}${fusionName}${annName}`,
+              name: `${spec.label ?? spec.id}${fusionName}${annName}${out.chunking ? ` · ${describeChunking(out.chunking)}` : ''}`,
               taskId,
               config,
               depth: this.depth,
@@ -292,8 +300,12 @@ export class Retrievers {
         const computed = out.embedded.reduce((a, e) => a + e.computedBatches, 0);
         const reused = out.embedded.reduce((a, e) => a + e.reusedBatches, 0);
         const kept = outRuns.length - added;
+        const ch = out.chunks;
         this.app.messages.info(
           `Corpus embeddings: ${reused} batches from cache, ${computed} computed.` +
+            (ch
+              ? ` Long texts: ${ch.rows} chunks for ${ch.docs} documents (${ch.multiChunkDocs} longer than one window).`
+              : '') +
             (kept ? ` ${kept} of the runs already existed with these settings and are shown instead.` : '') +
             (outRuns.length < out.runs.length
               ? ' Score fusion and feature fusion ranked every query identically, so they are stored as one run.'
