@@ -7,7 +7,16 @@ import { fuseFeatures, l2normalize } from '../core/dense';
 import type { Dtype, EmbedPart } from '../core/models';
 import type { Device } from '../adapters/backend';
 import { explainBm25Doc } from '../adapters/retrieval-client';
-import { embedCorpus, embedImages, embedTexts, loadEncoder, registryModel } from '../adapters/encoder-client';
+import {
+  chunkTexts,
+  embedCorpus,
+  embedImages,
+  embedTextChunks,
+  embedTexts,
+  loadEncoder,
+  registryModel,
+} from '../adapters/encoder-client';
+import { bestChunkPair, isChunked, meanOfChunks, type ChunkAggregate } from '../core/chunking';
 import { openShardStore } from '../adapters/shard-store';
 import { densePlan } from './dense';
 import type { App } from './app.svelte';
@@ -27,6 +36,17 @@ export type Explanation =
       /** How the parts were combined into the run's score, with the combined value. */
       fused?: { mode: 'score' | 'feature'; textWeight: number; value: number };
       score: number;
+      /**
+       * Chunked long texts: the (query chunk, document chunk) pair with the highest cosine — what
+       * scored the document under max, the closest pair under mean — with each chunk's text.
+       */
+      chunks?: {
+        aggregate: Exclude<ChunkAggregate, 'first'>;
+        overlap: number;
+        cosine: number;
+        doc: ChunkShown;
+        query: ChunkShown;
+      };
     }
   | {
       kind: 'fusion';
@@ -36,6 +56,13 @@ export type Explanation =
     }
   | { kind: 'rerank'; model: string; input: string; inputRank: number | null; score: number }
   | { kind: 'import'; score: number };
+
+/** One chunk of a text: its position (1-based) among the text's chunks, and its (decoded) text. */
+export interface ChunkShown {
+  index: number;
+  count: number;
+  text: string;
+}
 
 /** The rank (1-based, trec_eval order) and score of a document in a run's list for a query. */
 export function rankIn(r: RunResult, queryId: string, docId: string): { rank: number; score: number } | null {
@@ -68,6 +95,57 @@ export async function explain(app: App, r: RunResult, queryId: string, docId: st
       const plan = densePlan(spec, task);
       await loadEncoder(spec, { device: c.device as Device, dtype: c.dtype as Dtype });
       const load = { device: c.device as Device, dtype: c.dtype as Dtype };
+      const chunking = c.chunking;
+      const doc0 = s.docById.get(docId);
+      if (isChunked(chunking) && plan.docParts.length === 1 && plan.docParts[0] === 'text' && doc0) {
+        // The document's chunk vectors as the run used them (the corpus cache), the query's chunks.
+        const e = await embedCorpus({
+          shardHash: s.summary.hash,
+          spec,
+          part: 'text',
+          batchSize: 32,
+          load,
+          chunking,
+        });
+        const di = e.docIds.indexOf(docId);
+        const rows: number[] = [];
+        e.chunks?.rowDoc.forEach((d, r) => d === di && rows.push(r));
+        if (!rows.length) throw new Error(`document ${docId} has no embedding for ${spec.label ?? spec.id}`);
+        const dim = e.dim;
+        const docRows = new Float32Array(rows.length * dim);
+        rows.forEach((r, j) => docRows.set(e.embeddings.subarray(r * dim, (r + 1) * dim), j * dim));
+        const qc = await embedTextChunks([query.text], 'query', chunking);
+        const best = bestChunkPair(qc.vectors, docRows, dim);
+        // The text a document is embedded from, as the encoder worker builds it (title, a space, text).
+        const text = [doc0.title, doc0.text]
+          .filter((x) => x && x.trim())
+          .join(' ')
+          .trim();
+        const [docTexts, queryTexts] = [
+          await chunkTexts(text, 'document', chunking),
+          await chunkTexts(query.text, 'query', chunking),
+        ];
+        const cosine =
+          chunking.aggregate === 'max'
+            ? best.cosine
+            : dot(
+                meanOfChunks(qc.vectors, [qc.counts[0]], dim, true),
+                meanOfChunks(docRows, [rows.length], dim, true),
+              );
+        return {
+          kind: 'dense',
+          model: spec.label ?? spec.id,
+          parts: [{ part: 'text', cosine }],
+          score,
+          chunks: {
+            aggregate: chunking.aggregate,
+            overlap: chunking.overlap,
+            cosine: best.cosine,
+            doc: { index: best.doc + 1, count: rows.length, text: docTexts[best.doc] ?? '' },
+            query: { index: best.query + 1, count: qc.counts[0], text: queryTexts[best.query] ?? '' },
+          },
+        };
+      }
       // The document vector: its one part, or the normalised sum of its text and image.
       const rows: Float32Array[] = [];
       for (const part of plan.docParts) {

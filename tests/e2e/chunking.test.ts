@@ -1,0 +1,137 @@
+// Long texts (issue 11 item 5): xling-med's case-to-explanation (clinical cases of 100–500 words)
+// with the generated bert-tiny encoder, whose 128-token window makes most cases and explanations
+// several chunks. Random weights: the rankings exercise the pipeline, not retrieval quality.
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import type { Page } from 'playwright-core';
+import { launch, pageErrors, type Session } from './browser';
+
+const baseUrl = inject('baseUrl');
+const URL_MAX =
+  '/?shard=/shards/xling-med/&task=case-to-explanation&retriever=dense&model=loupe-test/bert-tiny-random' +
+  '&device=wasm&dtype=fp32&chunks=max&overlap=32&run=1#/benchmark';
+
+type Counters = Record<
+  | 'docsEmbedded'
+  | 'batchesEmbedded'
+  | 'batchesReused'
+  | 'chunksEmbedded'
+  | 'multiChunkDocs'
+  | 'batchesNotSaved',
+  number
+>;
+
+/** The encoder worker's own counters (Playwright evaluates in workers too); null before it exists. */
+async function encoderCounters(page: Page): Promise<Counters | null> {
+  const w = page.workers().find((x) => x.url().includes('encoder.worker'));
+  if (!w) return null;
+  return w
+    .evaluate(() => (self as unknown as { loupeEncoderCounters?: Counters }).loupeEncoderCounters ?? null)
+    .catch(() => null);
+}
+
+async function phase(page: Page) {
+  await page.waitForSelector(
+    '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
+    {
+      timeout: 120_000,
+    },
+  );
+  return page.getAttribute('[data-testid="app"]', 'data-phase');
+}
+
+describe('long texts: chunked dense retrieval', () => {
+  let s: Session;
+  beforeAll(async () => {
+    s = await launch();
+  });
+  afterAll(async () => {
+    await s?.dispose();
+  });
+
+  test('documents longer than the window are embedded in several chunks, a reload mid-way resumes, the drill-down shows the matched chunks', async () => {
+    const { page } = s;
+    const errors = pageErrors(page);
+    // First visit: the run starts; reload once some chunked batches are stored.
+    await page.goto(`${baseUrl}${URL_MAX}`);
+    let before: Counters | null = null;
+    await expect
+      .poll(
+        async () => {
+          before = await encoderCounters(page);
+          return before?.batchesEmbedded ?? 0;
+        },
+        { timeout: 90_000, interval: 100 },
+      )
+      .toBeGreaterThanOrEqual(3);
+    expect(before!.chunksEmbedded).toBeGreaterThan(before!.docsEmbedded);
+    await page.reload();
+
+    // After the reload the run starts again in a fresh worker and reuses every batch saved before.
+    expect(await phase(page)).toBe('done');
+    const after = (await encoderCounters(page))!;
+    expect(after.batchesReused).toBeGreaterThanOrEqual(before!.batchesEmbedded);
+    expect(after.batchesEmbedded).toBeGreaterThan(0);
+    expect(after.batchesNotSaved).toBe(0);
+    // Several chunks per long document: more chunks than documents, and many documents over the window.
+    expect(after.chunksEmbedded).toBeGreaterThan(after.docsEmbedded);
+    expect(after.multiChunkDocs).toBeGreaterThan(0);
+    const message = await page.locator('[data-testid="message"]').allInnerTexts();
+    const m = /Long texts: (\d+) chunks for (\d+) documents \((\d+) longer than one window\)/.exec(
+      message.join('\n'),
+    );
+    expect(m, message.join('\n')).not.toBeNull();
+    expect(Number(m![2])).toBe(2353);
+    expect(Number(m![1])).toBeGreaterThan(2353);
+    expect(Number(m![3])).toBeGreaterThan(0);
+    // The run records the strategy (name, configuration, TREC tag).
+    expect(await page.locator('[data-testid="run-meta"]').innerText()).toContain(
+      'chunks max-sim (overlap 32)',
+    );
+    expect(await page.inputValue('[data-testid="chunking-select"]')).toBe('max');
+
+    // Drill-down of a long English case (147 words: more than one 126-token window).
+    await page.getByLabel('Filter queries').fill('25-year-old woman who wishes to become pregnant');
+    await page.locator('[data-testid="query-list"] button[data-qid="cq-en-test-004"]').click();
+    const detail = page.locator('[data-testid="query-detail"]');
+    await detail.locator('[data-testid="why"]').first().click();
+    const chunks = detail.locator('[data-testid="why-chunks"]');
+    await chunks.waitFor({ timeout: 60_000 });
+    expect(await chunks.getAttribute('data-aggregate')).toBe('max');
+    const q = detail.locator('[data-testid="why-query-chunk"]');
+    const d = detail.locator('[data-testid="why-doc-chunk"]');
+    const qCount = Number(await q.getAttribute('data-count'));
+    const qIndex = Number(await q.getAttribute('data-index'));
+    expect(qCount).toBeGreaterThanOrEqual(2);
+    expect(qIndex).toBeGreaterThanOrEqual(1);
+    expect(qIndex).toBeLessThanOrEqual(qCount);
+    expect(await q.innerText()).toMatch(new RegExp(`^query chunk ${qIndex} of ${qCount}: \\S`));
+    expect(await d.innerText()).toMatch(/^document chunk \d+ of \d+: \S/);
+    // The chunk's text is the query's own words (uncased WordPiece decodes to lower case), as text.
+    const qText = (await q.locator('.chunk-text').innerText()).toLowerCase();
+    expect(qText.split(/\s+/).filter((w) => /^[a-z]{6,}$/.test(w)).length).toBeGreaterThan(5);
+    expect(await q.locator('.chunk-text *').count()).toBe(0);
+    // The matched pair's cosine is the run's score for that document (max over chunk pairs).
+    const why = await detail.locator('[data-testid="why-dense"]').innerText();
+    const cosine = Number(/cosine of the query text with the document: (-?[0-9.]+)/.exec(why)![1]);
+    const runScore = Number(/run score: (-?[0-9.]+)/.exec(why)![1]);
+    expect(Math.abs(cosine - runScore)).toBeLessThan(2e-4);
+
+    // The control: mean reads the same chunk vectors (nothing embedded again) and is a run of its own.
+    const total = after.batchesReused + after.batchesEmbedded;
+    const beforeMean = (await encoderCounters(page))!;
+    await page.selectOption('[data-testid="chunking-select"]', 'mean');
+    await page.click('[data-testid="run-task"]');
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="run-meta"]')?.textContent?.includes('chunks mean'),
+      null,
+      { timeout: 60_000 },
+    );
+    expect(await phase(page)).toBe('done');
+    const mean = (await encoderCounters(page))!;
+    expect(mean.batchesEmbedded).toBe(beforeMean.batchesEmbedded);
+    expect(mean.batchesReused - beforeMean.batchesReused).toBe(total);
+    const names = await page.locator('[data-testid="run-name"]').allInnerTexts();
+    expect(names.filter((n) => /chunks (max-sim|mean) \(overlap 32\)/.test(n))).toHaveLength(2);
+    expect(errors).toEqual([]);
+  }, 180_000);
+});
