@@ -3,7 +3,10 @@
 // several chunks. Random weights: the rankings exercise the pipeline, not retrieval quality.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Page } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { launch, pageErrors, type Session } from './browser';
+import { DATA_DIR } from '../paths';
 
 const baseUrl = inject('baseUrl');
 const URL_MAX =
@@ -41,6 +44,8 @@ async function phase(page: Page) {
 
 describe('long texts: chunked dense retrieval', () => {
   let s: Session;
+  /** The max run's first document for cq-en-test-004 (the Search view's ad-hoc query must agree). */
+  let maxTop: string | null = null;
   beforeAll(async () => {
     s = await launch();
   });
@@ -93,6 +98,7 @@ describe('long texts: chunked dense retrieval', () => {
     await page.getByLabel('Filter queries').fill('25-year-old woman who wishes to become pregnant');
     await page.locator('[data-testid="query-list"] button[data-qid="cq-en-test-004"]').click();
     const detail = page.locator('[data-testid="query-detail"]');
+    maxTop = await detail.locator('[data-testid="ranking"] li').first().getAttribute('data-doc');
     await detail.locator('[data-testid="why"]').first().click();
     const chunks = detail.locator('[data-testid="why-chunks"]');
     await chunks.waitFor({ timeout: 60_000 });
@@ -134,4 +140,30 @@ describe('long texts: chunked dense retrieval', () => {
     expect(names.filter((n) => /chunks (max-sim|mean) \(overlap 32\)/.test(n))).toHaveLength(2);
     expect(errors).toEqual([]);
   }, 180_000);
+
+  test('Search view: a long pasted case is chunked with the same setting and ranks as the max run did', async () => {
+    const { page } = s;
+    expect(maxTop).not.toBeNull();
+    const text = readFileSync(join(DATA_DIR, 'xling-med/queries.jsonl'), 'utf8')
+      .split('\n')
+      .map((l) => (l.trim() ? (JSON.parse(l) as { _id: string; text: string }) : null))
+      .find((q) => q?._id === 'cq-en-test-004')!.text;
+    await page.goto(
+      `${baseUrl}/?shard=/shards/xling-med/&task=case-to-explanation&search-model=loupe-test/bert-tiny-random` +
+        `&device=wasm&dtype=fp32&chunks=max&q=${encodeURIComponent(text)}#/search`,
+    );
+    await page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 60_000 });
+    await page.click('[data-testid="search-submit"]');
+    await page.waitForSelector('[data-testid="search-summary"]', { timeout: 60_000 });
+    const column = page.locator('[data-testid="result-column"]').first();
+    expect(await column.getAttribute('aria-label')).toContain('chunks max-sim (overlap 32)');
+    expect(await column.locator('[data-testid="results"] li').count()).toBe(20);
+    expect(await column.locator('[data-testid="results"] li button').first().getAttribute('data-doc')).toBe(
+      maxTop,
+    );
+    // The corpus chunks came from the cache: this page's encoder worker embedded none.
+    const c = (await encoderCounters(page))!;
+    expect(c.batchesEmbedded).toBe(0);
+    expect(c.batchesReused).toBeGreaterThan(0);
+  }, 90_000);
 });

@@ -7,6 +7,7 @@ import { analyze } from '../core/analyzer';
 import { MODEL_REGISTRY } from '../adapters/encoder-client';
 import { searchBm25Adhoc } from '../adapters/retrieval-client';
 import { denseAdhoc } from './dense';
+import { describeChunking, isChunked } from '../core/chunking';
 import { isDicomBlob, openDicomFile, type OpenedDicom } from '../adapters/dicom-image';
 import { modelSpec } from './retrievers.svelte';
 import { beginQuery, resultsSet, timeStage } from '../adapters/query-timing';
@@ -193,6 +194,8 @@ export class SearchState {
                 fusion: 'both',
                 depth: SEARCH_K,
                 simulateWebGpuFailure: r.simulateWebGpuFailure,
+                // Long texts as the Benchmark's dense options say (a long pasted case is chunked too).
+                ...(isChunked(r.chunking) ? { chunking: $state.snapshot(r.chunking) } : {}),
               },
               k: SEARCH_K,
               job: { signal: job.signal, onProgress: job.onProgress },
@@ -207,7 +210,8 @@ export class SearchState {
           { revealAfterMs: 400 },
         );
         if (!res) return;
-        columns = await timeStage('fuse', () => fusionColumns(res, spec.label ?? spec.id));
+        const chunks = isChunked(r.chunking) ? ` · ${describeChunking(r.chunking)}` : '';
+        columns = await timeStage('fuse', () => fusionColumns(res, `${spec.label ?? spec.id}${chunks}`));
       }
       // The shard or task changed while this query ran: its results belong to neither.
       if (lib.shard !== shard || lib.taskId !== taskId) return;
