@@ -64,6 +64,7 @@ import { f16ToF32 } from '../src/lib/core/vector-files';
 import {
   checkChunking,
   chunkWindows,
+  specialFrame,
   frameWindow,
   isChunked,
   windowSize,
@@ -768,13 +769,16 @@ function chunkFrame(enc: Encoder, spec: ModelSpec, role: EmbedRole): ChunkFrame 
   const probe = 'chunk probe';
   const framed = ids(probe, true);
   const bare = ids(probe, false);
-  let at = -1;
-  for (let i = 0; i + bare.length <= framed.length && at < 0; i++)
-    if (bare.every((t, j) => framed[i + j] === t)) at = i;
-  if (at < 0) throw new Error(`${spec.id}: cannot find where the tokenizer puts its special tokens`);
-  const head = framed.slice(0, at);
-  const tail = framed.slice(at + bare.length);
-  const prefixIds = prefix ? ids(prefix, false) : [];
+  let head: number[];
+  let tail: number[];
+  try {
+    ({ head, tail } = specialFrame(framed, bare));
+  } catch {
+    throw new Error(`${spec.id}: cannot find where the tokenizer puts its special tokens`);
+  }
+  // The prefix's own words: a trailing space would be a token of its own for SentencePiece (the
+  // text's first word carries its space), so "query: " + text frames as "query: text" tokenizes.
+  const prefixIds = prefix.trim() ? ids(prefix.trimEnd(), false) : [];
   const sample = enc.tokenizer(['a'], { padding: true }) as Record<string, Tensor>;
   const frame: ChunkFrame = {
     head,

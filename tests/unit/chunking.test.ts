@@ -10,6 +10,7 @@ import {
 import {
   bestChunkPair,
   checkChunking,
+  chunkingFor,
   chunkOffsets,
   chunkWindows,
   describeChunking,
@@ -241,5 +242,28 @@ describe('chunking in permalinks', () => {
     expect(specMatches(plain, max)).toBe(false);
     expect(specMatches(plain, base)).toBe(true);
     expect(specMatches({ ...spec, overlap: 32 }, max)).toBe(false);
+  });
+});
+
+describe('chunkingFor (what a run can use)', () => {
+  const text = { queryParts: ['text' as const], docParts: ['text' as const] };
+  const max = { aggregate: 'max' as const, overlap: 32 };
+  it('keeps max on a text task with exact search; first and no setting mean no chunking', () => {
+    expect(chunkingFor({ chunking: max }, text)).toEqual({ chunking: max, exact: false });
+    expect(chunkingFor({ chunking: { aggregate: 'first', overlap: 32 } }, text)).toEqual({ exact: false });
+    expect(chunkingFor({}, text)).toEqual({ exact: false });
+  });
+  it('falls back with a note: max searches exactly instead of HNSW, and averages on image tasks', () => {
+    const notes: string[] = [];
+    expect(chunkingFor({ chunking: max, ann: {} }, text, notes)).toEqual({ chunking: max, exact: true });
+    const img = chunkingFor({ chunking: max }, { queryParts: ['text', 'image'], docParts: ['image'] }, notes);
+    expect(img.chunking?.aggregate).toBe('mean');
+    expect(notes).toHaveLength(2);
+    // Mean keeps one vector per document: HNSW and image tasks are fine.
+    expect(chunkingFor({ chunking: { ...max, aggregate: 'mean' }, ann: {} }, text).exact).toBe(false);
+    // Nothing to chunk in an image-only task.
+    expect(chunkingFor({ chunking: max }, { queryParts: ['image'], docParts: ['image'] })).toEqual({
+      exact: false,
+    });
   });
 });

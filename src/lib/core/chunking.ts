@@ -7,6 +7,7 @@
 //           chunk) pairs. A long query is chunked too and takes its best-matching chunk (max-sim over
 //           all pairs), not a mean query vector: the drill-down can then name the pair that matched.
 // BM25 never chunks. Pure functions, no I/O.
+import type { EmbedPart } from './models';
 
 export type ChunkAggregate = 'first' | 'mean' | 'max';
 
@@ -84,6 +85,20 @@ export function frameWindow(
   for (let i = w.start; i < w.end; i++) out.push(ids[i]);
   out.push(...frame.tail);
   return out;
+}
+
+/**
+ * The special tokens a tokenizer puts around a text: `framed` is a probe text's ids with special
+ * tokens, `bare` the same text's ids without; `bare` must occur in `framed` exactly once in order.
+ */
+export function specialFrame(
+  framed: readonly number[],
+  bare: readonly number[],
+): { head: number[]; tail: number[] } {
+  for (let i = 0; i + bare.length <= framed.length; i++)
+    if (bare.every((t, j) => framed[i + j] === t))
+      return { head: framed.slice(0, i), tail: framed.slice(i + bare.length) };
+  throw new Error('the text without special tokens is not inside the text with them');
 }
 
 /** Content tokens per window: the model's maximum minus its special tokens and the prefix. */
@@ -200,6 +215,30 @@ export function bestChunkPair(
     all.push(row);
   }
   return { ...best, all };
+}
+
+/**
+ * The chunking a run can use: max keeps several vectors per document, which only text-only tasks
+ * and exact search support; elsewhere it falls back (mean for image tasks, exact search for HNSW)
+ * and says so in `notes`.
+ */
+export function chunkingFor(
+  settings: { chunking?: Chunking; ann?: unknown },
+  plan: { queryParts: EmbedPart[]; docParts: EmbedPart[] },
+  notes: string[] = [],
+): { chunking?: Chunking; exact: boolean } {
+  const c = settings.chunking;
+  if (!isChunked(c)) return { exact: false };
+  if (!plan.docParts.includes('text') && !plan.queryParts.includes('text')) return { exact: false };
+  if (c.aggregate === 'max' && (plan.docParts.includes('image') || plan.queryParts.includes('image'))) {
+    notes.push('averages text chunks (mean): max over chunks needs a text-only task');
+    return { chunking: { ...c, aggregate: 'mean' }, exact: false };
+  }
+  if (c.aggregate === 'max' && settings.ann) {
+    notes.push('searches exactly: max over chunks keeps several vectors per document, an HNSW index one');
+    return { chunking: c, exact: true };
+  }
+  return { chunking: c, exact: false };
 }
 
 /** A run name / description suffix: "" for first (truncation, the default). */

@@ -3,7 +3,7 @@
 // ranks by exact cosine. Image + text queries are scored with score fusion and/or feature fusion.
 import type { Query, TaskInfo } from '../core/types';
 import { fuseFeatures } from '../core/dense';
-import { chunkOffsets, isChunked, meanOfChunks, type Chunking } from '../core/chunking';
+import { chunkOffsets, chunkingFor, isChunked, meanOfChunks, type Chunking } from '../core/chunking';
 import { corpusEmbeddingKey, supportsPart, type Dtype, type EmbedPart, type ModelSpec } from '../core/models';
 import type { Device } from '../adapters/backend';
 import { openShardStore } from '../adapters/shard-store';
@@ -44,30 +44,6 @@ export interface DenseSettings {
   ann?: AnnSettings;
   /** Texts longer than the model's window: first window (absent), or every window aggregated by mean or max. */
   chunking?: Chunking;
-}
-
-/**
- * The chunking a run can use: max keeps several vectors per document, which only text-only tasks
- * and exact search support; elsewhere it falls back (mean for image tasks, exact search for HNSW)
- * and says so in `notes`.
- */
-export function chunkingFor(
-  settings: Pick<DenseSettings, 'chunking' | 'ann'>,
-  plan: { queryParts: EmbedPart[]; docParts: EmbedPart[] },
-  notes: string[] = [],
-): { chunking?: Chunking; exact: boolean } {
-  const c = settings.chunking;
-  if (!isChunked(c)) return { exact: false };
-  if (!plan.docParts.includes('text') && !plan.queryParts.includes('text')) return { exact: false };
-  if (c.aggregate === 'max' && (plan.docParts.includes('image') || plan.queryParts.includes('image'))) {
-    notes.push('averages text chunks (mean): max over chunks needs a text-only task');
-    return { chunking: { ...c, aggregate: 'mean' }, exact: false };
-  }
-  if (c.aggregate === 'max' && settings.ann) {
-    notes.push('searches exactly: max over chunks keeps several vectors per document, an HNSW index one');
-    return { chunking: c, exact: true };
-  }
-  return { chunking: c, exact: false };
 }
 
 /** The retrieval worker's key of a corpus matrix: the embedding keys, and how chunks were aggregated. */
