@@ -13,6 +13,7 @@ import {
   type Bm25Params,
   type SerializedBm25,
 } from '../src/lib/core/bm25';
+import { loadAnalyzers } from '../src/lib/core/analyzers';
 import type { Doc, Progress, Query } from '../src/lib/core/types';
 import { openShardStore } from '../src/lib/adapters/shard-store';
 import { throttle } from '../src/lib/core/throttle';
@@ -106,6 +107,8 @@ const api = {
       const art = await store.getArtifact(hash, 'bm25', key);
       if (art) {
         index = deserializeBm25(art as SerializedBm25);
+        // Its analyzers (Snowball's stemmers for some languages) load before any query is analyzed.
+        await loadAnalyzers(index.analyzers);
         cached = true;
       }
     } catch (e) {

@@ -15,12 +15,10 @@ import {
   type SourceDescriptor,
 } from '../src/lib/adapters/sources';
 import type { ParquetMapping } from '../src/lib/core/parquet/mapping';
-import {
-  inspectParquet,
-  isParquetSource,
-  readParquetShard,
-  type ParquetInspection,
-} from '../src/lib/core/parquet/read-parquet';
+import type { ParquetInspection } from '../src/lib/core/parquet/read-parquet';
+import { isParquetSource } from '../src/lib/core/parquet/detect';
+// hyparquet and its codecs load with the first Parquet dataset (most imports are JSONL shards).
+const parquet = () => import('../src/lib/core/parquet/read-parquet');
 import type { ShardSource } from '../src/lib/core/source';
 import {
   estimateShardBytes,
@@ -113,7 +111,7 @@ const api = {
   /** Reads a Parquet dataset's footers and detects its layout and column mapping (nothing is stored). */
   async inspectParquet(descriptor: SourceDescriptor): Promise<InspectResult> {
     try {
-      return { ok: true, inspection: await inspectParquet(await openSource(descriptor)) };
+      return { ok: true, inspection: await (await parquet()).inspectParquet(await openSource(descriptor)) };
     } catch (e) {
       if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };
       throw e;
@@ -128,7 +126,7 @@ const api = {
     try {
       const source = await openSource(descriptor);
       if (!(await isParquetSource(source))) return null;
-      return { ok: true, inspection: await inspectParquet(source) };
+      return { ok: true, inspection: await (await parquet()).inspectParquet(source) };
     } catch (e) {
       if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };
       throw e;
@@ -160,8 +158,10 @@ const api = {
           ),
         loadDicomCodecs,
       };
-      if (options.parquet) parsed = await readParquetShard(source, options.parquet, readOpts);
+      if (options.parquet)
+        parsed = await (await parquet()).readParquetShard(source, options.parquet, readOpts);
       else if (await isParquetSource(source)) {
+        const { inspectParquet, readParquetShard } = await parquet();
         const inspection = await inspectParquet(source);
         parsed = await readParquetShard(source, inspection.mapping, { ...readOpts, inspection });
       } else parsed = await readShard(source, readOpts);

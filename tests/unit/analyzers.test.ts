@@ -1,7 +1,7 @@
 // Token streams of each analyzer against the examples in Lucene's analysis-common tests
 // (TestGermanAnalyzer, TestCJKAnalyzer, TestThaiAnalyzer…). Where Loupe knowingly differs from
 // Lucene (French and Portuguese stem with Snowball, not Savoy's light stemmers) the test says so.
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ANALYZER_IDS,
   analyzerForLanguage,
@@ -12,6 +12,7 @@ import {
   germanLightStem,
   germanNormalize,
   getAnalyzer,
+  loadAnalyzers,
   italianLightStem,
   spanishLightStem,
   thaiBigramsFallback,
@@ -22,6 +23,9 @@ import {
 import { analyze as analyzeEnglish } from '../../src/lib/core/analyzer';
 
 const a = (id: AnalyzerId, text: string) => getAnalyzer(id).analyze(text);
+
+// Snowball's stemmers load on demand (tests/unit/analyzer-loading.test.ts checks that they must).
+beforeAll(() => loadAnalyzers(ANALYZER_IDS));
 
 describe('analyzer choice', () => {
   it('maps language tags to the analyzer Lucene/Anserini use for them', () => {

@@ -28,7 +28,7 @@
 //   derivational suffixes, so a few word families merge that Lucene keeps apart.
 // - Thai and the default analyzer segment with the runtime's ICU (Intl.Segmenter); dictionaries
 //   differ slightly between ICU versions, so Node and Chromium can split a rare word differently.
-import snowball from 'snowball-stemmers';
+import type snowballStemmers from 'snowball-stemmers';
 import { stopwords as finnishStop } from '@orama/stopwords/finnish';
 import { stopwords as frenchStop } from '@orama/stopwords/french';
 import { stopwords as germanStop } from '@orama/stopwords/german';
@@ -113,9 +113,40 @@ function memo(fn: (t: string) => string): (t: string) => string {
   };
 }
 
+// Snowball's stemmers (37 kB gzipped, every language in one module) load with the first
+// analyzer that needs them: an English shard, the embed's usual case, never fetches them.
+let snowball: typeof snowballStemmers | null = null;
+
+/** Analyzers that stem with Snowball: `loadAnalyzers` must have loaded it before they analyze. */
+export const SNOWBALL_ANALYZERS: readonly AnalyzerId[] = [
+  'french',
+  'portuguese',
+  'russian',
+  'finnish',
+  'turkish',
+];
+
+/**
+ * Loads what these analyzers need before they run (Snowball's stemmers for French, Portuguese,
+ * Russian, Finnish and Turkish). Building a BM25 index does it; code that analyzes with a cached
+ * index must await it first.
+ */
+export async function loadAnalyzers(ids: Iterable<AnalyzerId>): Promise<void> {
+  if (snowball || ![...ids].some((id) => SNOWBALL_ANALYZERS.includes(id))) return;
+  const m = await import('snowball-stemmers');
+  snowball =
+    (m as { default?: typeof snowballStemmers }).default ?? (m as unknown as typeof snowballStemmers);
+}
+
 function snowballStem(language: string): (t: string) => string {
-  const stemmer = snowball.newStemmer(language);
-  return memo((t) => stemmer.stem(t));
+  let stemmer: { stem(t: string): string } | null = null;
+  return memo((t) => {
+    if (!stemmer) {
+      if (!snowball) throw new Error(`the ${language} analyzer is not loaded: await loadAnalyzers() first`);
+      stemmer = snowball.newStemmer(language);
+    }
+    return stemmer.stem(t);
+  });
 }
 
 /** Replaces accented vowels by their base letter, as Savoy's light stemmers do first. */

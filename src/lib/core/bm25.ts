@@ -34,6 +34,7 @@ import {
   analyzerIdForLanguage,
   dropQueryStopWords,
   getAnalyzer,
+  loadAnalyzers,
   type AnalyzerId,
 } from './analyzers';
 import { throttle } from './throttle';
@@ -342,6 +343,7 @@ export async function buildBm25Index(
 ): Promise<Bm25Index> {
   const p = checkParams(params);
   const total = docs.length;
+  await loadAnalyzers(new Set(docs.map((d) => analyzerIdForLanguage(d.language || opts.language))));
   const report = throttle(opts.onProgress);
   const cancelled = opts.isCancelled ?? (() => false);
 

@@ -8,7 +8,6 @@ import { initialParquetMapping, rememberParquetMapping } from '../adapters/parqu
 import type { ParquetMapping } from '../core/parquet/mapping';
 import type { ParquetInspection } from '../core/parquet/read-parquet';
 import { resetRetrieval } from '../adapters/retrieval-client';
-import { displayableImage } from '../adapters/dicom-image';
 import type { Messages } from './messages.svelte';
 import type { Jobs } from './jobs.svelte';
 
@@ -239,7 +238,10 @@ export class Library {
     if (hit) return hit;
     const stored = await (await openShardStore()).getImage(s.summary.hash, path);
     // Browsers cannot show DICOM: it is shown as a PNG of its decoded pixels.
-    const blob = stored ? await displayableImage(stored).catch(() => null) : null;
+    // The DICOM decoder (dicom-parser, fflate, codecs) loads with the first stored image shown.
+    const blob = stored
+      ? await import('../adapters/dicom-image').then((m) => m.displayableImage(stored)).catch(() => null)
+      : null;
     if (!blob || this.shard !== s) return null;
     const url = URL.createObjectURL(blob);
     this.#imageUrls.set(path, url);

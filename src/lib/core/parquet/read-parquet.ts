@@ -14,6 +14,7 @@ import {
   type SchemaTree,
 } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
+export { isParquetSource } from './detect';
 import { ShardValidationError, type ShardIssue, type ShardSource } from '../source';
 import type { Modality, ParsedShard, ShardWarning, TaskInfo } from '../types';
 import { readShard, type ReadShardOptions } from '../shard/read-shard';
@@ -45,14 +46,6 @@ export interface ParquetInspection {
 
 const EXAMPLES = 5;
 const enc = new TextEncoder();
-
-/** Whether a source holds a Parquet dataset rather than a JSONL shard (listable sources only). */
-export async function isParquetSource(source: ShardSource): Promise<boolean> {
-  const paths = await source.list();
-  if (!paths) return false;
-  const jsonl = paths.some((p) => p === 'shard.json' || p === 'corpus.jsonl');
-  return !jsonl && paths.some((p) => /\.parquet$/i.test(p));
-}
 
 // ---- files ----------------------------------------------------------------------------------------
 
