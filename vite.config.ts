@@ -12,15 +12,12 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { extname, join, resolve, sep } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { contentSecurityPolicy, extraConnectSources } from './scripts/lib/csp.ts';
+import { contentSecurityPolicy, extraConnectSources, headersFile, SITE_HEADERS } from './scripts/lib/csp.ts';
 
-/** Cross-origin isolation (SharedArrayBuffer, threaded ORT wasm); mirrored in public/_headers. */
-const ISOLATION_HEADERS = {
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Embedder-Policy': 'require-corp',
-  'Cross-Origin-Resource-Policy': 'same-origin',
-};
+/** Cross-origin isolation (SharedArrayBuffer, threaded ORT wasm) and CORS/CORP for the embed; as in dist/_headers. */
+const ISOLATION_HEADERS = SITE_HEADERS;
 
 /** Demo shards folder; never copied into the repo or the build. */
 const DATA_DIR = resolve(process.env.LOUPE_DATA_DIR ?? resolve(import.meta.dirname, '../shared/data'));
@@ -188,6 +185,88 @@ function precacheList(): Plugin {
   };
 }
 
+/** EMBED_BUDGET_GZIP: the embed's own code (see embedSize), gzipped, at most. */
+const EMBED_BUDGET_GZIP = 150 * 1024;
+
+/**
+ * Measures the embed's code and writes dist/embed-size.json (quoted in BENCHMARKS.md), gzipped
+ * (level 9) file by file; no wasm and no model file is counted. `own`: what every embed loads to
+ * answer a query, without ONNX Runtime — the element (loupe-embed.js), embed.html's JS and CSS
+ * (its entry, the embed module it imports at start, and their static imports) and the two workers it
+ * always starts (shard import, BM25). Listed apart: code loaded only on demand (DICOM codecs, the
+ * Parquet reader, the offline helpers), the HNSW and statistics workers, and the encoder worker
+ * (transformers.js and ONNX Runtime's JavaScript, with Loupe's encoder code).
+ */
+function embedSize(): Plugin {
+  return {
+    name: 'loupe-embed-size',
+    apply: 'build',
+    generateBundle(_options, bundle) {
+      const gz = (source: string | Uint8Array) => gzipSync(source, { level: 9 }).length;
+      const files = new Map<string, { bytes: number; gzip: number; kind: string }>();
+      const add = (fileName: string, kind: string, follow: 'static' | 'all' = 'static') => {
+        const out = bundle[fileName];
+        if (!out || files.has(fileName)) return;
+        const source = out.type === 'chunk' ? out.code : out.source;
+        files.set(fileName, { bytes: Buffer.byteLength(source), gzip: gz(source), kind });
+        if (out.type !== 'chunk') return;
+        for (const f of out.imports) add(f, kind, follow);
+        for (const css of out.viteMetadata?.importedCss ?? []) add(css, kind, follow);
+        if (follow === 'all') for (const f of out.dynamicImports) add(f, kind, follow);
+      };
+      const chunks = Object.values(bundle).filter((o) => o.type === 'chunk');
+      const entry = chunks.find((o) => o.facadeModuleId?.endsWith('/embed.html'));
+      const main = chunks.find((o) => o.facadeModuleId?.endsWith('/src/embed/embed-main.ts'));
+      if (!entry || !main) return this.warn('embed: embed.html or its module not found in the bundle');
+      add('loupe-embed.js', 'element');
+      add(entry.fileName, 'page');
+      add(main.fileName, 'page');
+      // Everything else embed.html can reach: loaded on demand.
+      for (const f of [...entry.dynamicImports, ...main.dynamicImports]) add(f, 'on-demand', 'all');
+      for (const c of chunks)
+        if (files.get(c.fileName)?.kind === 'page')
+          for (const f of c.dynamicImports) add(f, 'on-demand', 'all');
+      for (const o of Object.values(bundle)) {
+        const m =
+          o.type === 'asset' && /(shard|retrieval|index|stats|encoder)\.worker-[\w-]+\.js$/.exec(o.fileName);
+        if (m)
+          add(
+            o.fileName,
+            m[1] === 'encoder'
+              ? 'encoder-worker'
+              : m[1] === 'shard' || m[1] === 'retrieval'
+                ? 'worker'
+                : 'worker-on-demand',
+          );
+      }
+      const list = [...files].map(([file, v]) => ({ file, ...v })).sort((a, b) => b.gzip - a.gzip);
+      const sum = (...kinds: string[]) =>
+        list.filter((f) => kinds.includes(f.kind)).reduce((a, f) => a + f.gzip, 0);
+      const report = {
+        budgetGzip: EMBED_BUDGET_GZIP,
+        ownGzip: sum('element', 'page', 'worker'),
+        elementGzip: sum('element'),
+        pageGzip: sum('page'),
+        workersGzip: sum('worker'),
+        onDemandGzip: sum('on-demand', 'worker-on-demand'),
+        encoderWorkerGzip: sum('encoder-worker'),
+        files: list,
+      };
+      this.emitFile({
+        type: 'asset',
+        fileName: 'embed-size.json',
+        source: JSON.stringify(report, null, 2) + '\n',
+      });
+      const kB = (n: number) => `${(n / 1024).toFixed(1)} kB`;
+      this.info(
+        `embed: own code ${kB(report.ownGzip)} gzipped (budget ${kB(EMBED_BUDGET_GZIP)}): element ${kB(report.elementGzip)}, ` +
+          `page ${kB(report.pageGzip)}, shard + BM25 workers ${kB(report.workersGzip)}; on demand ${kB(report.onDemandGzip)}; ` +
+          `encoder worker (transformers.js + ONNX Runtime JS) ${kB(report.encoderWorkerGzip)}`,
+      );
+    },
+  };
+}
+
 /** Extra shard hosts allowed by the Content-Security-Policy (build time: a policy cannot be widened at run time). */
 const EXTRA_CONNECT = extraConnectSources(process.env.LOUPE_CONNECT_SRC);
 const CSP_META_RE = /(<meta\s+http-equiv="Content-Security-Policy"\s+content=")[^"]*(")/;
@@ -206,28 +285,46 @@ function csp(): Plugin {
     // checks that the built index.html has it.
     transformIndexHtml: (html) =>
       html.replace(CSP_META_RE, `$1${contentSecurityPolicy({ extraConnect: EXTRA_CONNECT, meta: true })}$2`),
-    writeBundle: () => {
-      const file = join(outDir, '_headers');
-      if (!existsSync(file)) return;
-      const policy = contentSecurityPolicy({ extraConnect: EXTRA_CONNECT });
-      writeFileSync(file, readFileSync(file, 'utf8').replace(/(Content-Security-Policy: ).*/, `$1${policy}`));
-    },
+    writeBundle: () => writeFileSync(join(outDir, '_headers'), headersFile(EXTRA_CONNECT)),
+    // The preview server sends the policy as a header: embed.html's may be framed, the app's not.
+    configurePreviewServer: (server) =>
+      void server.middlewares.use((req, res, next) => {
+        const framed = /\/embed\.html$/.test(new URL(req.url ?? '/', 'http://x').pathname);
+        res.setHeader(
+          'Content-Security-Policy',
+          contentSecurityPolicy({ extraConnect: EXTRA_CONNECT, framed }),
+        );
+        next();
+      }),
   };
 }
 
 export default defineConfig({
   // Relative asset URLs: dist/ runs from any static host, at the root or under a sub-path.
   base: './',
-  plugins: [svelte(), demoShards(), modelFiles(), csp(), precacheList()],
+  plugins: [svelte(), demoShards(), modelFiles(), csp(), precacheList(), embedSize()],
   server: { host: '127.0.0.1', headers: ISOLATION_HEADERS },
   preview: {
     host: '127.0.0.1',
-    headers: {
-      ...ISOLATION_HEADERS,
-      'Content-Security-Policy': contentSecurityPolicy({ extraConnect: EXTRA_CONNECT }),
-    },
+    headers: ISOLATION_HEADERS,
   },
   worker: { format: 'es' },
   optimizeDeps: { exclude: ['@huggingface/transformers', 'onnxruntime-web'] },
-  build: { target: 'es2022', sourcemap: true },
+  build: {
+    target: 'es2022',
+    sourcemap: true,
+    rolldownOptions: {
+      // The app, the embed page (embed.html) and the element's module, which keeps a fixed name at the
+      // root of dist/ so that course pages can load it (`loupe-embed.js`).
+      input: {
+        main: resolve(import.meta.dirname, 'index.html'),
+        embed: resolve(import.meta.dirname, 'embed.html'),
+        'loupe-embed': resolve(import.meta.dirname, 'src/embed/loupe-embed.ts'),
+      },
+      output: {
+        entryFileNames: (chunk) =>
+          chunk.name === 'loupe-embed' ? 'loupe-embed.js' : 'assets/[name]-[hash].js',
+      },
+    },
+  },
 });

@@ -33,7 +33,7 @@ function isolate(res) {
     headers.set(MARKER, 'service-worker');
   } else headers.set(MARKER, 'headers');
   if (!headers.has('Cross-Origin-Resource-Policy'))
-    headers.set('Cross-Origin-Resource-Policy', 'same-origin');
+    headers.set('Cross-Origin-Resource-Policy', 'cross-origin');
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
 }
 

@@ -29,11 +29,14 @@ export function extraConnectSources(value: string | undefined): string[] {
 
 /**
  * The policy. `meta`: for the <meta> tag, which ignores `frame-ancestors` (Chromium warns about it).
+ * `framed`: for embed.html, which any page may frame (no `frame-ancestors`); the app itself may not be.
  * style-src allows inline styles: Svelte's style attributes and Observable Plot's <style> inside its
  * figures need it; inline styles cannot run script. Scripts: only files from this origin, plus
  * compiling WebAssembly ('wasm-unsafe-eval'); no inline script, no eval.
  */
-export function contentSecurityPolicy(opts: { extraConnect?: string[]; meta?: boolean } = {}): string {
+export function contentSecurityPolicy(
+  opts: { extraConnect?: string[]; meta?: boolean; framed?: boolean } = {},
+): string {
   const directives: [string, string[]][] = [
     ['default-src', ["'self'"]],
     ['script-src', ["'self'", "'wasm-unsafe-eval'"]],
@@ -45,6 +48,34 @@ export function contentSecurityPolicy(opts: { extraConnect?: string[]; meta?: bo
     ['base-uri', ["'self'"]],
     ['form-action', ["'self'"]],
   ];
-  if (!opts.meta) directives.push(['frame-ancestors', ["'none'"]]);
+  if (!opts.meta && !opts.framed) directives.push(['frame-ancestors', ["'none'"]]);
   return directives.map(([name, values]) => `${name} ${values.join(' ')}`).join('; ');
+}
+
+/**
+ * Headers of every response of a static deployment. CORP `cross-origin` and CORS `*`: the site is
+ * public files only, and a course page on another site loads loupe-embed.js (a module script: CORS)
+ * and frames embed.html (under a cross-origin isolated course page: CORP).
+ */
+export const SITE_HEADERS: Record<string, string> = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+  'Cross-Origin-Resource-Policy': 'cross-origin',
+  'Access-Control-Allow-Origin': '*',
+};
+
+/**
+ * dist/_headers (Netlify, Cloudflare Pages): the site headers and the framable policy on every path;
+ * the app's pages add a second policy, `frame-ancestors 'none'`, which the browser enforces too (a
+ * response's policies all apply), so only embed.html can be framed.
+ */
+export function headersFile(extraConnect: string[] = []): string {
+  const all = Object.entries(SITE_HEADERS).map(([k, v]) => `  ${k}: ${v}`);
+  const lines = [
+    '/*',
+    ...all,
+    `  Content-Security-Policy: ${contentSecurityPolicy({ extraConnect, framed: true })}`,
+    ...['/', '/index.html'].flatMap((path) => [path, "  Content-Security-Policy: frame-ancestors 'none'"]),
+  ];
+  return lines.join('\n') + '\n';
 }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build, preview, type PreviewServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contentSecurityPolicy } from '../../scripts/lib/csp';
+import { contentSecurityPolicy, headersFile } from '../../scripts/lib/csp';
 import { launch, type Session } from './browser';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -73,12 +73,13 @@ describe('Content-Security-Policy on the built site', () => {
     const html = await res.text();
     expect(html).toContain(`content="${contentSecurityPolicy({ meta: true })}"`);
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/); // no inline script
-    expect(readFileSync(join(outDir, '_headers'), 'utf8')).toContain(
-      `Content-Security-Policy: ${contentSecurityPolicy()}\n`,
-    );
-    expect(readFileSync(join(ROOT, 'public/_headers'), 'utf8')).toContain(
-      `Content-Security-Policy: ${contentSecurityPolicy()}\n`,
-    );
+    // _headers: the framable policy everywhere, plus frame-ancestors 'none' for the app's own page.
+    expect(readFileSync(join(outDir, '_headers'), 'utf8')).toBe(headersFile());
+    expect(readFileSync(join(ROOT, 'public/_headers'), 'utf8')).toBe(headersFile());
+    // embed.html may be framed by any page: its policy has no frame-ancestors.
+    const embed = await fetch(`${base}/embed.html`);
+    expect(embed.headers.get('content-security-policy')).toBe(contentSecurityPolicy({ framed: true }));
+    expect(await embed.text()).toContain(`content="${contentSecurityPolicy({ meta: true })}"`);
     // Workers get the policy from their own response.
     // The build's asset URLs are relative to the page (base './').
     const js = html.match(/src="\.?(\/assets\/[^"]+\.js)"/)?.[1];

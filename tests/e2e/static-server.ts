@@ -30,8 +30,16 @@ export interface StaticServer {
   close(): Promise<void>;
 }
 
-/** Serves `root` at `prefix` (e.g. `/course/loupe/`) on 127.0.0.1, any free port. */
-export async function serveStatic(root: string, prefix = '/'): Promise<StaticServer> {
+/**
+ * Serves `root` at `prefix` (e.g. `/course/loupe/`) on 127.0.0.1, any free port. `cors`: also send
+ * `Access-Control-Allow-Origin: *`, as GitHub Pages does (a page on another origin can then load
+ * module scripts from it).
+ */
+export async function serveStatic(
+  root: string,
+  prefix = '/',
+  opts: { cors?: boolean } = {},
+): Promise<StaticServer> {
   const base = resolve(root);
   const requests: string[] = [];
   const server: Server = createServer((req, res) => {
@@ -54,6 +62,7 @@ export async function serveStatic(root: string, prefix = '/'): Promise<StaticSer
     res.writeHead(200, {
       'Content-Type': MIME[extname(file).toLowerCase()] ?? 'application/octet-stream',
       'Content-Length': String(statSync(file).size),
+      ...(opts.cors ? { 'Access-Control-Allow-Origin': '*' } : {}),
     });
     if (req.method === 'HEAD') return void res.end();
     createReadStream(file).pipe(res);

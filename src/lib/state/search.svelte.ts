@@ -8,7 +8,7 @@ import { MODEL_REGISTRY } from '../adapters/encoder-client';
 import { searchBm25Adhoc } from '../adapters/retrieval-client';
 import { denseAdhoc } from './dense';
 import { describeChunking, isChunked } from '../core/chunking';
-import { isDicomBlob, openDicomFile, type OpenedDicom } from '../adapters/dicom-image';
+import type { OpenedDicom } from '../adapters/dicom-image';
 import { modelSpec } from './retrievers.svelte';
 import { beginQuery, resultsSet, timeStage } from '../adapters/query-timing';
 import type { App } from './app.svelte';
@@ -42,6 +42,8 @@ export interface SearchOutcome {
 
 export class SearchState {
   text = $state('');
+  /** Results per column (the embed may ask for fewer). */
+  k = $state(SEARCH_K);
   image = $state.raw<Blob | null>(null);
   imageUrl = $state<string | null>(null);
   /** `bm25` or a model id; null = the shard's default (see `defaultRetriever`). */
@@ -121,6 +123,8 @@ export class SearchState {
     if (!f) return;
     let image: Blob = f;
     let dicom: OpenedDicom | null = null;
+    // The DICOM reader loads with the first query image (most pages never see one).
+    const { isDicomBlob, openDicomFile } = await import('../adapters/dicom-image');
     if (/\.dcm$/i.test(f.name) || f.type === 'application/dicom' || (await isDicomBlob(f))) {
       try {
         dicom = await openDicomFile(f);
@@ -174,7 +178,7 @@ export class SearchState {
       let columns: ResultColumn[];
       if (!spec) {
         if (!(await this.app.retrievers.prepare())) throw new Error('the BM25 index could not be built');
-        columns = [{ label: 'BM25', hits: await timeStage('search', () => searchBm25Adhoc(text, SEARCH_K)) }];
+        columns = [{ label: 'BM25', hits: await timeStage('search', () => searchBm25Adhoc(text, this.k)) }];
       } else {
         const r = this.app.retrievers;
         const res = await this.app.jobs.run(
@@ -192,12 +196,12 @@ export class SearchState {
                 dtype: r.dtype,
                 textWeight: r.textWeight,
                 fusion: 'both',
-                depth: SEARCH_K,
+                depth: this.k,
                 simulateWebGpuFailure: r.simulateWebGpuFailure,
                 // Long texts as the Benchmark's dense options say (a long pasted case is chunked too).
                 ...(isChunked(r.chunking) ? { chunking: $state.snapshot(r.chunking) } : {}),
               },
-              k: SEARCH_K,
+              k: this.k,
               job: { signal: job.signal, onProgress: job.onProgress },
               onEncoder: (e) => {
                 // The same model again (every query): no new object, nothing re-derived.
