@@ -7,6 +7,7 @@ import {
   MODEL_REGISTRY,
   embedCorpus,
   embedImages,
+  embedTextChunks,
   embedTexts,
   encoderBackend,
   loadEncoder,
@@ -18,6 +19,7 @@ import {
 import { detectBackend } from '../../src/lib/adapters/backend';
 import type { EmbedPart, EmbedRole, ModelSpec } from '../../src/lib/core/models';
 import type { TaskInfo } from '../../src/lib/core/types';
+import type { Chunking } from '../../src/lib/core/chunking';
 import { denseAdhoc } from '../../src/lib/state/dense';
 import type { Progress } from '../../src/lib/core/types';
 
@@ -145,6 +147,13 @@ const encoderHarness = {
   async embedTexts(texts: string[], role: EmbedRole, batchSize = 8): Promise<number[][]> {
     const m = await embedTexts(texts, role, { batchSize });
     return rows(m, texts.length);
+  },
+
+  /** Chunk vectors of texts (chunking mean/max) as rows, with chunks per text and token spans. */
+  async embedTextChunks(texts: string[], role: EmbedRole, chunking: Chunking, batchSize = 8) {
+    const r = await embedTextChunks(texts, role, chunking, { batchSize });
+    const n = r.spans.length / 2;
+    return { rows: rows(r.vectors, n), counts: [...r.counts], spans: [...r.spans] };
   },
 
   /** Fetches images of a demo shard (/shards/<name>/<path>) and embeds them with the active model. */

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Page } from 'playwright-core';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { launch, pageErrors, type Session } from './browser';
+import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import type { EncoderHarness } from '../browser/encoder-harness';
 import { DATA_DIR } from '../paths';
 
 const baseUrl = inject('baseUrl');
@@ -166,4 +167,43 @@ describe('long texts: chunked dense retrieval', () => {
     expect(c.batchesEmbedded).toBe(0);
     expect(c.batchesReused).toBeGreaterThan(0);
   }, 90_000);
+
+  // The worker's windows, framed by hand, give the tokenizer's own vectors: a text that fits is one
+  // chunk equal to its embedding without chunking, and a long text is cut into full windows.
+  test('worker: a text that fits is one chunk equal to its plain embedding, a long one full windows (WordPiece and SentencePiece)', async () => {
+    const { page } = s;
+    const call = harnessCaller<EncoderHarness>('encoderHarness');
+    await page.goto(`${baseUrl}/tests/browser/encoder-harness.html`);
+    await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+    const short = ['pneumothorax', 'Гипертония и диабет', 'What are the symptoms of the common cold?'];
+    const long = Array.from({ length: 250 }, (_, i) => `finding ${i} of the chest radiograph`).join('; ');
+    const cos = (a: number[], b: number[]) => a.reduce((x, v, i) => x + v * b[i], 0);
+    // bert-tiny reads 128 tokens, xlmr-tiny 512 (the default): windows of 126 and 510 text tokens.
+    for (const [model, window] of [
+      ['loupe-test/bert-tiny-random', 126],
+      ['loupe-test/xlmr-tiny-random', 510],
+    ] as const) {
+      const r = await call(page, 'load', model, { device: 'wasm', dtype: 'fp32', allowRemoteModels: false });
+      expect(r.ok, JSON.stringify(r)).toBe(true);
+      const texts = [...short, long];
+      const first = await call(page, 'embedTexts', texts, 'document', 4);
+      const chunks = await call(page, 'embedTextChunks', texts, 'document', {
+        aggregate: 'max',
+        overlap: 32,
+      });
+      expect(chunks.counts.slice(0, 3), model).toEqual([1, 1, 1]);
+      expect(chunks.counts[3], model).toBeGreaterThanOrEqual(3);
+      for (let i = 0; i < 3; i++) expect(cos(chunks.rows[i], first[i]), model).toBeGreaterThan(0.99999);
+      // The long text: its first chunk is the truncated text, closer to the truncated embedding than
+      // any later chunk. Not equal: transformers.js truncation cuts the framed sequence, dropping the
+      // closing [SEP] / </s> that every chunk keeps (the truncating path, `first`, is left as it was).
+      const own = cos(chunks.rows[3], first[3]);
+      for (let c = 4; c < chunks.rows.length; c++)
+        expect(cos(chunks.rows[c], first[3]), model).toBeLessThan(own);
+      // Full windows (the model's maximum minus its 2 special tokens), the first at the start.
+      const spans = chunks.spans.slice(6);
+      for (let c = 0; c < spans.length / 2; c++) expect(spans[2 * c + 1] - spans[2 * c]).toBe(window);
+      expect(spans[0]).toBe(0);
+    }
+  }, 60_000);
 });
