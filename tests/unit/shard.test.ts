@@ -909,3 +909,91 @@ describe('plain BEIR and R2MED', () => {
     ]);
   });
 });
+
+describe('multi-image items (images: [...])', () => {
+  const withItem = (row: unknown, file = 'corpus.jsonl') => append(tiny(), file, JSON.stringify(row) + '\n');
+  /** A query q3 (judged, so that only its images can be wrong). */
+  const withQuery = (files: Files, row: object) =>
+    append(
+      append(files, 'queries.jsonl', JSON.stringify({ _id: 'q3', task: 'i2i', ...row }) + '\n'),
+      'qrels/test.tsv',
+      'q3\td3\t1\n',
+    );
+  const read = async (files: Files) => readShard(new MemorySource(files, { label: 'tiny' }));
+
+  it('reads an ordered list with captions and roles; the first image is also `image`', async () => {
+    const files = withItem({
+      _id: 'd4',
+      title: 'Case 4',
+      text: 'two views',
+      images: [{ path: 'images/b.png', role: 'frontal', caption: 'PA' }, 'images/a.jpg'],
+    });
+    const shard = await read(withQuery(files, { text: '', images: ['images/a.jpg', 'images/b.png'] }));
+    const d4 = shard.docs.find((d) => d.id === 'd4')!;
+    expect(d4.image).toBe('images/b.png');
+    expect(d4.images).toEqual([
+      { path: 'images/b.png', role: 'frontal', caption: 'PA' },
+      { path: 'images/a.jpg' },
+    ]);
+    expect(d4.meta).toEqual({});
+    const q3 = shard.queries.find((q) => q.id === 'q3')!;
+    expect(q3.images!.map((i) => i.path)).toEqual(['images/a.jpg', 'images/b.png']);
+    expect(shard.images.sort()).toEqual(['images/a.jpg', 'images/b.png']);
+  });
+
+  it('names the file, the line and the index of a missing or broken image in a list', async () => {
+    const [missing] = await issuesOf(
+      withItem({
+        _id: 'd4',
+        title: '',
+        text: 'x',
+        images: [{ path: 'images/a.jpg' }, { path: 'images/zzz.jpg' }],
+      }),
+    );
+    expect(missing).toMatchObject({
+      file: 'corpus.jsonl',
+      line: 4,
+      code: 'missing-image',
+      message: 'images[1] "images/zzz.jpg" is not in the shard',
+    });
+    const [broken] = await issuesOf(
+      withFiles(withItem({ _id: 'd4', title: '', text: 'x', images: ['images/a.jpg', 'images/c.jpg'] }), {
+        'images/c.jpg': 'not an image',
+      }),
+    );
+    expect(broken.code).toBe('not-an-image');
+    expect(broken.message).toContain('(referenced on corpus.jsonl:4 as images[1])');
+    const [q] = await issuesOf(withQuery(tiny(), { text: 'x', images: ['images/nope.png'] }));
+    expect(q).toMatchObject({
+      file: 'queries.jsonl',
+      line: 3,
+      code: 'missing-image',
+      message: 'images[0] "images/nope.png" is not in the shard',
+    });
+  });
+
+  it('rejects malformed lists, each with its reason', async () => {
+    const cases: [unknown, string, string][] = [
+      [
+        { images: [] },
+        'wrong-type',
+        'field "images" must be a non-empty list of {"path", "caption", "role"}',
+      ],
+      [{ images: 'images/a.jpg' }, 'wrong-type', 'field "images" must be a non-empty list'],
+      [{ images: [{ caption: 'x' }] }, 'wrong-type', 'images[0].path must be a string path'],
+      [{ images: [{ path: 'images/a.jpg', role: 3 }] }, 'wrong-type', 'images[0].role must be a string'],
+      [{ images: ['images/a.jpg', 'images/a.jpg'] }, 'duplicate-image', 'images[1] repeats "images/a.jpg"'],
+      [{ images: ['../a.jpg'] }, 'bad-path', 'images[0] path "../a.jpg"'],
+      [
+        { image: 'images/a.jpg', images: ['images/b.png'] },
+        'image-and-images',
+        'give either "image" (one image) or "images" (a list), not both',
+      ],
+    ];
+    for (const [extra, code, message] of cases) {
+      const issues = await issuesOf(withItem({ _id: 'd4', title: '', text: 'x', ...(extra as object) }));
+      expect(issues.map(where), JSON.stringify(extra)).toEqual([{ file: 'corpus.jsonl', line: 4, code }]);
+      expect(issues[0].message).toContain(message);
+    }
+  });
+});

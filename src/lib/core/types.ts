@@ -35,12 +35,23 @@ export interface ShardManifest {
   tasks: TaskInfo[];
 }
 
+/** One image of a multi-image item (`images: [...]`): frontal and lateral views, a case's series. */
+export interface ImageRef {
+  /** Relative path inside the shard (`images/x.jpg`). */
+  path: string;
+  caption?: string;
+  /** What the image is in the item, e.g. `frontal`, `lateral`. */
+  role?: string;
+}
+
 export interface Doc {
   id: string;
   title: string;
   text: string;
-  /** Relative path of the document image inside the shard (`images/x.jpg`). */
+  /** Relative path of the document image inside the shard (`images/x.jpg`); the first of `images`. */
   image?: string;
+  /** Every image of a multi-image item, in order (from `images`; absent for one `image`). */
+  images?: ImageRef[];
   meta: Metadata;
 }
 
@@ -48,6 +59,8 @@ export interface Query {
   id: string;
   text: string;
   image?: string;
+  /** Every image of a multi-image query, in order (the first is `image`). */
+  images?: ImageRef[];
   task: string;
   /** Corpus ids removed from this query's ranking before scoring. */
   excludeIds?: string[];

@@ -6,6 +6,7 @@
 import { ShardValidationError, type ShardIssue, type ShardSource } from '../source';
 import type {
   Doc,
+  ImageRef,
   Metadata,
   Modality,
   ParsedShard,
@@ -69,7 +70,12 @@ interface Layout {
 interface Ref {
   file: string;
   line: number;
+  /** `images[2]` when the path came from an item's image list. */
+  field?: string;
 }
+
+/** MAX_ITEM_IMAGES: images one document or query may list. */
+export const MAX_ITEM_IMAGES = 64;
 
 /**
  * Reads, validates and returns a whole shard. Detects the format from the files present (probing with
@@ -712,13 +718,66 @@ class ShardReader {
     return v;
   }
 
+  /**
+   * An optional image list (strict format only): `images: [{"path", "caption"?, "role"?}, …]` (a bare
+   * path string is taken as `{"path"}`), each path checked like `image` and remembered with its index
+   * for the image pass. An item gives `image` or `images`, not both.
+   */
+  private imagesField(file: string, line: number, o: Json): ImageRef[] | undefined {
+    const v = o.images;
+    if (v === undefined) return undefined;
+    const bad = (message: string, code = 'wrong-type') => {
+      this.issue({ file, line, code, message });
+      return undefined;
+    };
+    if (o.image !== undefined)
+      return bad('give either "image" (one image) or "images" (a list), not both', 'image-and-images');
+    if (!Array.isArray(v) || v.length === 0)
+      return bad(
+        `field "images" must be a non-empty list of {"path", "caption", "role"}, found ${describe(v)}`,
+      );
+    if (v.length > MAX_ITEM_IMAGES)
+      return bad(
+        `field "images" lists ${v.length} images; at most ${MAX_ITEM_IMAGES} per item`,
+        'too-many-images',
+      );
+    const out: ImageRef[] = [];
+    const seen = new Set<string>();
+    for (const [k, x] of v.entries()) {
+      const field = `images[${k}]`;
+      const item = typeof x === 'string' ? { path: x } : x;
+      if (!item || typeof item !== 'object' || Array.isArray(item))
+        return bad(`${field} must be {"path": …} or a path string, found ${describe(x)}`);
+      const { path, caption, role } = item as Record<string, unknown>;
+      if (typeof path !== 'string')
+        return bad(`${field}.path must be a string path, found ${describe(path)}`);
+      for (const [name, val] of [
+        ['caption', caption],
+        ['role', role],
+      ] as const)
+        if (val !== undefined && typeof val !== 'string')
+          return bad(`${field}.${name} must be a string, found ${describe(val)}`);
+      const problem = pathProblem(path);
+      if (problem) return bad(`${field} path ${JSON.stringify(path)} ${problem}`, 'bad-path');
+      if (seen.has(path)) return bad(`${field} repeats ${JSON.stringify(path)}`, 'duplicate-image');
+      seen.add(path);
+      if (!this.imageRefs.has(path)) this.imageRefs.set(path, { file, line, field });
+      out.push({
+        path,
+        ...(typeof caption === 'string' ? { caption } : {}),
+        ...(typeof role === 'string' ? { role } : {}),
+      });
+    }
+    return out;
+  }
+
   private async readCorpus(file: string): Promise<void> {
     const idKey = this.format === 'r2med' ? 'id' : '_id';
     const reserved = new Set([
       idKey,
       'title',
       'text',
-      ...(this.strict ? ['image'] : []),
+      ...(this.strict ? ['image', 'images'] : []),
       ...(this.format === 'beir' ? ['metadata'] : []),
     ]);
     let empty = 0;
@@ -742,6 +801,7 @@ class ShardReader {
       }
       const text = this.reqString(file, l.line, o, 'text');
       const image = this.strict ? this.imageField(file, l.line, o) : undefined;
+      const images = this.strict ? this.imagesField(file, l.line, o) : undefined;
       if (id === null) continue;
       const first = this.docLines.get(id);
       if (first !== undefined) {
@@ -756,7 +816,7 @@ class ShardReader {
       this.docLines.set(id, l.line);
       if (text === null) continue;
       if (this.strict) {
-        if (text.trim() === '' && o.image === undefined) {
+        if (text.trim() === '' && o.image === undefined && o.images === undefined) {
           this.issue({
             file,
             line: l.line,
@@ -769,6 +829,10 @@ class ShardReader {
       }
       const doc: Doc = { id, title, text, meta: collectMeta(o, reserved, this.format === 'beir') };
       if (image !== undefined) doc.image = image;
+      if (images) {
+        doc.image = images[0].path;
+        doc.images = images;
+      }
       this.docs.push(doc);
     }
     if (empty > 0) {
@@ -788,7 +852,7 @@ class ShardReader {
     const idKey = this.format === 'r2med' ? 'id' : '_id';
     const reserved = new Set(
       this.strict
-        ? ['_id', 'text', 'image', 'task', 'exclude_ids']
+        ? ['_id', 'text', 'image', 'images', 'task', 'exclude_ids']
         : this.format === 'beir'
           ? ['_id', 'text', 'metadata']
           : ['id', 'text'],
@@ -804,6 +868,7 @@ class ShardReader {
       const text = this.reqString(file, l.line, o, 'text');
       let task = defaultTask;
       let image: string | undefined;
+      let images: ImageRef[] | undefined;
       let excludeIds: string[] | undefined;
       if (this.strict) {
         task = this.reqString(file, l.line, o, 'task') ?? undefined;
@@ -816,6 +881,7 @@ class ShardReader {
           });
         }
         image = this.imageField(file, l.line, o);
+        images = this.imagesField(file, l.line, o);
         excludeIds = this.excludeIds(file, l.line, o);
       }
       if (id === null) continue;
@@ -831,7 +897,7 @@ class ShardReader {
       }
       this.queryLines.set(id, l.line);
       if (text === null || task === undefined) continue;
-      if (text.trim() === '' && o.image === undefined) {
+      if (text.trim() === '' && o.image === undefined && o.images === undefined) {
         if (this.strict) {
           this.issue({
             file,
@@ -846,6 +912,10 @@ class ShardReader {
       if (this.format === 'r2med' && meta.body_system === '') delete meta.body_system;
       const q: Query = { id, text, task, meta };
       if (image !== undefined) q.image = image;
+      if (images) {
+        q.image = images[0].path;
+        q.images = images;
+      }
       if (excludeIds !== undefined) q.excludeIds = excludeIds;
       this.queries.push(q);
     }
@@ -1118,7 +1188,7 @@ class ShardReader {
           file: ref.file,
           line: ref.line,
           code: 'missing-image',
-          message: `image ${JSON.stringify(path)} is not in the shard`,
+          message: `${ref.field ? `${ref.field} ` : 'image '}${JSON.stringify(path)} is not in the shard`,
         });
         continue;
       }
@@ -1129,7 +1199,7 @@ class ShardReader {
         this.issue({
           file: path,
           code: 'not-an-image',
-          message: `${path} (referenced on ${ref.file}:${ref.line}) is not a JPEG, PNG, WebP or DICOM image (it starts with ${head || 'nothing'})`,
+          message: `${path} (referenced on ${ref.file}:${ref.line}${ref.field ? ` as ${ref.field}` : ''}) is not a JPEG, PNG, WebP or DICOM image (it starts with ${head || 'nothing'})`,
         });
         continue;
       }
@@ -1140,7 +1210,7 @@ class ShardReader {
           file: path,
           code: 'image-too-large',
           message:
-            `${path} (referenced on ${ref.file}:${ref.line}) is ${dims.width} × ${dims.height} pixels, more than the ` +
+            `${path} (referenced on ${ref.file}:${ref.line}${ref.field ? ` as ${ref.field}` : ''}) is ${dims.width} × ${dims.height} pixels, more than the ` +
             `limit of ${this.limits.maxImagePixels / 1e6} megapixels. Downscale it, or raise the limit with ` +
             `${LIMIT_OPTIONS.maxImagePixels.name}=<megapixels>`,
         });
@@ -1152,7 +1222,7 @@ class ShardReader {
           this.issue({
             file: path,
             code: problem.code,
-            message: `${path} (referenced on ${ref.file}:${ref.line}) ${problem.message}`,
+            message: `${path} (referenced on ${ref.file}:${ref.line}${ref.field ? ` as ${ref.field}` : ''}) ${problem.message}`,
           });
           continue;
         }
