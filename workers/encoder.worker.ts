@@ -1276,17 +1276,20 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   // documents at import): used in place of embedding when they fit the loaded model exactly.
   let pre: PrecomputedSet | undefined;
   let precomputedNote: string | undefined;
+  try {
+    pre = await db.getArtifact<PrecomputedSet>(
+      shardHash,
+      PRECOMPUTED_KIND,
+      precomputedKey(spec.id, loaded.dtype, part),
+    );
+  } catch {
+    pre = undefined;
+  }
   // Precomputed sets hold one truncated vector per document: they cannot stand for chunks.
-  if (!chunking)
-    try {
-      pre = await db.getArtifact<PrecomputedSet>(
-        shardHash,
-        PRECOMPUTED_KIND,
-        precomputedKey(spec.id, loaded.dtype, part),
-      );
-    } catch {
-      pre = undefined;
-    }
+  if (pre && chunking) {
+    precomputedNote = `precomputed ${part} embeddings for ${spec.id} (${loaded.dtype}) not used: they hold one truncated vector per document, and long texts are chunked (${chunking.aggregate}); embedding the chunks instead`;
+    pre = undefined;
+  }
   if (pre) {
     const why = precomputedMismatch(pre.sidecar, spec, loaded.dtype, dim);
     if (
