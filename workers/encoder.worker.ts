@@ -884,6 +884,7 @@ async function embedWindows(
   role: EmbedRole,
   rows: number[][],
   batchSize: number,
+  onDone?: (windows: number) => void,
 ): Promise<Float32Array> {
   const frame = chunkFrame(enc, spec, role);
   const plan = planBatches(
@@ -898,6 +899,7 @@ async function embedWindows(
     const dim = v.length / part.length;
     const o = (out ??= new Float32Array(rows.length * dim));
     pos.forEach((p, i) => o.set(v.subarray(i * dim, (i + 1) * dim), p * dim));
+    onDone?.(plan.bounds[b + 1]);
   }
   return out ?? new Float32Array(0);
 }
@@ -908,14 +910,20 @@ async function embedTextChunks(
   role: EmbedRole,
   chunking: Chunking,
   batchSize = 32,
+  onProgress?: OnProgress,
 ): Promise<{ vectors: Float32Array; counts: Uint32Array; spans: Uint32Array }> {
   checkBatchSize(batchSize);
   checkChunking(chunking);
+  const report = throttle(onProgress);
   const r = await onActive(async (enc, spec) => {
     const w = textWindows(enc, spec, texts, role, chunking);
-    const vectors = await embedWindows(enc, spec, role, w.rows, batchSize);
+    const total = w.rows.length;
+    const vectors = await embedWindows(enc, spec, role, w.rows, batchSize, (done) =>
+      report({ kind: 'status', message: `Embedding ${texts.length} texts: ${done} / ${total} chunks` }),
+    );
     return { vectors, counts: w.counts, spans: w.spans };
   });
+  report.flush();
   return Comlink.transfer(r, [r.vectors.buffer, r.counts.buffer, r.spans.buffer] as ArrayBuffer[]);
 }
 

@@ -189,7 +189,10 @@ export function embedTextChunks(
   chunking: Chunking,
   opts: JobOptions & { batchSize?: number } = {},
 ): Promise<{ vectors: Float32Array; counts: Uint32Array; spans: Uint32Array }> {
-  return onActiveModel((r) => r.embedTextChunks(texts, role, chunking, opts.batchSize ?? 32), opts.signal);
+  return onActiveModel(
+    (r) => r.embedTextChunks(texts, role, chunking, opts.batchSize ?? 32, proxyProgress(opts.onProgress)),
+    opts.signal,
+  );
 }
 
 /** The text of each window of one text as the active model cuts it (decoded tokens), for the drill-down. */
