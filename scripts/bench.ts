@@ -8,6 +8,7 @@
 //                    [--device auto|webgpu|wasm] [--dtype fp32|q8|…] [--fusion both|score|feature] [--alpha 0.5]
 //                    [--index exact|hnsw] [--M 16] [--efConstruction 200] [--efSearch 384]
 //                    [--chunks first|mean|max] [--overlap 32]   (long texts: README "Models")
+//                    [--images first|mean|max]                  (multi-image items: README "Shards")
 //   npm run bench -- --shard ../shared/data/vqa-rad --task text-to-image \
 //                    --compare 'bm25(k1=0.9,b=0.4);dense(model=loupe-test/clip-tiny-random,dtype=fp32)' [--fuse 'rrf(k=60)']
 //     runs (or reuses) each retriever through the UI's permalink and prints the UI's comparison table.
@@ -48,6 +49,7 @@ const { values: args } = parseArgs({
     efConstruction: { type: 'string' },
     efSearch: { type: 'string' },
     chunks: { type: 'string', default: 'first' },
+    images: { type: 'string' },
     overlap: { type: 'string' },
     compare: { type: 'string' },
     fuse: { type: 'string' },
@@ -212,6 +214,11 @@ if (model) {
   if (!['first', 'mean', 'max'].includes(args.chunks!))
     throw new InputError('--chunks is first, mean or max');
   if (args.chunks !== 'first') common.chunks = args.chunks!;
+  if (args.images !== undefined) {
+    if (!['first', 'mean', 'max'].includes(args.images))
+      throw new InputError('--images is first, mean or max (multi-image items)');
+    common.images = args.images;
+  }
   if (args.overlap) {
     if (!/^\d+$/.test(args.overlap)) throw new InputError('--overlap is a number of tokens');
     common.overlap = args.overlap;

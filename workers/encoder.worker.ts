@@ -143,6 +143,11 @@ export interface EmbedCorpusRequest {
    * `overlap` tokens) and return one row per chunk; `first` or absent truncate (one row per document).
    */
   chunking?: Chunking;
+  /**
+   * Images of multi-image items (`images: [...]`): every image, one row per image (returned like
+   * chunks, `spans` holding [index, index + 1]); absent: the first image of each item.
+   */
+  allImages?: boolean;
 }
 
 export interface EmbedCorpusResult {
@@ -274,6 +279,8 @@ const counters = {
   /** Chunks (windows) embedded for chunked corpora (mean/max), and documents that took more than one. */
   chunksEmbedded: 0,
   multiChunkDocs: 0,
+  /** Images embedded as rows of multi-image items (allImages). */
+  itemImagesEmbedded: 0,
 };
 // Readable from a test through the worker's global (Playwright evaluates in workers), as well as api.counters().
 (self as unknown as { loupeEncoderCounters: typeof counters }).loupeEncoderCounters = counters;
@@ -1274,7 +1281,10 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   const dim = loaded.dim;
   // Only text is chunked; `first` is the truncating path (and key) of before.
   const chunking = part === 'text' && isChunked(req.chunking) ? checkChunking(req.chunking) : undefined;
-  const key = corpusEmbeddingKey(shardHash, spec, loaded.dtype, part, chunking);
+  // Every image of multi-image items, one row each (the page asks only for shards that have them).
+  const allImages = part === 'image' && !!req.allImages;
+  const key = corpusEmbeddingKey(shardHash, spec, loaded.dtype, part, chunking, allImages);
+  const multiRow = !!chunking || allImages;
 
   const rows: number[] = [];
   const missing: string[] = [];
@@ -1296,6 +1306,10 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   // Precomputed sets hold one truncated vector per document: they cannot stand for chunks.
   if (pre && chunking) {
     precomputedNote = `precomputed ${part} embeddings for ${spec.id} (${loaded.dtype}) not used: they hold one truncated vector per document, and long texts are chunked (${chunking.aggregate}); embedding the chunks instead`;
+    pre = undefined;
+  }
+  if (pre && allImages) {
+    precomputedNote = `precomputed ${part} embeddings for ${spec.id} (${loaded.dtype}) not used: they hold one vector per item, and every image of multi-image items is embedded; embedding the images instead`;
     pre = undefined;
   }
   if (pre) {
@@ -1415,7 +1429,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
 
   // Row-major (docs × dim) in shard order; rows of documents without the part stay zero.
   // Chunked: each document's chunk rows and spans, put together in shard order at the end.
-  const embeddings = new Float32Array(chunking ? 0 : docs.length * dim);
+  const embeddings = new Float32Array(multiRow ? 0 : docs.length * dim);
   const docChunks: { vectors: Float32Array; spans: Uint32Array }[] = [];
   let computedBatches = 0;
   let reusedBatches = 0;
@@ -1447,9 +1461,9 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
     }
     let vectors: Float32Array;
     let chunkInfo: { chunks: Uint32Array; spans: Uint32Array } | undefined;
-    if (validBatch(rec, ids, dim, !!chunking)) {
+    if (validBatch(rec, ids, dim, multiRow)) {
       vectors = rec.vectors;
-      if (chunking) chunkInfo = { chunks: rec.chunks!, spans: rec.spans! };
+      if (multiRow) chunkInfo = { chunks: rec.chunks!, spans: rec.spans! };
       reusedBatches++;
       counters.batchesReused++;
     } else if (pre) {
@@ -1479,15 +1493,33 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
         const texts = batchRows.map((r) => docText(docs[r]));
         vectors = await onActive((enc) => embedTextBatch(enc, spec, texts, 'document'));
       } else {
+        // Each document's images (all of a multi-image item with allImages, else its first).
+        const paths = batchRows.map((r) =>
+          allImages && docs[r].images ? docs[r].images!.map((x) => x.path) : [docs[r].image!],
+        );
         const images = await Promise.all(
-          batchRows.map(async (r) => {
-            const d = docs[r];
-            const blob = await db.getImage(shardHash, d.image!);
-            if (!blob) throw new Error(`image ${d.image} of document ${d.id} is not in the shard cache`);
-            return decode(blob, `${d.image} (document ${d.id})`);
-          }),
+          paths.flatMap((list, i) =>
+            list.map(async (path) => {
+              const d = docs[batchRows[i]];
+              const blob = await db.getImage(shardHash, path);
+              if (!blob) throw new Error(`image ${path} of document ${d.id} is not in the shard cache`);
+              return decode(blob, `${path} (document ${d.id})`);
+            }),
+          ),
         );
         vectors = await onActive((enc) => embedImageBatch(enc, spec, images));
+        if (allImages) {
+          const counts = Uint32Array.from(paths, (l) => l.length);
+          const spans = new Uint32Array(2 * images.length);
+          let at = 0;
+          for (const c of counts)
+            for (let k = 0; k < c; k++, at++) {
+              spans[2 * at] = k;
+              spans[2 * at + 1] = k + 1;
+            }
+          chunkInfo = { chunks: counts, spans };
+          counters.itemImagesEmbedded += images.length;
+        }
       }
       const rowsOut = chunkInfo ? chunkInfo.spans.length / 2 : ids.length;
       if (vectors.length !== rowsOut * dim)
@@ -1519,7 +1551,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
   const enc = current();
   let out = embeddings;
   let chunks: EmbedCorpusResult['chunks'];
-  if (chunking) {
+  if (multiRow) {
     let total = 0;
     for (const c of docChunks) if (c) total += c.spans.length / 2;
     out = new Float32Array(total * dim);
@@ -1534,7 +1566,7 @@ async function embedCorpus(req: EmbedCorpusRequest, onProgress?: OnProgress): Pr
       rowDoc.fill(r, at, at + n);
       at += n;
     });
-    chunks = { rowDoc, spans, overlap: chunking.overlap };
+    chunks = { rowDoc, spans, overlap: chunking?.overlap ?? 0 };
   }
   const result: EmbedCorpusResult = {
     embeddings: out,

@@ -44,6 +44,11 @@ export interface DenseQueries {
    * `vectors` are query i's); a document scores its best (query chunk, document chunk) pair.
    */
   textChunks?: { vectors: Float32Array; offsets: Uint32Array };
+  /**
+   * Multi-image `max`: every image of each multi-image query (rows offsets[i] … offsets[i + 1] − 1;
+   * none for queries with one image or none), each fused with the query's text when it has one.
+   */
+  imageRows?: { vectors: Float32Array; offsets: Uint32Array };
 }
 
 /** How a query with both a text and an image is scored (M3Retrieve's two strategies). */
@@ -198,10 +203,18 @@ const api = {
       const opts = { exclude: q.exclude[i] };
       let hits: { docId: string; score: number }[] = [];
       if (chunked) {
-        // Chunks of text documents (max): the query's chunks, or its one text vector.
+        // Several rows per document (text chunks, or images of multi-image items; max): the query's
+        // chunks, its images (each fused with its text), or its one vector (text and image fused).
         const c = q.textChunks;
-        const rows =
-          q.hasText[i] && c ? c.vectors.subarray(c.offsets[i] * q.dim, c.offsets[i + 1] * q.dim) : t;
+        const ir = q.imageRows;
+        let rows: Float32Array | null = null;
+        if (q.hasText[i] && c) rows = c.vectors.subarray(c.offsets[i] * q.dim, c.offsets[i + 1] * q.dim);
+        else if (ir && ir.offsets[i + 1] > ir.offsets[i]) {
+          rows = ir.vectors.slice(ir.offsets[i] * q.dim, ir.offsets[i + 1] * q.dim);
+          if (t)
+            for (let r = 0; r * q.dim < rows.length; r++)
+              rows.set(fuseFeatures(t, rows.subarray(r * q.dim, (r + 1) * q.dim)), r * q.dim);
+        } else rows = t && v ? fuseFeatures(t, v) : (t ?? v);
         if (rows && rows.length) hits = searchDenseChunked(chunked, rows, depth, opts);
       } else if (!index) throw new Error('no document embeddings loaded');
       else if (t && v) {

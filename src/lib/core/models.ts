@@ -371,6 +371,8 @@ export interface EmbeddingKeyInput {
    * same chunk vectors); absent for truncation (`first`), whose keys stay as they were.
    */
   chunkOverlap?: number;
+  /** Every image of multi-image items (one row per image), not the first only. */
+  allImages?: boolean;
 }
 
 /**
@@ -392,6 +394,7 @@ export function embeddingKey(k: EmbeddingKeyInput): string {
     `dp=${e(k.docPrefix)}`,
     ...(k.maxTokens !== undefined ? [`max=${k.maxTokens}`] : []),
     ...(k.chunkOverlap !== undefined ? [`chunks=o${k.chunkOverlap}`] : []),
+    ...(k.allImages ? ['images=all'] : []),
   ].join('|');
 }
 
@@ -402,6 +405,7 @@ export function corpusEmbeddingKey(
   dtype: Dtype,
   part: EmbedPart,
   chunking?: Chunking,
+  allImages = false,
 ): string {
   return embeddingKey({
     shardHash,
@@ -416,5 +420,6 @@ export function corpusEmbeddingKey(
     ...(spec.maxTokens !== undefined ? { maxTokens: spec.maxTokens } : {}),
     // Only text is chunked; images are one vector whatever the setting.
     ...(part === 'text' && isChunked(chunking) ? { chunkOverlap: chunking.overlap } : {}),
+    ...(part === 'image' && allImages ? { allImages: true } : {}),
   });
 }

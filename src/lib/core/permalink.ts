@@ -5,6 +5,7 @@
 // values containing them are escaped with encodeURIComponent.
 import type { RetrieverConfig } from './runs';
 import { DEFAULT_CHUNK_OVERLAP, type ChunkAggregate } from './chunking';
+import type { MultiImage } from './multi-image';
 
 /** A retriever to run (or find in the run store) for a permalink. */
 export type RunSpec =
@@ -20,6 +21,8 @@ export type RunSpec =
       chunks?: ChunkAggregate;
       /** Tokens shared by consecutive windows (chunks mean/max). */
       overlap?: number;
+      /** Multi-image items: every image by mean or max (absent: the first image). */
+      images?: MultiImage;
     };
 
 /** A fusion of all the listed runs. */
@@ -72,6 +75,9 @@ export function parseRunSpecs(s: string): RunSpec[] {
         const overlap = num(args, 'overlap', DEFAULT_CHUNK_OVERLAP, part);
         if (!Number.isInteger(overlap) || overlap < 0)
           throw new PermalinkError(`${part}: overlap must be a non-negative integer`);
+        const images = args.get('images');
+        if (images !== undefined && images !== 'mean' && images !== 'max')
+          throw new PermalinkError(`${part}: images must be mean or max`);
         return {
           kind: 'dense',
           model,
@@ -80,6 +86,7 @@ export function parseRunSpecs(s: string): RunSpec[] {
           fusion,
           alpha: num(args, 'alpha', 0.5, part),
           ...(chunks !== 'first' ? { chunks, overlap } : {}),
+          ...(images ? { images } : {}),
         };
       }
       throw new PermalinkError(`unknown retriever "${name}" (bm25 or dense)`);
@@ -106,7 +113,7 @@ const enc = (v: string | number) => encodeURIComponent(String(v));
 export function formatRunSpec(r: RunSpec): string {
   return r.kind === 'bm25'
     ? `bm25(k1=${r.k1},b=${r.b})`
-    : `dense(model=${enc(r.model)},dtype=${enc(r.dtype)},device=${enc(r.device)},fusion=${r.fusion},alpha=${r.alpha}${r.chunks && r.chunks !== 'first' ? `,chunks=${r.chunks},overlap=${r.overlap ?? DEFAULT_CHUNK_OVERLAP}` : ''})`;
+    : `dense(model=${enc(r.model)},dtype=${enc(r.dtype)},device=${enc(r.device)},fusion=${r.fusion},alpha=${r.alpha}${r.chunks && r.chunks !== 'first' ? `,chunks=${r.chunks},overlap=${r.overlap ?? DEFAULT_CHUNK_OVERLAP}` : ''}${r.images ? `,images=${r.images}` : ''})`;
 }
 
 export function formatFuseSpec(f: FuseSpec): string {
@@ -130,6 +137,7 @@ export function specOf(c: RetrieverConfig): RunSpec | null {
       ...(c.chunking && c.chunking.aggregate !== 'first'
         ? { chunks: c.chunking.aggregate, overlap: c.chunking.overlap }
         : {}),
+      ...(c.multiImage ? { images: c.multiImage } : {}),
     };
   return null;
 }
@@ -150,6 +158,7 @@ export function specMatches(spec: RunSpec, c: RetrieverConfig): boolean {
   const runChunks = c.chunking?.aggregate ?? 'first';
   if (chunks !== runChunks) return false;
   if (chunks !== 'first' && c.chunking!.overlap !== (spec.overlap ?? DEFAULT_CHUNK_OVERLAP)) return false;
+  if ((spec.images ?? null) !== (c.multiImage ?? null)) return false;
   if (!c.fusion) return true;
   if (spec.fusion !== 'both' && c.fusion.mode !== spec.fusion) return false;
   return c.fusion.mode === 'feature' || c.fusion.textWeight === spec.alpha;

@@ -2,6 +2,7 @@
 // structured-clone friendly encoding of their ranked lists.
 import type { Run } from './types';
 import { describeChunking, type Chunking } from './chunking';
+import { describeMultiImage, type MultiImage } from './multi-image';
 
 /** How a run was produced. Every field is needed to reproduce it. */
 export type RetrieverConfig =
@@ -26,6 +27,8 @@ export type RetrieverConfig =
        * by `overlap` tokens, aggregated by mean or max. Absent: truncated to the first window.
        */
       chunking?: Chunking;
+      /** Multi-image items scored by every image (core/multi-image.ts): mean or max. Absent: the first image. */
+      multiImage?: MultiImage;
       /** Approximate search (HNSW) instead of exact, with its recall@10 against exact on this run. */
       ann?: {
         kind: 'hnsw';
@@ -133,7 +136,7 @@ export function runTag(c: RetrieverConfig): string {
     case 'bm25':
       return `loupe-bm25-k1_${c.k1}-b_${c.b}`;
     case 'dense':
-      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}${c.chunking && c.chunking.aggregate !== 'first' ? `-chunk${c.chunking.aggregate}_o${c.chunking.overlap}` : ''}`;
+      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}${c.chunking && c.chunking.aggregate !== 'first' ? `-chunk${c.chunking.aggregate}_o${c.chunking.overlap}` : ''}${c.multiImage ? `-images_${c.multiImage}` : ''}`;
     case 'fusion':
       return `loupe-${c.method}-${c.inputs.length}runs`;
     case 'import':
@@ -160,7 +163,7 @@ function describeSettings(c: RetrieverConfig): string {
     case 'bm25':
       return `BM25 k1=${c.k1} b=${c.b}`;
     case 'dense':
-      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? (c.fusion.sameAsScore ? ` · feature fusion (= score fusion at text weight ${c.fusion.textWeight}: identical rankings)` : c.fusion.mode === 'feature' ? ' · feature fusion' : ` · score fusion, text weight ${c.fusion.textWeight}`) : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}${describeChunking(c.chunking) ? ` · ${describeChunking(c.chunking)}` : ''}`;
+      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? (c.fusion.sameAsScore ? ` · feature fusion (= score fusion at text weight ${c.fusion.textWeight}: identical rankings)` : c.fusion.mode === 'feature' ? ' · feature fusion' : ` · score fusion, text weight ${c.fusion.textWeight}`) : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}${describeChunking(c.chunking) ? ` · ${describeChunking(c.chunking)}` : ''}${c.multiImage ? ` · ${describeMultiImage(c.multiImage)}` : ''}`;
     case 'fusion':
       return `${c.method} of ${c.inputs.length} runs`;
     case 'import':

@@ -161,6 +161,8 @@ export class App {
     // Long texts: `chunks=mean|max` (default first: truncation), `overlap=` tokens between windows.
     const chunks = params.get('chunks');
     if (chunks === 'first' || chunks === 'mean' || chunks === 'max') r.chunking.aggregate = chunks;
+    const images = params.get('images');
+    if (images === 'first' || images === 'mean' || images === 'max') r.multiImageMode = images;
     if (Number.isInteger(num('overlap')) && num('overlap') >= 0) r.chunking.overlap = num('overlap');
 
     const url = params.get('shard');

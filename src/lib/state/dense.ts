@@ -4,6 +4,7 @@
 import type { Query, TaskInfo } from '../core/types';
 import { fuseFeatures } from '../core/dense';
 import { chunkOffsets, chunkingFor, isChunked, meanOfChunks, type Chunking } from '../core/chunking';
+import { fusedItemRows, itemImagePaths, type MultiImage } from '../core/multi-image';
 import { corpusEmbeddingKey, supportsPart, type Dtype, type EmbedPart, type ModelSpec } from '../core/models';
 import type { Device } from '../adapters/backend';
 import { openShardStore } from '../adapters/shard-store';
@@ -44,11 +45,15 @@ export interface DenseSettings {
   ann?: AnnSettings;
   /** Texts longer than the model's window: first window (absent), or every window aggregated by mean or max. */
   chunking?: Chunking;
+  /** Multi-image items: every image, by mean or max (absent: each item's first image). */
+  multiImage?: MultiImage;
 }
 
-/** The retrieval worker's key of a corpus matrix: the embedding keys, and how chunks were aggregated. */
-function denseDocsKey(keys: string[], chunking: Chunking | undefined): string {
-  return keys.join('+') + (chunking ? `|agg=${chunking.aggregate}` : '');
+/** The retrieval worker's key of a corpus matrix: the embedding keys, and how chunks and images were aggregated. */
+function denseDocsKey(keys: string[], chunking: Chunking | undefined, multiImage?: MultiImage): string {
+  return (
+    keys.join('+') + (chunking ? `|agg=${chunking.aggregate}` : '') + (multiImage ? `|img=${multiImage}` : '')
+  );
 }
 
 /** What a model can do with a task: which query and document parts it uses, and what it ignores. */
@@ -85,6 +90,9 @@ export interface DenseOutcome {
   /** The chunking used (absent: first window only), and how many chunks the corpus has. */
   chunking?: Chunking;
   chunks?: { rows: number; docs: number; multiChunkDocs: number };
+  /** Multi-image items scored by all their images: how, and how many image rows the corpus has. */
+  multiImage?: MultiImage;
+  images?: { rows: number; multiImageDocs: number };
   embedded: {
     part: EmbedPart;
     computedBatches: number;
@@ -117,6 +125,7 @@ async function denseTaskWith(
   args: DenseTaskArgs,
   adhocImage: Blob | null,
   reuseCorpus = false,
+  adhocMore: Blob[] = [],
 ): Promise<DenseOutcome> {
   const { spec } = args.settings;
   const plan = densePlan(spec, args.task);
@@ -127,6 +136,20 @@ async function denseTaskWith(
       ...args,
       settings: { ...args.settings, chunking, ...(exact ? { ann: undefined } : {}) },
     };
+  // Multi-image scoring applies where images are embedded; max keeps several rows per document.
+  const multiImage =
+    plan.docParts.includes('image') || plan.queryParts.includes('image')
+      ? args.settings.multiImage
+      : undefined;
+  if (multiImage === 'max' && plan.docParts.includes('text') && plan.docParts.includes('image'))
+    plan.notes.push('max over images: each image is fused with its document’s text (feature fusion)');
+  if (multiImage === 'max' && args.settings.ann) {
+    plan.notes.push(
+      'searches exactly: max over images keeps several vectors per document, an HNSW index one',
+    );
+    args = { ...args, settings: { ...args.settings, ann: undefined } };
+  }
+  if (multiImage !== args.settings.multiImage) args = { ...args, settings: { ...args.settings, multiImage } };
   const encoder = await loadEncoder(spec, {
     device: args.settings.device,
     dtype: args.settings.dtype,
@@ -140,8 +163,11 @@ async function denseTaskWith(
   // nothing is read from IndexedDB, copied or sent again; only the query is embedded and ranked.
   if (reuseCorpus && !args.settings.ann) {
     const key = denseDocsKey(
-      plan.docParts.map((part) => corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, part, chunking)),
+      plan.docParts.map((part) =>
+        corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, part, chunking, !!multiImage),
+      ),
       chunking,
+      multiImage,
     );
     if (await hasDenseDocs(key)) {
       const { runs } = await rankQueries(
@@ -152,6 +178,7 @@ async function denseTaskWith(
         null,
         adhocImage,
         true,
+        adhocMore,
       );
       const embedded = plan.docParts.map((part) => ({
         part,
@@ -160,13 +187,23 @@ async function denseTaskWith(
         precomputedBatches: 0,
         missing: 0,
       }));
-      return { encoder, runs, embedded, notes: plan.notes, ...(chunking ? { chunking } : {}) };
+      return {
+        encoder,
+        runs,
+        embedded,
+        notes: plan.notes,
+        ...(chunking ? { chunking } : {}),
+        ...(multiImage ? { multiImage } : {}),
+      };
     }
   }
 
   const parts = new Map<EmbedPart, Awaited<ReturnType<typeof embedCorpus>>>();
   let chunkRows: { rowDoc: Uint32Array } | undefined;
   let chunkStats: DenseOutcome['chunks'];
+  /** Multi-image max: the image rows and their documents (before any fusion with the text). */
+  let imageRowDoc: Uint32Array | undefined;
+  let imageStats: DenseOutcome['images'];
   for (const part of plan.docParts) {
     let r = await embedCorpus(
       {
@@ -176,10 +213,18 @@ async function denseTaskWith(
         batchSize: 32,
         load,
         ...(part === 'text' && chunking ? { chunking } : {}),
+        ...(part === 'image' && multiImage ? { allImages: true } : {}),
       },
       args.job,
     );
-    if (r.chunks) {
+    if (r.chunks && part === 'image') {
+      // Every image of multi-image items: mean → one vector per item; max → every image a row.
+      const counts = new Uint32Array(r.docIds.length);
+      for (const d of r.chunks.rowDoc) counts[d]++;
+      imageStats = { rows: r.chunks.rowDoc.length, multiImageDocs: counts.filter((c) => c > 1).length };
+      if (multiImage === 'max') imageRowDoc = r.chunks.rowDoc;
+      else r = { ...r, embeddings: meanOfChunks(r.embeddings, counts, r.dim, spec.normalize) };
+    } else if (r.chunks) {
       const counts = new Uint32Array(r.docIds.length);
       for (const d of r.chunks.rowDoc) counts[d]++;
       chunkStats = {
@@ -198,7 +243,26 @@ async function denseTaskWith(
   const docIds = first.docIds;
   let matrix: Float32Array;
   let missing: string[];
-  if (parts.size === 1) {
+  if (imageRowDoc) {
+    const v = parts.get('image')!;
+    const t = parts.get('text');
+    missing = t ? v.missing.filter((id) => t.missing.includes(id)) : v.missing;
+    if (!t) matrix = v.embeddings;
+    else {
+      const tMiss = new Set(t.missing);
+      const fused = fusedItemRows(
+        t.embeddings,
+        Uint8Array.from(docIds, (id) => (tMiss.has(id) ? 1 : 0)),
+        v.embeddings,
+        imageRowDoc,
+        docIds.length,
+        dim,
+      );
+      matrix = fused.rows;
+      imageRowDoc = fused.rowDoc;
+    }
+    chunkRows = { rowDoc: imageRowDoc };
+  } else if (parts.size === 1) {
     matrix = first.embeddings;
     missing = first.missing;
   } else {
@@ -219,6 +283,7 @@ async function denseTaskWith(
   const key = denseDocsKey(
     [...parts.values()].map((p) => p.key),
     chunking,
+    multiImage,
   );
   const embedded = [...parts].map(([part, r]) => ({
     part,
@@ -231,7 +296,8 @@ async function denseTaskWith(
   for (const r of parts.values()) if (r.precomputedNote) plan.notes.push(r.precomputedNote);
   for (const r of parts.values()) if (r.notSaved) args.onWarning?.(r.notSaved);
   // Rows of the document images, so a query image that is a corpus image is not embedded twice.
-  const imageRows = parts.get('image');
+  // (Not with multi-image rows: a row is then an image of an item, or an item's mean.)
+  const imageRows = imageStats ? undefined : parts.get('image');
   const imageRowOf = new Map<string, number>();
   if (imageRows && args.docImageRow)
     for (const [path, docId] of args.docImageRow) {
@@ -242,7 +308,10 @@ async function denseTaskWith(
   // The index worker gets its own copy: the retrieval worker takes ownership of `matrix`.
   const annDocs = args.settings.ann ? matrix.slice() : null;
   await setDenseDocs(key, matrix, dim, docIds, missing, chunkRows?.rowDoc);
-  const chunked = chunking ? { chunking, ...(chunkStats ? { chunks: chunkStats } : {}) } : {};
+  const chunked = {
+    ...(chunking ? { chunking, ...(chunkStats ? { chunks: chunkStats } : {}) } : {}),
+    ...(multiImage ? { multiImage, ...(imageStats ? { images: imageStats } : {}) } : {}),
+  };
 
   const { q, runs } = await rankQueries(
     args,
@@ -252,6 +321,7 @@ async function denseTaskWith(
     imageCopy,
     adhocImage,
     reuseCorpus,
+    adhocMore,
   );
   const qs = args.queries;
   const ann = args.settings.ann;
@@ -342,6 +412,7 @@ async function rankQueries(
   imageCopy: Float32Array | null,
   adhocImage: Blob | null,
   adhoc = false,
+  adhocMore: Blob[] = [],
 ): Promise<{ q: DenseQueries; runs: DenseOutcome['runs'] }> {
   const qs = args.queries;
   const q: DenseQueries = {
@@ -436,6 +507,9 @@ async function rankQueries(
     }
   }
 
+  if (args.settings.multiImage && queryParts.includes('image') && q.image)
+    await multiImageQueries(args, q, dim, adhoc ? [adhocMore] : null);
+
   const twoParts = qs.some((_, i) => q.hasText[i] && q.hasImage[i]);
   const fusions: (QueryFusion | undefined)[] = !twoParts
     ? [undefined]
@@ -454,6 +528,55 @@ async function rankQueries(
 }
 
 /**
+ * Queries with several images (`images`, or the extra images of an ad-hoc query): every image is
+ * embedded; mean → the query's image vector is their normalised mean; max → each is a row of
+ * `q.imageRows` (the retrieval worker scores a document by its best pair).
+ */
+async function multiImageQueries(
+  args: DenseTaskArgs,
+  q: DenseQueries,
+  dim: number,
+  adhocExtra: Blob[][] | null,
+): Promise<void> {
+  const qs = args.queries;
+  const extra: Blob[][] = adhocExtra ?? qs.map(() => []);
+  if (!adhocExtra) {
+    const store = await openShardStore();
+    for (const [i, x] of qs.entries()) {
+      const more = itemImagePaths(x).slice(1);
+      if (!more.length || !q.hasImage[i]) continue;
+      const blobs = await Promise.all(more.map((p) => store.getImage(args.shardHash, p)));
+      extra[i] = blobs.filter((b): b is Blob => !!b);
+    }
+  }
+  const todo = extra.flatMap((l, i) => (l.length && q.hasImage[i] ? [i] : []));
+  if (!todo.length) return;
+  const vecs = await embedImages(
+    todo.flatMap((i) => extra[i]),
+    args.job,
+  );
+  const counts = new Uint32Array(qs.length);
+  const rows: Float32Array[] = [];
+  let at = 0;
+  for (const i of todo) {
+    const n = extra[i].length + 1;
+    const all = new Float32Array(n * dim);
+    all.set(q.image!.subarray(i * dim, (i + 1) * dim), 0);
+    all.set(vecs.subarray(at * dim, (at + n - 1) * dim), dim);
+    at += n - 1;
+    q.image!.set(meanOfChunks(all, [n], dim, true), i * dim);
+    counts[i] = n;
+    rows[i] = all;
+  }
+  if (args.settings.multiImage === 'max') {
+    const offsets = chunkOffsets(counts);
+    const vectors = new Float32Array(offsets[qs.length] * dim);
+    for (const i of todo) vectors.set(rows[i], offsets[i] * dim);
+    q.imageRows = { vectors, offsets };
+  }
+}
+
+/**
  * One ad-hoc query (text, image or both) against a task's corpus with a dense model. The corpus
  * comes from the embedding cache (computed once if needed). With both parts, both fusions are
  * returned so the UI can show them side by side.
@@ -463,6 +586,8 @@ export async function denseAdhoc(args: {
   task: TaskInfo;
   text: string;
   image: Blob | null;
+  /** More query images after `image` (a multi-image query; scored as `settings.multiImage` says). */
+  moreImages?: Blob[];
   settings: DenseSettings;
   k: number;
   job: JobOptions;
@@ -485,6 +610,7 @@ export async function denseAdhoc(args: {
     { ...args, task, queries: [query], settings: { ...args.settings, depth: args.k, fusion: 'both' } },
     hasImage ? args.image : null,
     true,
+    hasImage ? (args.moreImages ?? []) : [],
   );
   return out.runs.map((r) => ({
     fusion: r.fusion,

@@ -61,6 +61,7 @@ export async function openPermalink(app: App, params: URLSearchParams) {
           aggregate: spec.chunks ?? 'first',
           overlap: spec.overlap ?? retrievers.chunking.overlap,
         };
+        retrievers.multiImageMode = spec.images ?? 'first';
         await retrievers.runDense();
       }
       if (app.phase !== 'done') return;

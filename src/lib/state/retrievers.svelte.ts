@@ -11,6 +11,7 @@ import { prepareBm25, runBm25Task } from '../adapters/retrieval-client';
 import { MODEL_REGISTRY, registryModel, type LoadedEncoder } from '../adapters/encoder-client';
 import { INDEX_DEFAULTS } from '../adapters/index-client';
 import { DEFAULT_CHUNK_OVERLAP, describeChunking, isChunked, type Chunking } from '../core/chunking';
+import { describeMultiImage, hasMultiImageItems, type MultiImage } from '../core/multi-image';
 import { densePlan, denseTask, type DenseSettings } from './dense';
 import type { App } from './app.svelte';
 import type { RunResult } from './runs.svelte';
@@ -44,6 +45,8 @@ export class Retrievers {
   });
   /** Texts longer than the model's window: truncated (first), or every window averaged (mean) or max-scored. */
   chunking = $state<Chunking>({ aggregate: 'first', overlap: DEFAULT_CHUNK_OVERLAP });
+  /** Multi-image items: every image by mean or max; null = the shard's default (mean when it has such items). */
+  #multiImage = $state<MultiImage | 'first' | null>(null);
   customModels = $state.raw<ModelSpec[]>([]);
   /** Debug switch from the URL (`simulate-webgpu-failure=1`): WebGPU loads fail, to show the fallback. */
   simulateWebGpuFailure = false;
@@ -186,6 +189,27 @@ export class Retrievers {
     this.app.phase = ok ? 'done' : this.app.failedPhase();
   }
 
+  /** Whether the open shard has documents or queries with several images. */
+  get hasMultiImage(): boolean {
+    const s = this.app.library.shard;
+    return !!s && (hasMultiImageItems(s.docs) || hasMultiImageItems(s.queries));
+  }
+
+  /** How multi-image items are scored: `first` (their first image only), `mean` or `max`. */
+  get multiImageMode(): MultiImage | 'first' {
+    return this.#multiImage ?? (this.hasMultiImage ? 'mean' : 'first');
+  }
+
+  set multiImageMode(v: MultiImage | 'first') {
+    this.#multiImage = v;
+  }
+
+  /** The multi-image setting a dense run uses (none on shards without multi-image items). */
+  get multiImage(): MultiImage | undefined {
+    const m = this.multiImageMode;
+    return this.hasMultiImage && m !== 'first' ? m : undefined;
+  }
+
   /** The permalink spec of the current dense settings (to find a stored run of them). */
   get denseRunSpec(): RunSpec {
     return {
@@ -198,6 +222,7 @@ export class Retrievers {
       ...(isChunked(this.chunking)
         ? { chunks: this.chunking.aggregate, overlap: this.chunking.overlap }
         : {}),
+      ...(this.multiImage ? { images: this.multiImage } : {}),
     };
   }
 
@@ -241,6 +266,7 @@ export class Retrievers {
           simulateWebGpuFailure: this.simulateWebGpuFailure,
           ...(this.denseSearch === 'hnsw' ? { ann: $state.snapshot(this.ann) } : {}),
           ...(isChunked(this.chunking) ? { chunking: $state.snapshot(this.chunking) } : {}),
+          ...(this.multiImage ? { multiImage: this.multiImage } : {}),
         };
         const out = await denseTask({
           shardHash: s.summary.hash,
@@ -265,6 +291,7 @@ export class Retrievers {
             ...(out.encoder.deviceReason ? { deviceReason: out.encoder.deviceReason } : {}),
             ...(r.fusion ? { fusion: r.fusion } : {}),
             ...(out.chunking ? { chunking: out.chunking } : {}),
+            ...(out.multiImage ? { multiImage: out.multiImage } : {}),
             ...(r.ann
               ? {
                   ann: {
@@ -287,7 +314,7 @@ export class Retrievers {
             : '';
           const { added: isNew } = await this.app.runs.add(
             this.app.runs.meta({
-              name: `${spec.label ?? spec.id}${fusionName}${annName}${out.chunking ? ` · ${describeChunking(out.chunking)}` : ''}`,
+              name: `${spec.label ?? spec.id}${fusionName}${annName}${out.chunking ? ` · ${describeChunking(out.chunking)}` : ''}${out.multiImage ? ` · ${describeMultiImage(out.multiImage)}` : ''}`,
               taskId,
               config,
               depth: this.depth,
