@@ -47,6 +47,8 @@ export interface DenseSettings {
   chunking?: Chunking;
   /** Multi-image items: every image, by mean or max (absent: each item's first image). */
   multiImage?: MultiImage;
+  /** The corpus has multi-image documents: embed every image of them (else documents keep one image each). */
+  multiImageDocs?: boolean;
 }
 
 /** The retrieval worker's key of a corpus matrix: the embedding keys, and how chunks and images were aggregated. */
@@ -150,6 +152,8 @@ async function denseTaskWith(
     args = { ...args, settings: { ...args.settings, ann: undefined } };
   }
   if (multiImage !== args.settings.multiImage) args = { ...args, settings: { ...args.settings, multiImage } };
+  // Every image of the documents only where some have several (single-image corpora keep their key).
+  const allDocImages = !!multiImage && !!args.settings.multiImageDocs;
   const encoder = await loadEncoder(spec, {
     device: args.settings.device,
     dtype: args.settings.dtype,
@@ -164,7 +168,7 @@ async function denseTaskWith(
   if (reuseCorpus && !args.settings.ann) {
     const key = denseDocsKey(
       plan.docParts.map((part) =>
-        corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, part, chunking, !!multiImage),
+        corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, part, chunking, allDocImages),
       ),
       chunking,
       multiImage,
@@ -213,7 +217,7 @@ async function denseTaskWith(
         batchSize: 32,
         load,
         ...(part === 'text' && chunking ? { chunking } : {}),
-        ...(part === 'image' && multiImage ? { allImages: true } : {}),
+        ...(part === 'image' && allDocImages ? { allImages: true } : {}),
       },
       args.job,
     );

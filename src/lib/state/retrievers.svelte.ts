@@ -266,7 +266,9 @@ export class Retrievers {
           simulateWebGpuFailure: this.simulateWebGpuFailure,
           ...(this.denseSearch === 'hnsw' ? { ann: $state.snapshot(this.ann) } : {}),
           ...(isChunked(this.chunking) ? { chunking: $state.snapshot(this.chunking) } : {}),
-          ...(this.multiImage ? { multiImage: this.multiImage } : {}),
+          ...(this.multiImage
+            ? { multiImage: this.multiImage, multiImageDocs: hasMultiImageItems(s.docs) }
+            : {}),
         };
         const out = await denseTask({
           shardHash: s.summary.hash,

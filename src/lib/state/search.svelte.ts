@@ -9,6 +9,7 @@ import { searchBm25Adhoc } from '../adapters/retrieval-client';
 import { denseAdhoc } from './dense';
 import { describeChunking, isChunked } from '../core/chunking';
 import type { OpenedDicom } from '../adapters/dicom-image';
+import { hasMultiImageItems } from '../core/multi-image';
 import { modelSpec } from './retrievers.svelte';
 import { beginQuery, resultsSet, timeStage } from '../adapters/query-timing';
 import type { App } from './app.svelte';
@@ -32,6 +33,8 @@ export interface SearchOutcome {
   /** What was asked (the query may change while the results are on screen). */
   text: string;
   hadImage: boolean;
+  /** Query images (several: a multi-image query). */
+  imageCount: number;
   retriever: string;
   columns: ResultColumn[];
   /** Analyzed query terms, for highlighting (BM25 only). */
@@ -46,6 +49,8 @@ export class SearchState {
   k = $state(SEARCH_K);
   image = $state.raw<Blob | null>(null);
   imageUrl = $state<string | null>(null);
+  /** More query images after the first (a multi-image query: frontal and lateral views…). */
+  more = $state.raw<{ blob: Blob; url: string; name: string }[]>([]);
   /** `bm25` or a model id; null = the shard's default (see `defaultRetriever`). */
   #retriever = $state<string | null>(null);
   #outcome = $state.raw<SearchOutcome | null>(null);
@@ -121,22 +126,11 @@ export class SearchState {
   async setImage(f: File | null | undefined) {
     this.error = null;
     if (!f) return;
-    let image: Blob = f;
-    let dicom: OpenedDicom | null = null;
-    // The DICOM reader loads with the first query image (most pages never see one).
-    const { isDicomBlob, openDicomFile } = await import('../adapters/dicom-image');
-    if (/\.dcm$/i.test(f.name) || f.type === 'application/dicom' || (await isDicomBlob(f))) {
-      try {
-        dicom = await openDicomFile(f);
-        image = dicom.png;
-      } catch (e) {
-        this.error = `${f.name}: ${e instanceof Error ? e.message : String(e)}`;
-        return;
-      }
-    } else if (!QUERY_IMAGE_TYPES.includes(f.type)) {
-      this.error = `${f.name || 'pasted file'}: ${f.type || 'unknown type'} is not a JPEG, PNG, WebP or DICOM image.`;
-      return;
-    }
+    const ready = await this.#readImage(f);
+    if (!ready) return;
+    const { image, dicom } = ready;
+    for (const m of this.more) URL.revokeObjectURL(m.url);
+    this.more = [];
     if (this.imageUrl) URL.revokeObjectURL(this.imageUrl);
     this.image = image;
     this.imageUrl = URL.createObjectURL(image);
@@ -151,8 +145,73 @@ export class SearchState {
     }
   }
 
+  /**
+   * Several images (dropped or picked together, or added to the one there): a multi-image query. The
+   * first becomes the query image when there is none; the others follow it in order.
+   */
+  async addImages(files: File[]) {
+    if (!files.length) return;
+    let rest = files;
+    if (!this.image) {
+      await this.setImage(files[0]);
+      if (!this.image) return;
+      rest = files.slice(1);
+    }
+    const added: { blob: Blob; url: string; name: string }[] = [];
+    for (const f of rest) {
+      const ready = await this.#readImage(f);
+      if (!ready) break;
+      added.push({
+        blob: ready.image,
+        url: URL.createObjectURL(ready.image),
+        name: f.name || 'pasted image',
+      });
+    }
+    this.more = [...this.more, ...added];
+  }
+
+  /** Removes one image of a multi-image query (0: the first; the next one takes its place). */
+  removeImage(i: number) {
+    if (i > 0) {
+      const m = this.more[i - 1];
+      if (m) URL.revokeObjectURL(m.url);
+      this.more = this.more.filter((_, j) => j !== i - 1);
+      return;
+    }
+    const [next, ...rest] = this.more;
+    if (this.imageUrl) URL.revokeObjectURL(this.imageUrl);
+    this.image = next?.blob ?? null;
+    this.imageUrl = next?.url ?? null;
+    this.more = rest;
+    this.dicom = null;
+    this.dicomWindow = null;
+  }
+
+  /** A file as the PNG/JPEG the encoder reads (DICOM decoded with its window); null after an error. */
+  async #readImage(f: File): Promise<{ image: Blob; dicom: OpenedDicom | null } | null> {
+    let image: Blob = f;
+    let dicom: OpenedDicom | null = null;
+    // The DICOM reader loads with the first query image (most pages never see one).
+    const { isDicomBlob, openDicomFile } = await import('../adapters/dicom-image');
+    if (/\.dcm$/i.test(f.name) || f.type === 'application/dicom' || (await isDicomBlob(f))) {
+      try {
+        dicom = await openDicomFile(f);
+        image = dicom.png;
+      } catch (e) {
+        this.error = `${f.name}: ${e instanceof Error ? e.message : String(e)}`;
+        return null;
+      }
+    } else if (!QUERY_IMAGE_TYPES.includes(f.type)) {
+      this.error = `${f.name || 'pasted file'}: ${f.type || 'unknown type'} is not a JPEG, PNG, WebP or DICOM image.`;
+      return null;
+    }
+    return { image, dicom };
+  }
+
   clearImage() {
     if (this.imageUrl) URL.revokeObjectURL(this.imageUrl);
+    for (const m of this.more) URL.revokeObjectURL(m.url);
+    this.more = [];
     this.image = null;
     this.imageUrl = null;
     this.dicom = null;
@@ -164,6 +223,15 @@ export class SearchState {
     const lib = this.app.library;
     const text = this.text.trim();
     const image = this.acceptsImage ? this.image : null;
+    const moreImages = image ? this.more.map((m) => m.blob) : [];
+    const r0 = this.app.retrievers;
+    const multiImage = r0.hasMultiImage
+      ? r0.multiImage
+      : moreImages.length
+        ? r0.multiImageMode === 'max'
+          ? 'max'
+          : 'mean'
+        : undefined;
     if ((!text && !image) || !lib.shard || !lib.task) return;
     if (this.#inFlight) return;
     const { shard, taskId } = lib;
@@ -190,6 +258,7 @@ export class SearchState {
               task: lib.task!,
               text,
               image,
+              moreImages,
               settings: {
                 spec,
                 device: r.device,
@@ -200,6 +269,9 @@ export class SearchState {
                 simulateWebGpuFailure: r.simulateWebGpuFailure,
                 // Long texts as the Benchmark's dense options say (a long pasted case is chunked too).
                 ...(isChunked(r.chunking) ? { chunking: $state.snapshot(r.chunking) } : {}),
+                // Several images (the query's or the documents'): as the dense options say; a
+                // multi-image query on a shard of single images: the mean of its images.
+                ...(multiImage ? { multiImage, multiImageDocs: hasMultiImageItems(lib.shard!.docs) } : {}),
               },
               k: this.k,
               job: { signal: job.signal, onProgress: job.onProgress },
@@ -224,6 +296,7 @@ export class SearchState {
         taskId,
         text,
         hadImage: !!image,
+        imageCount: image ? 1 + moreImages.length : 0,
         retriever: spec ? (spec.label ?? spec.id) : 'BM25',
         columns,
         terms: spec ? null : new Set(analyze(text)),
