@@ -86,6 +86,30 @@ describe('multi-image items', () => {
     expect(
       await detail.locator('[data-testid="ranking"] [data-testid="image-strip"]').count(),
     ).toBeGreaterThan(0);
+    // "Why", recomputed from the embeddings as each run scored the top document.
+    for (const [mode, name] of [
+      ['max', /images max-sim/],
+      ['mean', /images mean/],
+    ] as const) {
+      await page.locator('[data-testid="run-name"]', { hasText: name }).click();
+      await detail.locator('[data-testid="why"]').first().click();
+      const why = detail.locator('[data-testid="why-images"]');
+      await why.waitFor({ timeout: 60_000 });
+      expect(await why.getAttribute('data-mode')).toBe(mode);
+      const text = await detail.locator('[data-testid="why-dense"]').innerText();
+      const runScore = Number(/run score: (-?[0-9.]+)/.exec(text)![1]);
+      let cosine: number;
+      if (mode === 'max') {
+        // The best pair: one of the query's views and one of the item's, by index and role.
+        const pair = why.locator('[data-testid="why-image-pair"]');
+        expect(await pair.innerText()).toMatch(
+          /^query image \d of [2-4] × document image \d of [1-4] \(view \d\)$/,
+        );
+        cosine = Number(await why.locator('[data-testid="why-image-cosine"]').innerText());
+      } else cosine = Number(/cosine of the query image with the document: (-?[0-9.]+)/.exec(text)![1]);
+      expect(Math.abs(cosine - runScore)).toBeLessThan(2e-4);
+      await detail.locator('[data-testid="why"]').first().click();
+    }
     await page.setViewportSize({ width: 390, height: 900 });
     // Nothing sticks out of the page (wide tables scroll inside their own box).
     const wide = await page.evaluate(() =>

@@ -18,6 +18,9 @@ import {
 } from '../adapters/encoder-client';
 import { bestChunkPair, isChunked, meanOfChunks, type ChunkAggregate } from '../core/chunking';
 import { openShardStore } from '../adapters/shard-store';
+import { hasMultiImageItems, itemImagePaths, type MultiImage } from '../core/multi-image';
+import type { Doc, ImageRef, Query } from '../core/types';
+import type { ModelSpec } from '../core/models';
 import { densePlan } from './dense';
 import type { App } from './app.svelte';
 import type { RunResult } from './runs.svelte';
@@ -46,6 +49,16 @@ export type Explanation =
         cosine: number;
         doc: ChunkShown;
         query: ChunkShown;
+      };
+      /**
+       * Multi-image items scored by every image: how (mean, max-sim) and, for max-sim, the (query image,
+       * document image) pair that scored the document.
+       */
+      images?: {
+        mode: MultiImage;
+        queryCount: number;
+        docCount: number;
+        best?: { query: number; doc: number; cosine: number; docImage: ImageRef; queryImage?: string };
       };
     }
   | {
@@ -146,6 +159,8 @@ export async function explain(app: App, r: RunResult, queryId: string, docId: st
           },
         };
       }
+      if (c.multiImage && doc0 && (plan.docParts.includes('image') || plan.queryParts.includes('image')))
+        return explainImages(app, spec, plan, c.multiImage, query, doc0, load, score, c.fusion);
       // The document vector: its one part, or the normalised sum of its text and image.
       const rows: Float32Array[] = [];
       for (const part of plan.docParts) {
@@ -222,4 +237,125 @@ function dot(a: Float32Array, b: Float32Array): number {
   let s = 0;
   for (let i = 0; i < a.length; i++) s += a[i] * b[i];
   return s;
+}
+
+/**
+ * A dense run over multi-image items (mean or max-sim), recomputed as the run scored it: every image
+ * of the document (the corpus cache) and of the query; mean → the cosines of the mean vectors; max →
+ * the best (query image, document image) pair, each image fused with its side's text when it has one.
+ */
+async function explainImages(
+  app: App,
+  spec: ModelSpec,
+  plan: ReturnType<typeof densePlan>,
+  mode: MultiImage,
+  query: Query,
+  doc: Doc,
+  load: { device: Device; dtype: Dtype },
+  score: number,
+  fusion?: { mode: 'score' | 'feature'; textWeight: number },
+): Promise<Extract<Explanation, { kind: 'dense' }>> {
+  const s = app.library.shard!;
+  const allImages = hasMultiImageItems(s.docs);
+  let docText: Float32Array | null = null;
+  let docImages: Float32Array | null = null;
+  let dim = 0;
+  for (const part of plan.docParts) {
+    const e = await embedCorpus({
+      shardHash: s.summary.hash,
+      spec,
+      part,
+      batchSize: 32,
+      load,
+      ...(part === 'image' && allImages ? { allImages: true } : {}),
+    });
+    dim = e.dim;
+    const i = e.docIds.indexOf(doc.id);
+    if (i < 0 || e.missing.includes(doc.id)) continue;
+    if (part === 'text') docText = e.embeddings.slice(i * dim, (i + 1) * dim);
+    else if (e.chunks) {
+      const rows: number[] = [];
+      e.chunks.rowDoc.forEach((d, r) => d === i && rows.push(r));
+      docImages = new Float32Array(rows.length * dim);
+      rows.forEach((r, j) => docImages!.set(e.embeddings.subarray(r * dim, (r + 1) * dim), j * dim));
+    } else docImages = e.embeddings.slice(i * dim, (i + 1) * dim);
+  }
+  if (!docText && !docImages)
+    throw new Error(`document ${doc.id} has no embedding for ${spec.label ?? spec.id}`);
+  const qText =
+    plan.queryParts.includes('text') && query.text ? await embedTexts([query.text], 'query') : null;
+  const paths = plan.queryParts.includes('image') ? itemImagePaths(query) : [];
+  let qImages: Float32Array | null = null;
+  if (paths.length) {
+    const store = await openShardStore();
+    const blobs = (await Promise.all(paths.map((p) => store.getImage(s.summary.hash, p)))).filter(
+      (b): b is Blob => !!b,
+    );
+    if (blobs.length) qImages = await embedImages(blobs);
+  }
+  const nq = qImages ? qImages.length / dim : 0;
+  const nd = docImages ? docImages.length / dim : 0;
+  const docImageRefs: ImageRef[] = doc.images ?? (doc.image ? [{ path: doc.image }] : []);
+  const model = spec.label ?? spec.id;
+  if (mode === 'max' && nd > 0 && plan.docParts.includes('image')) {
+    // The rows the retrieval worker searched: document images (fused with the text), query images
+    // (each fused with the query text; one image: text and image fused).
+    const docRows = new Float32Array(nd * dim);
+    for (let j = 0; j < nd; j++) {
+      const v = docImages!.subarray(j * dim, (j + 1) * dim);
+      docRows.set(docText ? fuseFeatures(docText, v) : v, j * dim);
+    }
+    const qn = Math.max(nq, 1);
+    const qRows = new Float32Array(qn * dim);
+    for (let i = 0; i < qn; i++) {
+      const v = qImages ? qImages.subarray(i * dim, (i + 1) * dim) : null;
+      qRows.set(v && qText ? fuseFeatures(qText, v) : (v ?? qText!), i * dim);
+    }
+    const best = bestChunkPair(qRows, docRows, dim);
+    return {
+      kind: 'dense',
+      model,
+      parts: [],
+      score,
+      images: {
+        mode,
+        queryCount: nq,
+        docCount: nd,
+        best: {
+          query: best.query + 1,
+          doc: best.doc + 1,
+          cosine: best.cosine,
+          docImage: docImageRefs[best.doc] ?? { path: '' },
+          ...(paths[best.query] ? { queryImage: paths[best.query] } : {}),
+        },
+      },
+    };
+  }
+  // mean (or max where documents have one vector): the mean image vectors, as the run used them.
+  const docImage = docImages ? meanOfChunks(docImages, [nd], dim, spec.normalize) : null;
+  const docVec = docText && docImage ? fuseFeatures(docText, docImage) : l2normalize((docImage ?? docText)!);
+  const q: Partial<Record<EmbedPart, Float32Array>> = {};
+  if (qText) q.text = l2normalize(qText);
+  if (qImages) q.image = meanOfChunks(qImages, [nq], dim, true);
+  const parts = (Object.entries(q) as [EmbedPart, Float32Array][]).map(([part, v]) => ({
+    part,
+    cosine: dot(v, docVec),
+  }));
+  let fused: Extract<Explanation, { kind: 'dense' }>['fused'];
+  if (fusion && q.text && q.image) {
+    const w = fusion.textWeight;
+    const value =
+      fusion.mode === 'score'
+        ? w * dot(q.text, docVec) + (1 - w) * dot(q.image, docVec)
+        : dot(fuseFeatures(q.text, q.image), docVec);
+    fused = { mode: fusion.mode, textWeight: w, value };
+  }
+  return {
+    kind: 'dense',
+    model,
+    parts,
+    fused,
+    score,
+    images: { mode: 'mean', queryCount: nq, docCount: nd },
+  };
 }
