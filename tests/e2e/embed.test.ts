@@ -293,7 +293,7 @@ describe('the embed: <loupe-search> and embed.html on a course page of another o
       join(hostDir, 'wrong.html'),
       `<!doctype html><html><body>
 <iframe id="a" src="${loupe.url}embed.html?shard=shards/vqa-rad/&amp;model=bm25&amp;query=effusion&amp;origin=http://127.0.0.1:9"></iframe>
-<iframe id="b" src="${loupe.url}embed.html?shard=shards/vqa-rad/&amp;model=bm25&amp;query=effusion"></iframe>
+<iframe id="b" src="${loupe.url}embed.html?shard=shards/vqa-rad/&amp;model=bm25&amp;query=effusion&amp;theme=dark&amp;k=3"></iframe>
 <script>
   window.got = [];
   addEventListener('message', (e) => {
@@ -307,6 +307,13 @@ describe('the embed: <loupe-search> and embed.html on a course page of another o
     await page.goto(`${host.url}wrong.html`);
     const got = () => page.evaluate(() => (window as unknown as { got: string[] }).got);
     await expect.poll(got, { timeout: 120_000 }).toContain('b:loupe-results:effusion');
+    // theme=dark and k=3 on frame b: the dark palette, three results.
+    const bFrame = (await (await page.locator('#b').elementHandle())!.contentFrame())!;
+    await bFrame.waitForSelector('[data-testid="results"] li');
+    expect(await bFrame.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe(
+      'rgb(21, 25, 30)',
+    );
+    expect(await bFrame.locator('[data-testid="results"] li').count()).toBe(3);
     // Frame a answered too, yet posted nothing to this page (its origin= names another).
     const a = (await page.locator('#a').elementHandle())!.contentFrame();
     await (await a)!.waitForSelector('[data-testid="results"]', { timeout: 60_000 });

@@ -1,6 +1,15 @@
 // Multi-image scoring helpers: paths of an item, run names, and the fused rows of max-sim.
 import { describe, expect, it } from 'vitest';
 import { fuseFeatures } from '../../src/lib/core/dense';
+import { corpusEmbeddingKey, type ModelSpec } from '../../src/lib/core/models';
+import {
+  formatRunSpec,
+  parseRunSpecs,
+  PermalinkError,
+  specMatches,
+  specOf,
+} from '../../src/lib/core/permalink';
+import { configKey, describeConfig, runTag, type RetrieverConfig } from '../../src/lib/core/runs';
 import {
   describeMultiImage,
   fusedItemRows,
@@ -38,6 +47,60 @@ describe('multi-image items', () => {
     expect(row(3)).toEqual([3, 4]);
     expect(() => fusedItemRows(text, textMissing, imageRows, Uint32Array.from([0]), 4, dim)).toThrow(
       /3 image rows for 1/,
+    );
+  });
+});
+
+describe('multi-image scoring on runs and permalinks', () => {
+  it('round-trips images= in a permalink; a spec matches only runs scored the same way', () => {
+    const [spec] = parseRunSpecs('dense(model=m,dtype=fp32,images=max)');
+    expect(spec).toMatchObject({ kind: 'dense', images: 'max' });
+    expect(parseRunSpecs(formatRunSpec(spec))).toEqual([spec]);
+    expect(() => parseRunSpecs('dense(model=m,images=sum)')).toThrow(PermalinkError);
+    const [plain] = parseRunSpecs('dense(model=m,dtype=fp32)');
+    const base = { kind: 'dense' as const, modelId: 'm', revision: 'main', dtype: 'fp32', device: 'wasm' };
+    const max = { ...base, multiImage: 'max' as const };
+    const mean = { ...base, multiImage: 'mean' as const };
+    expect(specOf(max)).toMatchObject({ images: 'max' });
+    expect(specMatches(spec, max)).toBe(true);
+    expect(specMatches(spec, mean)).toBe(false);
+    expect(specMatches(spec, base)).toBe(false);
+    expect(specMatches(plain, base)).toBe(true);
+    expect(specMatches(plain, max)).toBe(false);
+  });
+
+  it('names the choice in the run description and tag, and keeps mean, max and first apart', () => {
+    const base: RetrieverConfig = {
+      kind: 'dense',
+      modelId: 'm',
+      revision: 'main',
+      dtype: 'fp32',
+      device: 'wasm',
+    };
+    const max: RetrieverConfig = { ...base, multiImage: 'max' };
+    expect(describeConfig(max)).toContain('images max-sim');
+    expect(runTag(max)).toBe('loupe-dense-m-fp32-images_max');
+    const keys = new Set(
+      [base, max, { ...base, multiImage: 'mean' as const }].map((c) => configKey(c, 't', 100)),
+    );
+    expect(keys.size).toBe(3);
+  });
+
+  it('stores every image under its own embedding key (images=all), text keys unchanged', () => {
+    const spec = {
+      id: 'm',
+      revision: 'main',
+      kind: 'clip',
+      queryPrefix: '',
+      docPrefix: '',
+      pooling: 'mean',
+      normalize: true,
+    } as unknown as ModelSpec;
+    const first = corpusEmbeddingKey('h', spec, 'fp32', 'image');
+    const all = corpusEmbeddingKey('h', spec, 'fp32', 'image', undefined, true);
+    expect(all).toBe(`${first}|images=all`);
+    expect(corpusEmbeddingKey('h', spec, 'fp32', 'text', undefined, true)).toBe(
+      corpusEmbeddingKey('h', spec, 'fp32', 'text'),
     );
   });
 });
