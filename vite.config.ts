@@ -309,7 +309,26 @@ export default defineConfig({
     headers: ISOLATION_HEADERS,
   },
   worker: { format: 'es' },
-  optimizeDeps: { exclude: ['@huggingface/transformers', 'onnxruntime-web'] },
+  optimizeDeps: {
+    exclude: ['@huggingface/transformers', 'onnxruntime-web'],
+    // Dependencies the scan of the HTML entries cannot see: those of workers and of dynamic imports
+    // (Snowball, hyparquet, the DICOM reader). Pre-bundled at start, so that the dev server never
+    // re-optimizes in the middle of a session (its reload breaks the dynamic import in flight).
+    include: [
+      'comlink',
+      'idb',
+      'fflate',
+      'dicom-parser',
+      'jpeg-lossless-decoder-js',
+      'stemmer',
+      'snowball-stemmers',
+      'hyparquet',
+      'hyparquet-compressors',
+      ...['finnish', 'french', 'german', 'italian', 'portuguese', 'russian', 'spanish', 'turkish'].map(
+        (l) => `@orama/stopwords/${l}`,
+      ),
+    ],
+  },
   build: {
     target: 'es2022',
     sourcemap: true,

@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { DATA_DIR } from '../paths';
 import type { Page } from 'playwright-core';
 import { launch, type Session } from './browser';
-import { serveStatic, type StaticServer } from './static-server';
+import { buildSite, serveStatic, type StaticServer } from './static-server';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 /** A build of its own (gitignored), so the test never depends on a stale dist/. */
@@ -47,12 +47,7 @@ async function phase(page: Page, ...phases: string[]) {
 describe('static deploy under a sub-path, no COOP/COEP headers', () => {
   let s: Session;
   beforeAll(async () => {
-    execFileSync('npx', ['vite', 'build', '--outDir', OUT, '--emptyOutDir', '--logLevel', 'warn'], {
-      cwd: ROOT,
-      stdio: 'pipe',
-      // vitest sets NODE_ENV=test; a deploy is a production build.
-      env: { ...process.env, NODE_ENV: 'production' },
-    });
+    buildSite(OUT);
     // medquad with precomputed embeddings (as npm run build:demo packs every demo shard), and a
     // copy without them for the comparison.
     execFileSync(

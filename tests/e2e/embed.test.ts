@@ -4,13 +4,12 @@
 // Both reach loupe-ready, answer the preset text query and an image + text query through their
 // events, the host page's styles stay as they were, and its styles do not reach the embeds.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Frame } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
-import { serveStatic, type StaticServer } from './static-server';
+import { buildSite, serveStatic, type StaticServer } from './static-server';
 import { shotPath } from './artifacts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -74,11 +73,7 @@ describe('the embed: <loupe-search> and embed.html on a course page of another o
   let s: Session;
 
   beforeAll(async () => {
-    execFileSync('npx', ['vite', 'build', '--outDir', OUT, '--emptyOutDir', '--logLevel', 'warn'], {
-      cwd: ROOT,
-      stdio: 'pipe',
-      env: { ...process.env, NODE_ENV: 'production' },
-    });
+    buildSite(OUT);
     loupe = await serveStatic(OUT, PREFIX, { cors: true });
     hostDir = mkdtempSync(join(tmpdir(), 'loupe-host-'));
     host = await serveStatic(hostDir, '/');

@@ -1,9 +1,19 @@
 // A plain static file server for e2e tests of the built site: files of one folder under a sub-path,
 // real 404s, correct MIME types for module scripts and wasm, and no COOP/COEP headers (as GitHub
 // Pages or a university web space serve it). Records every request path.
+import { execFileSync } from 'node:child_process';
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { extname, resolve, sep } from 'node:path';
+
+/** `npm run build` into `outDir` (a production build: vitest sets NODE_ENV=test). */
+export function buildSite(outDir: string): void {
+  execFileSync('npx', ['vite', 'build', '--outDir', outDir, '--emptyOutDir', '--logLevel', 'warn'], {
+    cwd: resolve(import.meta.dirname, '../..'),
+    stdio: 'pipe',
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
+}
 
 const MIME: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
