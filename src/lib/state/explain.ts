@@ -181,16 +181,13 @@ export async function explain(app: App, r: RunResult, queryId: string, docId: st
         part,
         cosine: dot(v, doc),
       }));
-      let fused: Extract<Explanation, { kind: 'dense' }>['fused'];
-      if (c.fusion && q.text && q.image) {
-        const w = c.fusion.textWeight;
-        const value =
-          c.fusion.mode === 'score'
-            ? w * dot(q.text, doc) + (1 - w) * dot(q.image, doc)
-            : dot(fuseFeatures(q.text, q.image), doc);
-        fused = { mode: c.fusion.mode, textWeight: w, value };
-      }
-      return { kind: 'dense', model: spec.label ?? spec.id, parts, fused, score };
+      return {
+        kind: 'dense',
+        model: spec.label ?? spec.id,
+        parts,
+        fused: fusedValue(c.fusion, q, doc),
+        score,
+      };
     }
     case 'fusion': {
       const k = typeof c.params.k === 'number' ? c.params.k : DEFAULT_RRF_K;
@@ -341,21 +338,27 @@ async function explainImages(
     part,
     cosine: dot(v, docVec),
   }));
-  let fused: Extract<Explanation, { kind: 'dense' }>['fused'];
-  if (fusion && q.text && q.image) {
-    const w = fusion.textWeight;
-    const value =
-      fusion.mode === 'score'
-        ? w * dot(q.text, docVec) + (1 - w) * dot(q.image, docVec)
-        : dot(fuseFeatures(q.text, q.image), docVec);
-    fused = { mode: fusion.mode, textWeight: w, value };
-  }
   return {
     kind: 'dense',
     model,
     parts,
-    fused,
+    fused: fusedValue(fusion, q, docVec),
     score,
     images: { mode: 'mean', queryCount: nq, docCount: nd },
   };
+}
+
+/** How the run combined a query's text and image against the document vector, and the value (both parts only). */
+function fusedValue(
+  fusion: { mode: 'score' | 'feature'; textWeight: number } | undefined,
+  q: Partial<Record<EmbedPart, Float32Array>>,
+  doc: Float32Array,
+): Extract<Explanation, { kind: 'dense' }>['fused'] {
+  if (!fusion || !q.text || !q.image) return undefined;
+  const w = fusion.textWeight;
+  const value =
+    fusion.mode === 'score'
+      ? w * dot(q.text, doc) + (1 - w) * dot(q.image, doc)
+      : dot(fuseFeatures(q.text, q.image), doc);
+  return { mode: fusion.mode, textWeight: w, value };
 }
