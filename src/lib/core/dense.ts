@@ -23,6 +23,23 @@ export interface DenseIndex {
   docIndex: Map<string, number>;
 }
 
+/** L2 norm of each of the `n` rows of a row-major matrix, and 1 where a row is not all zero. */
+function rowNorms(
+  vectors: Float32Array,
+  dim: number,
+  n: number,
+): { norms: Float64Array; present: Uint8Array } {
+  const norms = new Float64Array(n);
+  const present = new Uint8Array(n);
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    for (let j = i * dim, end = j + dim; j < end; j++) s += vectors[j] * vectors[j];
+    norms[i] = Math.sqrt(s);
+    present[i] = s > 0 ? 1 : 0;
+  }
+  return { norms, present };
+}
+
 /**
  * Wraps a (docs × dim) matrix. `missing`: ids of documents without a vector (their rows are never
  * returned); all-zero rows are treated the same way.
@@ -42,14 +59,7 @@ export function createDenseIndex(
     if (docIndex.has(docIds[i])) throw new Error(`duplicate document id ${JSON.stringify(docIds[i])}`);
     docIndex.set(docIds[i], i);
   }
-  const norms = new Float64Array(n);
-  const present = new Uint8Array(n);
-  for (let i = 0; i < n; i++) {
-    let s = 0;
-    for (let j = i * dim, end = j + dim; j < end; j++) s += vectors[j] * vectors[j];
-    norms[i] = Math.sqrt(s);
-    present[i] = s > 0 ? 1 : 0;
-  }
+  const { norms, present } = rowNorms(vectors, dim, n);
   for (const id of opts.missing ?? []) {
     const i = docIndex.get(id);
     if (i !== undefined) present[i] = 0;
@@ -250,14 +260,8 @@ export function createChunkedIndex(
     const i = docs.docIndex.get(id);
     if (i !== undefined) missing.add(i);
   }
-  const norms = new Float64Array(n);
-  const present = new Uint8Array(n);
-  for (let r = 0; r < n; r++) {
-    let s = 0;
-    for (let j = r * dim, end = j + dim; j < end; j++) s += vectors[j] * vectors[j];
-    norms[r] = Math.sqrt(s);
-    present[r] = s > 0 && !missing.has(rowDoc[r]) ? 1 : 0;
-  }
+  const { norms, present } = rowNorms(vectors, dim, n);
+  for (let r = 0; r < n; r++) if (missing.has(rowDoc[r])) present[r] = 0;
   const rowIds = Array.from({ length: n }, (_, r) => String(r));
   return {
     rows: { vectors, dim, norms, present, docIds: rowIds },
