@@ -33,7 +33,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { RawImage } from '@huggingface/transformers';
-import { modelPath, type Dtype, type ModelSpec } from '../src/lib/core/models';
+import { modelPath, type Dtype, type ModelSpec } from '../src/lib/core/retrieval/models';
 import type { PlainTensor } from '../tests/browser/bench-ort.worker';
 import {
   busySeconds,

@@ -33,8 +33,8 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { chromium, type Page } from 'playwright-core';
 import { createServer } from 'vite';
-import { clusteredVectors } from '../src/lib/core/exact';
-import { writeNpy } from '../src/lib/core/vector-files';
+import { clusteredVectors } from '../src/lib/core/retrieval/exact';
+import { writeNpy } from '../src/lib/core/shard/vector-files';
 import type { IndexHarness } from '../tests/browser/index-harness';
 import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
 
@@ -156,7 +156,7 @@ for line in sys.stdin:
     elif op == 'million_load':
         for key in ('D', 'Q', 'flat', 'hnsw', 'gt'): st.pop(key, None)
         n, dim = a['n'], a['dim']
-        # The recipe of clusteredVectors (src/lib/core/exact.ts: 50 clusters, rank-64 subspaces,
+        # The recipe of clusteredVectors (src/lib/core/retrieval/exact.ts: 50 clusters, rank-64 subspaces,
         # noise 1, normalised) with numpy's generator: the JS one takes minutes for 1M rows.
         rng = np.random.default_rng(a['seed']); C, R = 50, 64
         centres = rng.standard_normal((C, dim)); bases = rng.standard_normal((C, dim, R)) / np.sqrt(R)

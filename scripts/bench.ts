@@ -22,12 +22,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { evaluate, measureLabel, standardMeasures } from '../src/lib/core/metrics';
-import { parseQrels, parseRun } from '../src/lib/core/trec';
+import { evaluate, measureLabel, standardMeasures } from '../src/lib/core/eval/metrics';
+import { parseQrels, parseRun } from '../src/lib/core/eval/trec';
 import { readShard } from '../src/lib/core/shard/read-shard';
 import { loadNodeDicomCodecs } from './lib/node-dicom-codecs';
 import { LIMIT_OPTIONS, parseLimits } from '../src/lib/core/shard/limits';
-import { ShardValidationError, type ShardIssue } from '../src/lib/core/source';
+import { ShardValidationError, type ShardIssue } from '../src/lib/core/shard/source';
 import { FsSource } from './lib/fs-source';
 import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 

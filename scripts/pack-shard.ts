@@ -30,8 +30,8 @@ import {
   parsePrecomputedIndex,
   precomputedPath,
   type PrecomputedEntry,
-} from '../src/lib/core/precomputed';
-import type { Dtype } from '../src/lib/core/models';
+} from '../src/lib/core/shard/precomputed';
+import type { Dtype } from '../src/lib/core/retrieval/models';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const { values: args } = parseArgs({

@@ -17,7 +17,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CLIPVisionModelWithProjection, Tensor, type RawImage } from '@huggingface/transformers';
-import type { Dtype, ModelSpec } from '../src/lib/core/models';
+import type { Dtype, ModelSpec } from '../src/lib/core/retrieval/models';
 import { call, launchHarness, startDevServer } from './lib/bench-browser';
 import {
   NativeTextEncoder,

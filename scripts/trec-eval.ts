@@ -2,8 +2,8 @@
 //   npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [-m measure ...] qrels run
 // qrels: TREC (`qid iter docno rel`) or BEIR TSV (`query-id corpus-id score` header), detected.
 import { readFileSync } from 'node:fs';
-import { evaluate, expandMeasureSpec, type EvalOptions } from '../src/lib/core/metrics';
-import { formatTrecEval, parseQrelsAuto, parseRun } from '../src/lib/core/trec';
+import { evaluate, expandMeasureSpec, type EvalOptions } from '../src/lib/core/eval/metrics';
+import { formatTrecEval, parseQrelsAuto, parseRun } from '../src/lib/core/eval/trec';
 
 const USAGE = `usage: npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [-m measure ...] qrels run
 

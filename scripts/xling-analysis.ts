@@ -8,11 +8,11 @@
 //   npx tsx scripts/xling-analysis.ts [--shard ../shared/data/xling-med] [--depth 100]
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { analyzerIdForLanguage } from '../src/lib/core/analyzers';
-import { bm25Doc, buildBm25Index, searchBm25 } from '../src/lib/core/bm25';
-import { crossLingualGap, languageName } from '../src/lib/core/languages';
-import { measureLabel } from '../src/lib/core/metrics';
-import { buildTaskReport } from '../src/lib/core/report';
+import { analyzerIdForLanguage } from '../src/lib/core/retrieval/analyzers';
+import { bm25Doc, buildBm25Index, searchBm25 } from '../src/lib/core/retrieval/bm25';
+import { crossLingualGap, languageName } from '../src/lib/core/eval/languages';
+import { measureLabel } from '../src/lib/core/eval/metrics';
+import { buildTaskReport } from '../src/lib/core/eval/report';
 import { readShard } from '../src/lib/core/shard/read-shard';
 import type { Run } from '../src/lib/core/types';
 import { FsSource } from './lib/fs-source';

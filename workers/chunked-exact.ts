@@ -13,8 +13,14 @@
 // equals exactSearch() over the full float32 matrix, ids and scores.
 import type { HnswModule } from '../src/lib/wasm/generated/hnsw.mjs';
 import { DOC_CHUNK, i16Qmax, i16Width, quantizeI16Row } from './hnsw-engine';
-import { checkK, emptyResult, type Exclusions, type KnnResult, type Matrix } from '../src/lib/core/exact';
-import { TopK, type TieBreak } from '../src/lib/core/topk';
+import {
+  checkK,
+  emptyResult,
+  type Exclusions,
+  type KnnResult,
+  type Matrix,
+} from '../src/lib/core/retrieval/exact';
+import { TopK, type TieBreak } from '../src/lib/core/retrieval/topk';
 
 /** Where the float32 rows live: a file in the origin-private file system, or the worker's memory. */
 export type RowStoreKind = 'opfs' | 'memory';

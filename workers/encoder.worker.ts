@@ -4,8 +4,8 @@
 // closed run resumes where it stopped), and scores query–document pairs with a cross-encoder.
 /// <reference types="vite/client" />
 import * as Comlink from 'comlink';
-import { decodeDicomBlob, isDicomBlob } from '../src/lib/adapters/dicom-image';
-import { rgbaToRgb } from '../src/lib/core/dicom/image';
+import { decodeDicomBlob, isDicomBlob } from '../src/lib/platform/dicom-image';
+import { rgbaToRgb } from '../src/lib/core/media/dicom/image';
 import {
   AutoModel,
   AutoModelForSequenceClassification,
@@ -41,10 +41,15 @@ import {
   type EmbedPart,
   type EmbedRole,
   type ModelSpec,
-} from '../src/lib/core/models';
+} from '../src/lib/core/retrieval/models';
 import type { Doc, Progress } from '../src/lib/core/types';
-import { clipWords } from '../src/lib/core/rerank';
-import { DEFAULT_TOKEN_BUDGET, isValidPlan, planBatches, type BatchPlan } from '../src/lib/core/batching';
+import { clipWords } from '../src/lib/core/retrieval/rerank';
+import {
+  DEFAULT_TOKEN_BUDGET,
+  isValidPlan,
+  planBatches,
+  type BatchPlan,
+} from '../src/lib/core/retrieval/batching';
 import { throttle } from '../src/lib/core/throttle';
 import {
   chooseBackend,
@@ -52,15 +57,15 @@ import {
   wasmThreads,
   type BackendProbe,
   type Device,
-} from '../src/lib/adapters/backend';
-import { isQuotaError, openShardStore, type ShardStore } from '../src/lib/adapters/shard-store';
+} from '../src/lib/platform/backend';
+import { isQuotaError, openShardStore, type ShardStore } from '../src/lib/platform/shard-store';
 import {
   PRECOMPUTED_KIND,
   precomputedKey,
   precomputedMismatch,
   type PrecomputedSet,
-} from '../src/lib/core/precomputed';
-import { f16ToF32 } from '../src/lib/core/vector-files';
+} from '../src/lib/core/shard/precomputed';
+import { f16ToF32 } from '../src/lib/core/shard/vector-files';
 import {
   checkChunking,
   chunkWindows,
@@ -69,7 +74,7 @@ import {
   isChunked,
   windowSize,
   type Chunking,
-} from '../src/lib/core/chunking';
+} from '../src/lib/core/retrieval/chunking';
 
 type OnProgress = (p: Progress) => void;
 

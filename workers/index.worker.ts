@@ -19,22 +19,22 @@ import {
   type Exclusions,
   type KnnResult,
   type Matrix,
-} from '../src/lib/core/exact';
-import { TopK, type TieBreak } from '../src/lib/core/topk';
+} from '../src/lib/core/retrieval/exact';
+import { TopK, type TieBreak } from '../src/lib/core/retrieval/topk';
 import { throttle } from '../src/lib/core/throttle';
 import type { Progress } from '../src/lib/core/types';
-import { isQuotaError, openShardStore } from '../src/lib/adapters/shard-store';
+import { isQuotaError, openShardStore } from '../src/lib/platform/shard-store';
 import { formatBytes } from '../src/lib/core/shard/limits';
-import { softwareReason } from '../src/lib/adapters/backend';
+import { softwareReason } from '../src/lib/platform/backend';
 import {
   createGpuExact,
   probeWebGpu,
   type GpuExact,
   type GpuProbe,
   type GpuSearchStats,
-} from '../src/lib/adapters/gpu-exact';
+} from '../src/lib/platform/gpu-exact';
 
-// Defaults: keep equal to INDEX_DEFAULTS in src/lib/adapters/index-client.ts (the e2e test checks).
+// Defaults: keep equal to INDEX_DEFAULTS in src/lib/clients/index-client.ts (the e2e test checks).
 /** DEFAULT_M: HNSW graph degree (links per node per layer; 2·M on the base layer). */
 export const DEFAULT_M = 16;
 /** DEFAULT_EF_CONSTRUCTION: candidate list size while inserting. */

@@ -12,10 +12,10 @@ import {
   type Bm25Index,
   type Bm25Params,
   type SerializedBm25,
-} from '../src/lib/core/bm25';
-import { loadAnalyzers } from '../src/lib/core/analyzers';
+} from '../src/lib/core/retrieval/bm25';
+import { loadAnalyzers } from '../src/lib/core/retrieval/analyzers';
 import type { Doc, Progress, Query } from '../src/lib/core/types';
-import { openShardStore } from '../src/lib/adapters/shard-store';
+import { openShardStore } from '../src/lib/platform/shard-store';
 import { throttle } from '../src/lib/core/throttle';
 import {
   createChunkedIndex,
@@ -28,7 +28,7 @@ import {
   searchDense,
   topKOfScores,
   type DenseIndex,
-} from '../src/lib/core/dense';
+} from '../src/lib/core/retrieval/dense';
 
 /** Query vectors for a dense run: row i of `text`/`image` is query i's part when `has*[i]` is 1. */
 export interface DenseQueries {

@@ -5,7 +5,7 @@
 // the cache sweeps (see shard-store.ts).
 import * as Comlink from 'comlink';
 import { readShard } from '../src/lib/core/shard/read-shard';
-import { ShardValidationError, type ShardIssue } from '../src/lib/core/source';
+import { ShardValidationError, type ShardIssue } from '../src/lib/core/shard/source';
 import { throttle } from '../src/lib/core/throttle';
 import type { Progress, ProgressFn } from '../src/lib/core/types';
 import {
@@ -13,20 +13,20 @@ import {
   parseHubDatasetUrl,
   sourceFromDescriptor,
   type SourceDescriptor,
-} from '../src/lib/adapters/sources';
-import type { ParquetMapping } from '../src/lib/core/parquet/mapping';
-import type { ParquetInspection } from '../src/lib/core/parquet/read-parquet';
-import { isParquetSource } from '../src/lib/core/parquet/detect';
+} from '../src/lib/platform/sources';
+import type { ParquetMapping } from '../src/lib/core/media/parquet/mapping';
+import type { ParquetInspection } from '../src/lib/core/media/parquet/read-parquet';
+import { isParquetSource } from '../src/lib/core/media/parquet/detect';
 // hyparquet and its codecs load with the first Parquet dataset (most imports are JSONL shards).
-const parquet = () => import('../src/lib/core/parquet/read-parquet');
-import type { ShardSource } from '../src/lib/core/source';
+const parquet = () => import('../src/lib/core/media/parquet/read-parquet');
+import type { ShardSource } from '../src/lib/core/shard/source';
 import {
   estimateShardBytes,
   isQuotaError,
   openShardStore,
   StorageQuotaError,
   type ShardSummary,
-} from '../src/lib/adapters/shard-store';
+} from '../src/lib/platform/shard-store';
 import type { ShardLimits } from '../src/lib/core/shard/limits';
 
 /** STORAGE_ISSUE_FILE: the `file` of issues about the browser's storage rather than a shard file. */
@@ -35,9 +35,9 @@ export const STORAGE_ISSUE_FILE = '(browser storage)';
 function storageIssue(message: string): ShardIssue {
   return { file: STORAGE_ISSUE_FILE, code: 'storage-quota', message };
 }
-import { loadDicomCodecs } from '../src/lib/adapters/dicom-codecs';
-import { isDicom } from '../src/lib/core/dicom/image';
-import { PRECOMPUTED_KIND, precomputedKey, readPrecomputed } from '../src/lib/core/precomputed';
+import { loadDicomCodecs } from '../src/lib/platform/dicom-codecs';
+import { isDicom } from '../src/lib/core/media/dicom/image';
+import { PRECOMPUTED_KIND, precomputedKey, readPrecomputed } from '../src/lib/core/shard/precomputed';
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
 export type ImportResult =

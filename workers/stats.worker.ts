@@ -1,9 +1,9 @@
 // Statistics worker: paired bootstrap / randomization comparisons and metric@k curves, so
 // thousands of resamples never block the page.
 import * as Comlink from 'comlink';
-import { compareRuns, curveMeans, type CompareInput } from '../src/lib/core/compare';
-import { evaluate } from '../src/lib/core/metrics';
-import type { CompareOptions } from '../src/lib/core/stats';
+import { compareRuns, curveMeans, type CompareInput } from '../src/lib/core/eval/compare';
+import { evaluate } from '../src/lib/core/eval/metrics';
+import type { CompareOptions } from '../src/lib/core/eval/stats';
 import type { Qrels, Run } from '../src/lib/core/types';
 
 const api = {

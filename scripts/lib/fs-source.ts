@@ -3,7 +3,7 @@
 import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import type { ShardSource } from '../../src/lib/core/source';
+import type { ShardSource } from '../../src/lib/core/shard/source';
 
 /** Options of {@link FsSource}. */
 export interface FsSourceOptions {

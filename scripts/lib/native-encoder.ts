@@ -20,7 +20,7 @@ import {
   type Dtype,
   type EmbedRole,
   type ModelSpec,
-} from '../../src/lib/core/models';
+} from '../../src/lib/core/retrieval/models';
 
 /** The repository's models/ folder (the browser's /models/). */
 export const MODELS_DIR = resolve(import.meta.dirname, '../../models');

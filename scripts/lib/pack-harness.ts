@@ -2,10 +2,14 @@
 // /scripts/lib/pack-harness.html): imports a shard from its URL and embeds its corpus with the app's
 // own encoder worker (same code, same model files, same pooling as a visitor's browser), then
 // returns each part's rows as a float16 .npy and its sidecar.
-import { importShard } from '../../src/lib/adapters/shard-client';
-import { embedCorpus, loadEncoder, registryModel } from '../../src/lib/adapters/encoder-client';
-import { supportsPart, type Dtype, type EmbedPart } from '../../src/lib/core/models';
-import { PRECOMPUTED_FORMAT, writeNpyF16, type PrecomputedSidecar } from '../../src/lib/core/precomputed';
+import { importShard } from '../../src/lib/clients/shard-client';
+import { embedCorpus, loadEncoder, registryModel } from '../../src/lib/clients/encoder-client';
+import { supportsPart, type Dtype, type EmbedPart } from '../../src/lib/core/retrieval/models';
+import {
+  PRECOMPUTED_FORMAT,
+  writeNpyF16,
+  type PrecomputedSidecar,
+} from '../../src/lib/core/shard/precomputed';
 
 /** One packed part: the sidecar and the .npy bytes as base64 (page.evaluate returns JSON). */
 export interface PackedPart {

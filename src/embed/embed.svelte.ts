@@ -2,8 +2,8 @@
 // instead of the app's routes, and the messages to the host page. The host learns of every outcome
 // the view shows (preset query, a query typed inside, one it asked for) through the same effect.
 import { App } from '../lib/state/app.svelte';
-import { registryModel } from '../lib/adapters/encoder-client';
-import { isolationStatus } from '../lib/adapters/isolation';
+import { registryModel } from '../lib/clients/encoder-client';
+import { isolationStatus } from '../lib/platform/isolation';
 import {
   EMBED_SOURCE,
   isEmbedCommand,

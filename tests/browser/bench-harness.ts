@@ -15,7 +15,12 @@ import type {
 } from '../../workers/encoder.worker';
 import type { PlainWorkerApi } from './bench-plain.worker';
 import type { OrtBuild, OrtWorkerApi, PlainTensor } from './bench-ort.worker';
-import { LOCAL_MODELS_PATH, modelPath, type EmbedRole, type ModelSpec } from '../../src/lib/core/models';
+import {
+  LOCAL_MODELS_PATH,
+  modelPath,
+  type EmbedRole,
+  type ModelSpec,
+} from '../../src/lib/core/retrieval/models';
 
 type Failure = { ok: false; error: { name: string; message: string } };
 const failure = (e: unknown): Failure => ({

@@ -1,8 +1,8 @@
 // Page-side helpers for tests/e2e/encoders.test.ts (called through page.evaluate). Served by the
 // Vite dev server at /tests/browser/encoder-harness.html; never part of the app build.
 import { openDB } from 'idb';
-import { importShard } from '../../src/lib/adapters/shard-client';
-import { DB_NAME, hashRange } from '../../src/lib/adapters/shard-store';
+import { importShard } from '../../src/lib/clients/shard-client';
+import { DB_NAME, hashRange } from '../../src/lib/platform/shard-store';
 import {
   MODEL_REGISTRY,
   embedCorpus,
@@ -15,11 +15,11 @@ import {
   simulateGpuDeviceLoss,
   stopEncoder,
   type LoadOptions,
-} from '../../src/lib/adapters/encoder-client';
-import { detectBackend } from '../../src/lib/adapters/backend';
-import type { EmbedPart, EmbedRole, ModelSpec } from '../../src/lib/core/models';
+} from '../../src/lib/clients/encoder-client';
+import { detectBackend } from '../../src/lib/platform/backend';
+import type { EmbedPart, EmbedRole, ModelSpec } from '../../src/lib/core/retrieval/models';
 import type { TaskInfo } from '../../src/lib/core/types';
-import type { Chunking } from '../../src/lib/core/chunking';
+import type { Chunking } from '../../src/lib/core/retrieval/chunking';
 import { denseAdhoc } from '../../src/lib/state/dense';
 import type { Progress } from '../../src/lib/core/types';
 

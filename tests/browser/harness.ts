@@ -8,26 +8,26 @@ import {
   stopShardWorker,
   type ImportResult,
   type SourceDescriptor,
-} from '../../src/lib/adapters/shard-client';
+} from '../../src/lib/clients/shard-client';
 import {
   initialParquetMapping,
   recallParquetMapping,
   rememberParquetMapping,
-} from '../../src/lib/adapters/parquet-mappings';
-import { prepareBm25, runBm25Task } from '../../src/lib/adapters/retrieval-client';
-import { DEFAULT_BM25_PARAMS } from '../../src/lib/core/bm25';
-import { evaluate } from '../../src/lib/core/metrics';
-import type { ParquetMapping } from '../../src/lib/core/parquet/mapping';
-import { qrelsFor } from '../../src/lib/core/report';
+} from '../../src/lib/platform/parquet-mappings';
+import { prepareBm25, runBm25Task } from '../../src/lib/clients/retrieval-client';
+import { DEFAULT_BM25_PARAMS } from '../../src/lib/core/retrieval/bm25';
+import { evaluate } from '../../src/lib/core/eval/metrics';
+import type { ParquetMapping } from '../../src/lib/core/media/parquet/mapping';
+import { qrelsFor } from '../../src/lib/core/eval/report';
 import type { Run } from '../../src/lib/core/types';
-import { describeDrop } from '../../src/lib/adapters/sources';
+import { describeDrop } from '../../src/lib/platform/sources';
 import {
   DB_NAME,
   STORES,
   hashRange,
   openShardStore,
   type StoreName,
-} from '../../src/lib/adapters/shard-store';
+} from '../../src/lib/platform/shard-store';
 import type { Progress } from '../../src/lib/core/types';
 
 type Files = Map<string, Uint8Array>;

@@ -19,9 +19,9 @@ import {
   type IndexArtifact,
   type RowStoreKind,
   type WasmKernel,
-} from '../../src/lib/adapters/index-client';
-import { probeWebGpu } from '../../src/lib/adapters/gpu-exact';
-import { openShardStore } from '../../src/lib/adapters/shard-store';
+} from '../../src/lib/clients/index-client';
+import { probeWebGpu } from '../../src/lib/platform/gpu-exact';
+import { openShardStore } from '../../src/lib/platform/shard-store';
 import {
   clusteredVectors,
   exactSearch,
@@ -30,10 +30,10 @@ import {
   mulberry32,
   type KnnResult,
   type Matrix,
-} from '../../src/lib/core/exact';
-import { parseNpy } from '../../src/lib/core/vector-files';
+} from '../../src/lib/core/retrieval/exact';
+import { parseNpy } from '../../src/lib/core/shard/vector-files';
 import type { ParsedShard, Progress } from '../../src/lib/core/types';
-import { TopK } from '../../src/lib/core/topk';
+import { TopK } from '../../src/lib/core/retrieval/topk';
 
 /** Vectors held by the page between calls. */
 const state: {

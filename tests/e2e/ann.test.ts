@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
-import { INDEX_DEFAULTS } from '../../src/lib/adapters/index-client';
+import { INDEX_DEFAULTS } from '../../src/lib/clients/index-client';
 import { launch, type Session } from './browser';
 
 const baseUrl = inject('baseUrl');

@@ -7,8 +7,8 @@ import { join, relative } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
 import { DATA_DIR } from '../paths';
-import { evaluate, standardMeasures } from '../../src/lib/core/metrics';
-import { parseQrels, parseRun } from '../../src/lib/core/trec';
+import { evaluate, standardMeasures } from '../../src/lib/core/eval/metrics';
+import { parseQrels, parseRun } from '../../src/lib/core/eval/trec';
 
 const baseUrl = inject('baseUrl');
 const MEASURES = standardMeasures([1, 5, 10, 100]);

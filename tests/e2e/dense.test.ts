@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
 import { DATA_DIR } from '../paths';
-import { parseRun } from '../../src/lib/core/trec';
+import { parseRun } from '../../src/lib/core/eval/trec';
 
 const baseUrl = inject('baseUrl');
 

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { parseRun } from '../../src/lib/core/trec';
+import { parseRun } from '../../src/lib/core/eval/trec';
 import { DATA_DIR } from '../paths';
 import type { DicomHarness } from '../browser/dicom-harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';

@@ -5,7 +5,7 @@
 // defaults; exclusions; cancel during a build.
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { INDEX_DEFAULTS } from '../../src/lib/adapters/index-client';
+import { INDEX_DEFAULTS } from '../../src/lib/clients/index-client';
 import type { IndexHarness, PlainKnn } from '../browser/index-harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
 

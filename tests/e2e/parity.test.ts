@@ -13,7 +13,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CLIPVisionModelWithProjection, Tensor } from '@huggingface/transformers';
-import type { Dtype } from '../../src/lib/core/models';
+import type { Dtype } from '../../src/lib/core/retrieval/models';
 import { call, openHarness } from '../../scripts/lib/bench-browser';
 import {
   NativeTextEncoder,

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
-import { evaluate, rankQuery, standardMeasures } from '../../src/lib/core/metrics';
-import { parseQrels, parseRun } from '../../src/lib/core/trec';
+import { evaluate, rankQuery, standardMeasures } from '../../src/lib/core/eval/metrics';
+import { parseQrels, parseRun } from '../../src/lib/core/eval/trec';
 
 const baseUrl = inject('baseUrl');
 const MEASURES = standardMeasures([1, 5, 10, 100]);

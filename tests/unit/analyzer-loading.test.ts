@@ -1,8 +1,8 @@
 // Snowball's stemmers load only for the analyzers that need them, and a stemmer used before it is
 // loaded fails with a message saying what to do (rather than stemming nothing).
 import { expect, it } from 'vitest';
-import { getAnalyzer, loadAnalyzers } from '../../src/lib/core/analyzers';
-import { bm25Doc, buildBm25Index, searchBm25 } from '../../src/lib/core/bm25';
+import { getAnalyzer, loadAnalyzers } from '../../src/lib/core/retrieval/analyzers';
+import { bm25Doc, buildBm25Index, searchBm25 } from '../../src/lib/core/retrieval/bm25';
 
 it('loads Snowball with the first analyzer that needs it; building an index loads it', async () => {
   // English and German do not use Snowball: analyzing with them needs nothing loaded.

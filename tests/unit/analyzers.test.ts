@@ -19,8 +19,8 @@ import {
   turkishLowerCase,
   withoutSegmenter,
   type AnalyzerId,
-} from '../../src/lib/core/analyzers';
-import { analyze as analyzeEnglish } from '../../src/lib/core/analyzer';
+} from '../../src/lib/core/retrieval/analyzers';
+import { analyze as analyzeEnglish } from '../../src/lib/core/retrieval/analyzer';
 
 const a = (id: AnalyzerId, text: string) => getAnalyzer(id).analyze(text);
 

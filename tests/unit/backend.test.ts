@@ -4,7 +4,7 @@ import {
   softwareAdapter,
   wasmThreads,
   type BackendProbe,
-} from '../../src/lib/adapters/backend';
+} from '../../src/lib/platform/backend';
 
 const gpu: BackendProbe = {
   webgpu: true,

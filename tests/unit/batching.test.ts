@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isValidPlan, planBatches } from '../../src/lib/core/batching';
+import { isValidPlan, planBatches } from '../../src/lib/core/retrieval/batching';
 
 /** The batches of a plan as lists of positions. */
 function batches(p: ReturnType<typeof planBatches>): number[][] {

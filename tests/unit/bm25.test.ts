@@ -1,8 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ANALYZER_VERSION, ENGLISH_STOP_WORDS, analyze, tokenize } from '../../src/lib/core/analyzer';
-import type { AnalyzerId } from '../../src/lib/core/analyzers';
+import {
+  ANALYZER_VERSION,
+  ENGLISH_STOP_WORDS,
+  analyze,
+  tokenize,
+} from '../../src/lib/core/retrieval/analyzer';
+import type { AnalyzerId } from '../../src/lib/core/retrieval/analyzers';
 import {
   BM25_FORMAT_VERSION,
   CorruptIndexError,
@@ -18,8 +23,8 @@ import {
   serializeBm25,
   type Bm25Index,
   type SerializedBm25,
-} from '../../src/lib/core/bm25';
-import { TopK, compareUtf8 } from '../../src/lib/core/topk';
+} from '../../src/lib/core/retrieval/bm25';
+import { TopK, compareUtf8 } from '../../src/lib/core/retrieval/topk';
 import type { Progress, ScoredDoc } from '../../src/lib/core/types';
 import { DATA_DIR } from '../paths';
 

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
-import { chunkWindows, frameWindow, specialFrame, windowSize } from '../../src/lib/core/chunking';
+import { chunkWindows, frameWindow, specialFrame, windowSize } from '../../src/lib/core/retrieval/chunking';
 
 const MODELS = resolve(import.meta.dirname, '../../models/generated');
 const TEXTS = [

@@ -6,7 +6,7 @@ import {
   specMatches,
   specOf,
   type RunSpec,
-} from '../../src/lib/core/permalink';
+} from '../../src/lib/core/eval/permalink';
 import {
   bestChunkPair,
   checkChunking,
@@ -19,15 +19,15 @@ import {
   meanOfChunks,
   rowOwners,
   windowSize,
-} from '../../src/lib/core/chunking';
+} from '../../src/lib/core/retrieval/chunking';
 import {
   createChunkedIndex,
   createDenseIndex,
   searchDense,
   searchDenseChunked,
-} from '../../src/lib/core/dense';
-import { configKey, describeConfig, runTag, type RetrieverConfig } from '../../src/lib/core/runs';
-import { corpusEmbeddingKey, type ModelSpec } from '../../src/lib/core/models';
+} from '../../src/lib/core/retrieval/dense';
+import { configKey, describeConfig, runTag, type RetrieverConfig } from '../../src/lib/core/retrieval/runs';
+import { corpusEmbeddingKey, type ModelSpec } from '../../src/lib/core/retrieval/models';
 
 const w = (start: number, end: number) => ({ start, end });
 

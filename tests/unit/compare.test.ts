@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { compareRuns, curveMeans, type CompareInput } from '../../src/lib/core/compare';
-import { Xoshiro128 } from '../../src/lib/core/stats';
+import { compareRuns, curveMeans, type CompareInput } from '../../src/lib/core/eval/compare';
+import { Xoshiro128 } from '../../src/lib/core/eval/stats';
 
 function system(id: string, values: number[]): CompareInput {
   return {

@@ -9,9 +9,14 @@ import {
   searchFeatureFusion,
   searchScoreFusion,
   topKOfScores,
-} from '../../src/lib/core/dense';
-import { embeddingKey, customModelSpec, parseRegistry, validateModelSpec } from '../../src/lib/core/models';
-import { compareUtf8 } from '../../src/lib/core/topk';
+} from '../../src/lib/core/retrieval/dense';
+import {
+  embeddingKey,
+  customModelSpec,
+  parseRegistry,
+  validateModelSpec,
+} from '../../src/lib/core/retrieval/models';
+import { compareUtf8 } from '../../src/lib/core/retrieval/topk';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 

@@ -16,10 +16,10 @@ import {
   modalityValues,
   parseDicom,
   type DicomCodecs,
-} from '../../src/lib/core/dicom/image';
+} from '../../src/lib/core/media/dicom/image';
 import { MemorySource } from '../../src/lib/core/shard/memory-source';
 import { readShard } from '../../src/lib/core/shard/read-shard';
-import { ShardValidationError } from '../../src/lib/core/source';
+import { ShardValidationError } from '../../src/lib/core/shard/source';
 
 interface Entry {
   file: string;

@@ -20,7 +20,7 @@ import {
   trecTieBreak,
   type KnnResult,
   type Matrix,
-} from '../../src/lib/core/exact';
+} from '../../src/lib/core/retrieval/exact';
 
 /** Top-k written out from the definition: every score, one full sort. */
 function naive(

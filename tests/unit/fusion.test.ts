@@ -10,8 +10,8 @@ import {
   normalizeScores,
   reciprocalRankFusion,
   type FusionOptions,
-} from '../../src/lib/core/fusion';
-import { evaluate } from '../../src/lib/core/metrics';
+} from '../../src/lib/core/retrieval/fusion';
+import { evaluate } from '../../src/lib/core/eval/metrics';
 import type { Run, ScoredDoc } from '../../src/lib/core/types';
 
 /** Builds a run from `{ qid: { docId: score } }`. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { highlightRuns } from '../../src/lib/core/highlight';
-import { analyze } from '../../src/lib/core/analyzer';
+import { highlightRuns } from '../../src/lib/core/retrieval/highlight';
+import { analyze } from '../../src/lib/core/retrieval/analyzer';
 
 describe('highlightRuns', () => {
   const terms = (q: string) => new Set(analyze(q));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { crossLingualGap, languageName, parallelQueryKey } from '../../src/lib/core/languages';
-import { pairedBootstrap } from '../../src/lib/core/stats';
+import { crossLingualGap, languageName, parallelQueryKey } from '../../src/lib/core/eval/languages';
+import { pairedBootstrap } from '../../src/lib/core/eval/stats';
 
 describe('languageName', () => {
   it('names languages with Intl.DisplayNames and falls back to the tag', () => {

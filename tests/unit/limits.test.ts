@@ -2,7 +2,7 @@
 // image pixels (read from the header, before decoding), their URL/CLI options, and the header reader.
 import { deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { ShardValidationError, type ShardIssue } from '../../src/lib/core/source';
+import { ShardValidationError, type ShardIssue } from '../../src/lib/core/shard/source';
 import {
   DEFAULT_LIMITS,
   imageDimensions,

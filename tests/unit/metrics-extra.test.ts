@@ -17,9 +17,9 @@ import {
   standardMeasures,
   trecEvalName,
   type EvalOptions,
-} from '../../src/lib/core/metrics';
-import { buildTaskReport, reportCsv } from '../../src/lib/core/report';
-import { formatFixed, formatTrecEval, parseQrels, parseRun } from '../../src/lib/core/trec';
+} from '../../src/lib/core/eval/metrics';
+import { buildTaskReport, reportCsv } from '../../src/lib/core/eval/report';
+import { formatFixed, formatTrecEval, parseQrels, parseRun } from '../../src/lib/core/eval/trec';
 import { GOLDEN_DIR, GOLDEN_EXTRA_DIR } from '../paths';
 
 interface Entry {

@@ -13,7 +13,7 @@ import {
   rankQuery,
   standardMeasures,
   type EvalOptions,
-} from '../../src/lib/core/metrics';
+} from '../../src/lib/core/eval/metrics';
 import {
   formatFixed,
   formatQrels,
@@ -24,7 +24,7 @@ import {
   parseQrelsAuto,
   parseRun,
   TrecParseError,
-} from '../../src/lib/core/trec';
+} from '../../src/lib/core/eval/trec';
 import type { Qrels, Run } from '../../src/lib/core/types';
 import { GOLDEN_DIR } from '../paths';
 

@@ -17,7 +17,7 @@ import {
   pipeline,
 } from '@huggingface/transformers';
 import { DEFAULT_OUT, SETS, generateModels } from '../../scripts/generate-models';
-import { clipWords } from '../../src/lib/core/rerank';
+import { clipWords } from '../../src/lib/core/retrieval/rerank';
 import { DATA_DIR } from '../paths';
 
 const MINILM = 'loupe-test/minilm-l6-random';

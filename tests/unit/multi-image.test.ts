@@ -1,21 +1,21 @@
 // Multi-image scoring helpers: paths of an item, run names, and the fused rows of max-sim.
 import { describe, expect, it } from 'vitest';
-import { fuseFeatures } from '../../src/lib/core/dense';
-import { corpusEmbeddingKey, type ModelSpec } from '../../src/lib/core/models';
+import { fuseFeatures } from '../../src/lib/core/retrieval/dense';
+import { corpusEmbeddingKey, type ModelSpec } from '../../src/lib/core/retrieval/models';
 import {
   formatRunSpec,
   parseRunSpecs,
   PermalinkError,
   specMatches,
   specOf,
-} from '../../src/lib/core/permalink';
-import { configKey, describeConfig, runTag, type RetrieverConfig } from '../../src/lib/core/runs';
+} from '../../src/lib/core/eval/permalink';
+import { configKey, describeConfig, runTag, type RetrieverConfig } from '../../src/lib/core/retrieval/runs';
 import {
   describeMultiImage,
   fusedItemRows,
   hasMultiImageItems,
   itemImagePaths,
-} from '../../src/lib/core/multi-image';
+} from '../../src/lib/core/retrieval/multi-image';
 
 describe('multi-image items', () => {
   it('lists an item’s images in order', () => {

@@ -13,12 +13,12 @@ import {
   normaliseQuerySplits,
   parseModality,
   type ParquetFileInfo,
-} from '../../src/lib/core/parquet/mapping';
-import { parseHubDatasetUrl } from '../../src/lib/adapters/sources';
-import { recallParquetMapping, rememberParquetMapping } from '../../src/lib/adapters/parquet-mappings';
-import { inspectParquet, readParquetShard } from '../../src/lib/core/parquet/read-parquet';
+} from '../../src/lib/core/media/parquet/mapping';
+import { parseHubDatasetUrl } from '../../src/lib/platform/sources';
+import { recallParquetMapping, rememberParquetMapping } from '../../src/lib/platform/parquet-mappings';
+import { inspectParquet, readParquetShard } from '../../src/lib/core/media/parquet/read-parquet';
 import { readShard } from '../../src/lib/core/shard/read-shard';
-import { ShardValidationError, type ShardIssue } from '../../src/lib/core/source';
+import { ShardValidationError, type ShardIssue } from '../../src/lib/core/shard/source';
 import type { ParsedShard } from '../../src/lib/core/types';
 import { makeMieb, writeParquet, type MiebFixture } from '../fixtures/parquet/make-mieb';
 import { loadNodeDicomCodecs } from '../../scripts/lib/node-dicom-codecs';

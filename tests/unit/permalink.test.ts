@@ -7,7 +7,7 @@ import {
   PermalinkError,
   specMatches,
   specOf,
-} from '../../src/lib/core/permalink';
+} from '../../src/lib/core/eval/permalink';
 
 describe('permalink specs', () => {
   test('round trip through URLSearchParams, with a model id containing separators', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { seriesColor, wrapLabel, PALETTE } from '../../src/lib/core/plot-style';
+import { seriesColor, wrapLabel, PALETTE } from '../../src/lib/core/eval/plot-style';
 
 describe('plot style', () => {
   it('wraps a long run name at spaces without losing any word', () => {

@@ -10,9 +10,9 @@ import {
   readPrecomputed,
   writeNpyF16,
   type PrecomputedSidecar,
-} from '../../src/lib/core/precomputed';
-import { f16ToF32, parseNpy } from '../../src/lib/core/vector-files';
-import type { ModelSpec } from '../../src/lib/core/models';
+} from '../../src/lib/core/shard/precomputed';
+import { f16ToF32, parseNpy } from '../../src/lib/core/shard/vector-files';
+import type { ModelSpec } from '../../src/lib/core/retrieval/models';
 
 const docs = [
   { id: 'd1', title: 'a', text: 'alpha' },

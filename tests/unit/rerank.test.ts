@@ -1,9 +1,9 @@
-// Reranking a run's top N (src/lib/core/rerank.ts): the reranked block, the kept tail, and the score
+// Reranking a run's top N (src/lib/core/retrieval/rerank.ts): the reranked block, the kept tail, and the score
 // scheme that makes trec_eval's re-sorting give exactly the intended order.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { rankQuery } from '../../src/lib/core/metrics';
+import { rankQuery } from '../../src/lib/core/eval/metrics';
 import {
   customModelSpec,
   isCrossEncoder,
@@ -11,8 +11,8 @@ import {
   rerankScore,
   supportsPart,
   validateModelSpec,
-} from '../../src/lib/core/models';
-import { describeConfig, runTag } from '../../src/lib/core/runs';
+} from '../../src/lib/core/retrieval/models';
+import { describeConfig, runTag } from '../../src/lib/core/retrieval/runs';
 import {
   clipWords,
   pairText,
@@ -20,8 +20,8 @@ import {
   rerankList,
   rerankRun,
   type PairScorer,
-} from '../../src/lib/core/rerank';
-import { formatRun, parseRun } from '../../src/lib/core/trec';
+} from '../../src/lib/core/retrieval/rerank';
+import { formatRun, parseRun } from '../../src/lib/core/eval/trec';
 import type { Run, ScoredDoc } from '../../src/lib/core/types';
 
 const list = (...pairs: Array<[string, number]>): ScoredDoc[] =>

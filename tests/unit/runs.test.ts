@@ -9,7 +9,7 @@ import {
   encodeRun,
   runTag,
   type RunMeta,
-} from '../../src/lib/core/runs';
+} from '../../src/lib/core/retrieval/runs';
 import type { Run } from '../../src/lib/core/types';
 
 const meta: RunMeta = {

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FsSource } from '../../scripts/lib/fs-source';
-import { ShardValidationError, type ShardIssue, type ShardSource } from '../../src/lib/core/source';
+import { ShardValidationError, type ShardIssue, type ShardSource } from '../../src/lib/core/shard/source';
 import { FileHasher, HASH_BLOCK_BYTES, combineFileHashes, hashSource } from '../../src/lib/core/shard/hash';
 import {
   invalidUtf8Offset,

@@ -26,7 +26,7 @@ import {
   winTieLoss,
   Xoshiro128,
   type ConfidenceInterval,
-} from '../../src/lib/core/stats';
+} from '../../src/lib/core/eval/stats';
 
 interface Sample {
   a: number[];

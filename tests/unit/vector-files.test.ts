@@ -11,7 +11,7 @@ import {
   permuteRows,
   writeNpy,
   type EmbeddingSidecar,
-} from '../../src/lib/core/vector-files';
+} from '../../src/lib/core/shard/vector-files';
 
 const enc = new TextEncoder();
 

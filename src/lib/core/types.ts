@@ -119,3 +119,6 @@ export type Progress =
   | { kind: 'status'; message: string };
 
 export type ProgressFn = (p: Progress) => void;
+
+/** Which part of a document an embedding is of. */
+export type EmbedPart = 'text' | 'image';

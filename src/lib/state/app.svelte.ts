@@ -1,7 +1,7 @@
 // The page's state, composed of small rune classes, one per concern: the shard library with the one
 // (shard, task) every panel derives from; stored runs; retrievers; comparison; the Search view; jobs
 // and messages. Components read these and call their methods; they never touch a worker.
-import type { Dtype } from '../core/models';
+import type { Dtype } from '../core/retrieval/models';
 import { Messages } from './messages.svelte';
 import { Jobs } from './jobs.svelte';
 import { Library } from './library.svelte';
@@ -12,9 +12,9 @@ import { CompareState } from './compare.svelte';
 import { SearchState } from './search.svelte';
 import { StorageState } from './storage.svelte';
 import { openPermalink } from './links.svelte';
-import type { SourceDescriptor } from '../adapters/shard-client';
-import type { ParquetMapping } from '../core/parquet/mapping';
-import { isolationStatus, type IsolationStatus } from '../adapters/isolation';
+import type { SourceDescriptor } from '../clients/shard-client';
+import type { ParquetMapping } from '../core/media/parquet/mapping';
+import { isolationStatus, type IsolationStatus } from '../platform/isolation';
 import type { DemoShard } from './library.svelte';
 
 export type { OpenShard } from './library.svelte';

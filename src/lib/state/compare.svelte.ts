@@ -1,11 +1,11 @@
 // Comparing and fusing runs of the selected task. Picks, baseline and the computed comparison are
 // kept per task; a comparison is shown only while its task is selected and its runs are exactly the
 // picked ones, so a task switch can never leave another task's comparison, plots or link on screen.
-import type { Comparison } from '../core/compare';
-import { queryFacets, qrelsFor } from '../core/report';
-import { describeFusion, fuse, fusionLabel, type FusionOptions } from '../core/fusion';
-import type { RetrieverConfig } from '../core/runs';
-import { compareInWorker, curvesInWorker } from '../adapters/stats-client';
+import type { Comparison } from '../core/eval/compare';
+import { queryFacets, qrelsFor } from '../core/eval/report';
+import { describeFusion, fuse, fusionLabel, type FusionOptions } from '../core/retrieval/fusion';
+import type { RetrieverConfig } from '../core/retrieval/runs';
+import { compareInWorker, curvesInWorker } from '../clients/stats-client';
 import type { App } from './app.svelte';
 import type { RunResult } from './runs.svelte';
 

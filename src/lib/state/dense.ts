@@ -2,12 +2,24 @@
 // encoder worker (cached in IndexedDB, resumable), queries are embedded, and the retrieval worker
 // ranks by exact cosine. Image + text queries are scored with score fusion and/or feature fusion.
 import type { Query, TaskInfo } from '../core/types';
-import { fuseFeatures } from '../core/dense';
-import { chunkOffsets, chunkingFor, isChunked, meanOfChunks, type Chunking } from '../core/chunking';
-import { fusedItemRows, itemImagePaths, type MultiImage } from '../core/multi-image';
-import { corpusEmbeddingKey, supportsPart, type Dtype, type EmbedPart, type ModelSpec } from '../core/models';
-import type { Device } from '../adapters/backend';
-import { openShardStore } from '../adapters/shard-store';
+import { fuseFeatures } from '../core/retrieval/dense';
+import {
+  chunkOffsets,
+  chunkingFor,
+  isChunked,
+  meanOfChunks,
+  type Chunking,
+} from '../core/retrieval/chunking';
+import { fusedItemRows, itemImagePaths, type MultiImage } from '../core/retrieval/multi-image';
+import {
+  corpusEmbeddingKey,
+  supportsPart,
+  type Dtype,
+  type EmbedPart,
+  type ModelSpec,
+} from '../core/retrieval/models';
+import type { Device } from '../platform/backend';
+import { openShardStore } from '../platform/shard-store';
 import {
   embedCorpus,
   embedImages,
@@ -16,12 +28,12 @@ import {
   embedTexts,
   loadEncoder,
   type LoadedEncoder,
-} from '../adapters/encoder-client';
-import { hasDenseDocs, runDense, setDenseDocs } from '../adapters/retrieval-client';
-import { stageTook, timeStage } from '../adapters/query-timing';
+} from '../clients/encoder-client';
+import { hasDenseDocs, runDense, setDenseDocs } from '../clients/retrieval-client';
+import { stageTook, timeStage } from '../platform/query-timing';
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
-import type { JobOptions } from '../adapters/worker-client';
-import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../adapters/index-client';
+import type { JobOptions } from '../clients/worker-client';
+import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../clients/index-client';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {

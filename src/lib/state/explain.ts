@@ -1,12 +1,12 @@
 // "Why did this document rank here?" for every kind of run: BM25 term contributions, a dense
 // model's cosines (per query part, and the fused score), a fusion's inputs with their ranks and
 // normalised values, a reranker's input rank. Computed on demand for one (query, document) pair.
-import { rankQuery } from '../core/metrics';
-import { normalizeScores, DEFAULT_RRF_K, type ScoreNormalization } from '../core/fusion';
-import { fuseFeatures, l2normalize } from '../core/dense';
-import type { Dtype, EmbedPart } from '../core/models';
-import type { Device } from '../adapters/backend';
-import { explainBm25Doc } from '../adapters/retrieval-client';
+import { rankQuery } from '../core/eval/metrics';
+import { normalizeScores, DEFAULT_RRF_K, type ScoreNormalization } from '../core/retrieval/fusion';
+import { fuseFeatures, l2normalize } from '../core/retrieval/dense';
+import type { Dtype, EmbedPart } from '../core/retrieval/models';
+import type { Device } from '../platform/backend';
+import { explainBm25Doc } from '../clients/retrieval-client';
 import {
   chunkTexts,
   embedCorpus,
@@ -15,12 +15,12 @@ import {
   embedTexts,
   loadEncoder,
   registryModel,
-} from '../adapters/encoder-client';
-import { bestChunkPair, isChunked, meanOfChunks, type ChunkAggregate } from '../core/chunking';
-import { openShardStore } from '../adapters/shard-store';
-import { hasMultiImageItems, itemImagePaths, type MultiImage } from '../core/multi-image';
+} from '../clients/encoder-client';
+import { bestChunkPair, isChunked, meanOfChunks, type ChunkAggregate } from '../core/retrieval/chunking';
+import { openShardStore } from '../platform/shard-store';
+import { hasMultiImageItems, itemImagePaths, type MultiImage } from '../core/retrieval/multi-image';
 import type { Doc, ImageRef, Query } from '../core/types';
-import type { ModelSpec } from '../core/models';
+import type { ModelSpec } from '../core/retrieval/models';
 import { densePlan } from './dense';
 import type { App } from './app.svelte';
 import type { RunResult } from './runs.svelte';

@@ -1,5 +1,5 @@
 import type { Progress } from '../core/types';
-import { isAbortError } from '../adapters/worker-client';
+import { isAbortError } from '../clients/worker-client';
 import type { Messages } from './messages.svelte';
 
 /** A long-running job the UI shows with progress and a cancel button. */

@@ -1,13 +1,13 @@
 // The shard library and the one source of truth for what is open: (shard, task). Every panel
 // derives what it shows from `shard` and `taskId` here; nothing else holds a copy of either.
 import type { Doc, Qrels, Query, TaskInfo } from '../core/types';
-import type { ShardIssue } from '../core/source';
-import { openShardStore, type ShardSummary } from '../adapters/shard-store';
-import { importShard, inspectIfParquet, type SourceDescriptor } from '../adapters/shard-client';
-import { initialParquetMapping, rememberParquetMapping } from '../adapters/parquet-mappings';
-import type { ParquetMapping } from '../core/parquet/mapping';
-import type { ParquetInspection } from '../core/parquet/read-parquet';
-import { resetRetrieval } from '../adapters/retrieval-client';
+import type { ShardIssue } from '../core/shard/source';
+import { openShardStore, type ShardSummary } from '../platform/shard-store';
+import { importShard, inspectIfParquet, type SourceDescriptor } from '../clients/shard-client';
+import { initialParquetMapping, rememberParquetMapping } from '../platform/parquet-mappings';
+import type { ParquetMapping } from '../core/media/parquet/mapping';
+import type { ParquetInspection } from '../core/media/parquet/read-parquet';
+import { resetRetrieval } from '../clients/retrieval-client';
 import type { Messages } from './messages.svelte';
 import type { Jobs } from './jobs.svelte';
 
@@ -240,7 +240,7 @@ export class Library {
     // Browsers cannot show DICOM: it is shown as a PNG of its decoded pixels.
     // The DICOM decoder (dicom-parser, fflate, codecs) loads with the first stored image shown.
     const blob = stored
-      ? await import('../adapters/dicom-image').then((m) => m.displayableImage(stored)).catch(() => null)
+      ? await import('../platform/dicom-image').then((m) => m.displayableImage(stored)).catch(() => null)
       : null;
     if (!blob || this.shard !== s) return null;
     const url = URL.createObjectURL(blob);

@@ -10,9 +10,9 @@ import {
   specOf,
   type FuseSpec,
   type RunSpec,
-} from '../core/permalink';
-import type { Dtype } from '../core/models';
-import type { Device } from '../adapters/backend';
+} from '../core/eval/permalink';
+import type { Dtype } from '../core/retrieval/models';
+import type { Device } from '../platform/backend';
 import { densePlan } from './dense';
 import { modelSpec } from './retrievers.svelte';
 import type { App } from './app.svelte';

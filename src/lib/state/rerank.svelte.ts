@@ -1,7 +1,7 @@
 // Cross-encoder reranking of a stored run: the top N documents of each query reordered by a
 // cross-encoder into a new stored run (core/rerank.ts), with progress in (query, document) pairs.
-import type { RetrieverConfig } from '../core/runs';
-import { pairText, rerankRun as rerankTopN } from '../core/rerank';
+import type { RetrieverConfig } from '../core/retrieval/runs';
+import { pairText, rerankRun as rerankTopN } from '../core/retrieval/rerank';
 import {
   RERANKER_REGISTRY,
   encoderBackend,
@@ -9,7 +9,7 @@ import {
   rerankPairs,
   rerankerModel,
   type LoadOptions,
-} from '../adapters/encoder-client';
+} from '../clients/encoder-client';
 import { Job } from './jobs.svelte';
 import type { App } from './app.svelte';
 import type { RunResult } from './runs.svelte';

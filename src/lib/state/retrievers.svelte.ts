@@ -1,17 +1,22 @@
 // The researcher's retrievers: their settings, and running them over every query of a task into a
 // stored run (BM25 in the retrieval worker; dense and CLIP models in the encoder worker; cross-encoder
 // reranking is rerank.svelte.ts). A configuration that was already run for the task is found, not run and stored again.
-import type { Bm25Params } from '../core/bm25';
+import type { Bm25Params } from '../core/retrieval/bm25';
 import type { Run, TaskInfo } from '../core/types';
-import type { RetrieverConfig } from '../core/runs';
-import type { Dtype, ModelSpec } from '../core/models';
-import { specMatches, type RunSpec } from '../core/permalink';
-import type { Device } from '../adapters/backend';
-import { prepareBm25, runBm25Task } from '../adapters/retrieval-client';
-import { MODEL_REGISTRY, registryModel, type LoadedEncoder } from '../adapters/encoder-client';
-import { INDEX_DEFAULTS } from '../adapters/index-client';
-import { DEFAULT_CHUNK_OVERLAP, describeChunking, isChunked, type Chunking } from '../core/chunking';
-import { describeMultiImage, hasMultiImageItems, type MultiImage } from '../core/multi-image';
+import type { RetrieverConfig } from '../core/retrieval/runs';
+import type { Dtype, ModelSpec } from '../core/retrieval/models';
+import { specMatches, type RunSpec } from '../core/eval/permalink';
+import type { Device } from '../platform/backend';
+import { prepareBm25, runBm25Task } from '../clients/retrieval-client';
+import { MODEL_REGISTRY, registryModel, type LoadedEncoder } from '../clients/encoder-client';
+import { INDEX_DEFAULTS } from '../clients/index-client';
+import {
+  DEFAULT_CHUNK_OVERLAP,
+  describeChunking,
+  isChunked,
+  type Chunking,
+} from '../core/retrieval/chunking';
+import { describeMultiImage, hasMultiImageItems, type MultiImage } from '../core/retrieval/multi-image';
 import { densePlan, denseTask, type DenseSettings } from './dense';
 import type { App } from './app.svelte';
 import type { RunResult } from './runs.svelte';

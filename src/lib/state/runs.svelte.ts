@@ -1,9 +1,9 @@
 // Runs of the open shard as stored objects, and what the Benchmark view shows of them: the selected
 // task's runs, its current run and its selected query. Everything task-bound is derived from the
 // library's (shard, task), so switching either cannot leave another task's runs on screen.
-import { formatQrels, formatRun, parseRun } from '../core/trec';
-import { buildTaskReport, qrelsFor, reportCsv, type TaskReport } from '../core/report';
-import { EXTRA_MEASURES, describeMeasures, standardMeasures } from '../core/metrics';
+import { formatQrels, formatRun, parseRun } from '../core/eval/trec';
+import { buildTaskReport, qrelsFor, reportCsv, type TaskReport } from '../core/eval/report';
+import { EXTRA_MEASURES, describeMeasures, standardMeasures } from '../core/eval/metrics';
 import type { Run } from '../core/types';
 import {
   configKey,
@@ -14,8 +14,8 @@ import {
   type RetrieverConfig,
   type RunMeta,
   type StoredRun,
-} from '../core/runs';
-import { openShardStore } from '../adapters/shard-store';
+} from '../core/retrieval/runs';
+import { openShardStore } from '../platform/shard-store';
 import type { Library, OpenShard } from './library.svelte';
 import type { Messages } from './messages.svelte';
 

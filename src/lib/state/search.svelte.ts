@@ -2,16 +2,16 @@
 // ranked by BM25 or an encoder. With both parts and an image-text model, score fusion and feature
 // fusion are shown side by side (one column, with a note, when they rank identically).
 import type { ScoredDoc } from '../core/types';
-import { supportsPart, type ModelSpec } from '../core/models';
-import { analyze } from '../core/analyzer';
-import { MODEL_REGISTRY } from '../adapters/encoder-client';
-import { searchBm25Adhoc } from '../adapters/retrieval-client';
+import { supportsPart, type ModelSpec } from '../core/retrieval/models';
+import { analyze } from '../core/retrieval/analyzer';
+import { MODEL_REGISTRY } from '../clients/encoder-client';
+import { searchBm25Adhoc } from '../clients/retrieval-client';
 import { denseAdhoc } from './dense';
-import { describeChunking, isChunked } from '../core/chunking';
-import type { OpenedDicom } from '../adapters/dicom-image';
-import { hasMultiImageItems } from '../core/multi-image';
+import { describeChunking, isChunked } from '../core/retrieval/chunking';
+import type { OpenedDicom } from '../platform/dicom-image';
+import { hasMultiImageItems } from '../core/retrieval/multi-image';
 import { modelSpec } from './retrievers.svelte';
-import { beginQuery, resultsSet, timeStage } from '../adapters/query-timing';
+import { beginQuery, resultsSet, timeStage } from '../platform/query-timing';
 import type { App } from './app.svelte';
 
 /** Image types the encoder's decoder handles (createImageBitmap in the worker). */
@@ -192,7 +192,7 @@ export class SearchState {
     let image: Blob = f;
     let dicom: OpenedDicom | null = null;
     // The DICOM reader loads with the first query image (most pages never see one).
-    const { isDicomBlob, openDicomFile } = await import('../adapters/dicom-image');
+    const { isDicomBlob, openDicomFile } = await import('../platform/dicom-image');
     if (/\.dcm$/i.test(f.name) || f.type === 'application/dicom' || (await isDicomBlob(f))) {
       try {
         dicom = await openDicomFile(f);

@@ -12,8 +12,8 @@ import {
   requestPersistentStorage,
   type OfflineModel,
   type StorageReport,
-} from '../adapters/offline';
-import type { ModelSpec } from '../core/models';
+} from '../platform/offline';
+import type { ModelSpec } from '../core/retrieval/models';
 import type { Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
 

@@ -2,7 +2,7 @@
 // API, so each file is cut into fixed 1 MiB blocks, each block is hashed, and the block digests are hashed
 // again (a two-level tree). Fixed blocks make the result independent of how the source chunks its reads.
 
-import type { ShardSource } from '../source';
+import type { ShardSource } from './source';
 
 /** Size of the blocks a file is re-cut into before hashing. Part of the hash definition: do not change. */
 export const HASH_BLOCK_BYTES = 1 << 20;

@@ -1,7 +1,7 @@
 // Streaming line reader for JSON Lines and TSV files. Works on raw byte chunks so that a line is decoded
 // (and UTF-8-validated) exactly once, whatever the chunking, and a huge line costs O(n).
 
-import type { ShardIssue } from '../source';
+import type { ShardIssue } from './source';
 import type { ShardWarning } from '../types';
 
 import { DEFAULT_LIMITS, LIMIT_OPTIONS } from './limits';

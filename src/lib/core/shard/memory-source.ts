@@ -1,7 +1,7 @@
 // In-memory ShardSource: for tests (tiny generated shards, odd chunk sizes) and for adapters that already
 // hold the files' bytes (e.g. an unpacked .zip).
 
-import type { ShardSource } from '../source';
+import type { ShardSource } from './source';
 
 /** Options of {@link MemorySource}. */
 export interface MemorySourceOptions {

@@ -3,7 +3,7 @@
 // since they are upstream formats we import as they are). Either every problem is reported, with file,
 // line and a stable code, or a fully valid ParsedShard is returned; never something in between.
 
-import { ShardValidationError, type ShardIssue, type ShardSource } from '../source';
+import { ShardValidationError, type ShardIssue, type ShardSource } from './source';
 import type {
   Doc,
   ImageRef,
@@ -18,7 +18,7 @@ import type {
   ShardWarning,
   TaskInfo,
 } from '../types';
-import { DicomError, decodeDicomImage, isDicom, parseDicom, type DicomCodecs } from '../dicom/image';
+import { DicomError, decodeDicomImage, isDicom, parseDicom, type DicomCodecs } from '../media/dicom/image';
 import { combineFileHashes, FileHasher } from './hash';
 import { DEFAULT_LIMITS, formatBytes, imageDimensions, LIMIT_OPTIONS, type ShardLimits } from './limits';
 import { invalidUtf8Offset, LineReadError, readLines, type Line } from './lines';

@@ -1,0 +1,289 @@
+// Page-side client of workers/encoder.worker.ts: one lazily started encoder worker; every long call
+// takes `{ signal, onProgress }` and a cancel terminates the worker (the loaded model goes with it;
+// stored corpus batches stay, so the next embedCorpus resumes).
+//
+// WebGPU failures: the worker reports any of them (session creation, warm-up, a failed run, a lost
+// device) as a WEBGPU_FAILED error and is then unusable (transformers.js keeps a rejected promise
+// in the chain every later session and run waits on). This client terminates it, loads the model
+// again on WASM in a fresh worker, and repeats the call there; the reason is returned as
+// `fallbackReason`.
+//
+// Cross-encoders (rerankers) load through the same worker and model cache; `rerankPairs` scores a
+// query's candidate documents with one, with the same WebGPU → WASM fallback.
+import type { Chunking } from '../core/retrieval/chunking';
+import type {
+  EmbedCorpusRequest,
+  EmbedCorpusResult,
+  EncoderWorkerApi,
+  LoadOptions,
+  LoadedEncoder,
+  QueryStages,
+} from '../../../workers/encoder.worker';
+import {
+  MODEL_FETCH_FAILED,
+  WEBGPU_FAILED,
+  isCrossEncoder,
+  modelPath,
+  type Dtype,
+  type EmbedRole,
+  type ModelSpec,
+} from '../core/retrieval/models';
+import type { ProgressFn } from '../core/types';
+import { MODEL_REGISTRY, RERANKER_REGISTRY, registryModel, rerankerModel } from '../platform/model-registry';
+import { WorkerClient, isAbortError, proxyProgress, type JobOptions } from './worker-client';
+
+export type { EmbedCorpusRequest, EmbedCorpusResult, LoadOptions, LoadedEncoder };
+export { MODEL_REGISTRY, RERANKER_REGISTRY, registryModel, rerankerModel };
+
+const client = new WorkerClient<EncoderWorkerApi>(
+  () =>
+    new Worker(new URL('../../../workers/encoder.worker.ts', import.meta.url), {
+      type: 'module',
+      name: 'loupe-encoder',
+    }),
+);
+
+/** The model the worker holds as active (and the dtype it runs), to load again after a restart. */
+let active: { spec: ModelSpec; opts: LoadOptions; dtype: Dtype } | null = null;
+
+function isWebGpuFailure(e: unknown): e is Error {
+  return (e as { name?: string } | null)?.name === WEBGPU_FAILED;
+}
+
+/**
+ * A model file that could not be downloaded: the worker's message (model, file, host, kinds of
+ * offline choices) plus the registry models that load offline in this browser right now.
+ */
+async function withOfflineChoices(e: unknown): Promise<unknown> {
+  if ((e as { name?: string } | null)?.name !== MODEL_FETCH_FAILED) return e;
+  try {
+    const { offlineModels } = await import('../platform/offline');
+    const list = (await offlineModels()).map((m) => `${m.spec.id} (${m.source})`);
+    const err = new Error(
+      `${(e as Error).message} ${list.length ? `Available offline here: ${list.join(', ')}.` : 'No model is available offline here.'}`,
+    );
+    err.name = MODEL_FETCH_FAILED;
+    return err;
+  } catch {
+    return e;
+  }
+}
+
+/** Load options for the fresh worker after a WebGPU failure: WASM, same explicit dtype. */
+function wasmRetry(opts: LoadOptions, reason: string, dtype?: LoadOptions['dtype']): LoadOptions {
+  return {
+    ...opts,
+    device: 'wasm',
+    dtype: dtype ?? opts.dtype,
+    simulateWebGpuFailure: false,
+    priorFailure: reason,
+  };
+}
+
+/**
+ * The last load() of the current worker: asking again for the model it holds active (an ad-hoc query
+ * after the previous one) is answered here, without a worker round trip and its progress messages.
+ */
+let lastLoad: { key: string; generation: number; info: LoadedEncoder } | null = null;
+
+function loadKey(spec: ModelSpec, opts: LoadOptions): string {
+  return JSON.stringify([modelPath(spec), spec.revision, spec.kind, spec.dtypes, opts]);
+}
+
+async function load(
+  spec: ModelSpec,
+  opts: LoadOptions,
+  onProgress?: ProgressFn,
+  signal?: AbortSignal,
+): Promise<LoadedEncoder> {
+  const key = loadKey(spec, opts);
+  if (lastLoad && lastLoad.key === key && lastLoad.generation === client.generation && isActive(spec))
+    return { ...lastLoad.info, cached: true, loadMs: 0 };
+  lastLoad = null;
+  try {
+    const info = await client.run((r) => r.load(spec, opts, proxyProgress(onProgress)), signal);
+    active = { spec, opts, dtype: info.dtype };
+    lastLoad = { key, generation: client.generation, info };
+    return info;
+  } catch (e) {
+    if (!isWebGpuFailure(e)) throw await withOfflineChoices(e);
+    client.terminate();
+    const retry = wasmRetry(opts, e.message);
+    const info = await client
+      .run((r) => r.load(spec, retry, proxyProgress(onProgress)), signal)
+      .catch(async (e2: unknown) => Promise.reject(await withOfflineChoices(e2)));
+    active = { spec, opts: retry, dtype: info.dtype };
+    return info;
+  }
+}
+
+/**
+ * Runs a call on the active model; after a WebGPU failure, restarts the worker, loads the same
+ * model (same dtype) on WASM and runs the call again once.
+ */
+async function onActiveModel<T>(
+  call: (r: Parameters<Parameters<typeof client.run>[0]>[0]) => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  try {
+    return await client.run(call, signal);
+  } catch (e) {
+    if (!isWebGpuFailure(e) || !active) throw e;
+    client.terminate();
+    const { spec, opts, dtype } = active;
+    await load(spec, wasmRetry(opts, e.message, dtype), undefined, signal);
+    return client.run(call, signal);
+  }
+}
+
+/** Loads a model in the encoder worker (WebGPU when it works, else WASM) and makes it the active one. */
+export function loadEncoder(spec: ModelSpec, opts: LoadOptions & JobOptions = {}): Promise<LoadedEncoder> {
+  const { signal, onProgress, ...loadOpts } = opts;
+  return load(spec, loadOpts, onProgress, signal);
+}
+
+/** Embeds texts with the active model: (texts × dim) floats; the buffer is the caller's. */
+export function embedTexts(
+  texts: string[],
+  role: EmbedRole,
+  opts: JobOptions & { batchSize?: number } = {},
+): Promise<Float32Array> {
+  return onActiveModel(
+    (r) => r.embedTexts(texts, role, opts.batchSize ?? 32, proxyProgress(opts.onProgress)),
+    opts.signal,
+  );
+}
+
+/**
+ * Embeds every window of texts longer than the active model's window (chunking mean/max): chunk
+ * vectors (Σ counts × dim, text 0's chunks first), chunks per text and each chunk's token span.
+ */
+export function embedTextChunks(
+  texts: string[],
+  role: EmbedRole,
+  chunking: Chunking,
+  opts: JobOptions & { batchSize?: number } = {},
+): Promise<{ vectors: Float32Array; counts: Uint32Array; spans: Uint32Array }> {
+  return onActiveModel(
+    (r) => r.embedTextChunks(texts, role, chunking, opts.batchSize ?? 32, proxyProgress(opts.onProgress)),
+    opts.signal,
+  );
+}
+
+/** The text of each window of one text as the active model cuts it (decoded tokens), for the drill-down. */
+export function chunkTexts(text: string, role: EmbedRole, chunking: Chunking, opts: JobOptions = {}) {
+  return onActiveModel((r) => r.chunkTexts(text, role, chunking), opts.signal);
+}
+
+/**
+ * Embeds one ad-hoc query (text and/or image) with the active model in one worker call: its vectors
+ * and the worker-side time of each stage (tokenize, image preprocessing, encode).
+ */
+export function embedQuery(
+  text: string | null,
+  image: Blob | null,
+  opts: JobOptions = {},
+): Promise<{ text: Float32Array | null; image: Float32Array | null; stages: QueryStages }> {
+  return onActiveModel((r) => r.embedQuery(text, image), opts.signal);
+}
+
+/** Embeds image blobs with the active CLIP/SigLIP model: (images × dim) floats. */
+export function embedImages(
+  blobs: Blob[],
+  opts: JobOptions & { batchSize?: number } = {},
+): Promise<Float32Array> {
+  return onActiveModel(
+    (r) => r.embedImages(blobs, opts.batchSize ?? 16, proxyProgress(opts.onProgress)),
+    opts.signal,
+  );
+}
+
+/**
+ * Embeds a cached shard's corpus (text or image part), storing each batch; batches already stored
+ * by an earlier (even cancelled) run are reused. Cancel terminates the worker. After a WebGPU
+ * failure it continues on WASM in a fresh worker (same explicit dtype, so stored batches still count).
+ */
+export async function embedCorpus(
+  req: EmbedCorpusRequest,
+  opts: JobOptions = {},
+): Promise<EmbedCorpusResult> {
+  const run = (q: EmbedCorpusRequest) =>
+    client.run((r) => r.embedCorpus(q, proxyProgress(opts.onProgress)), opts.signal);
+  // embedCorpus makes its model the worker's active one.
+  const done = (q: EmbedCorpusRequest, r: EmbedCorpusResult) => {
+    active = { spec: q.spec, opts: q.load ?? {}, dtype: r.backend.dtype };
+    // Its load options may differ from the last load()'s: the next load() asks the worker.
+    lastLoad = null;
+    return r;
+  };
+  try {
+    return done(req, await run(req));
+  } catch (e) {
+    if (!isWebGpuFailure(e)) throw await withOfflineChoices(e);
+    client.terminate();
+    active = null;
+    const retry = { ...req, load: wasmRetry(req.load ?? {}, e.message) };
+    return done(retry, await run(retry));
+  }
+}
+
+/** Whether the worker's active model is `spec`'s files (same path, revision and kind). */
+function isActive(spec: ModelSpec): boolean {
+  const a = active?.spec;
+  return !!a && modelPath(a) === modelPath(spec) && a.revision === spec.revision && a.kind === spec.kind;
+}
+
+/**
+ * Scores a query against candidate document texts with a cross-encoder: one score per document
+ * (higher = more relevant; the spec's activation applied). Loads the model first unless it is the
+ * worker's active one (`load` gives device and dtype for that load). Cancel terminates the worker;
+ * after a WebGPU failure the worker is restarted, the model loaded on WASM and the call repeated.
+ */
+export async function rerankPairs(
+  spec: ModelSpec,
+  query: string,
+  docs: string[],
+  opts: JobOptions & { batchSize?: number; load?: LoadOptions } = {},
+): Promise<Float32Array> {
+  if (!isCrossEncoder(spec)) throw new Error(`${spec.id} is not a cross-encoder`);
+  if (docs.length === 0) return new Float32Array(0);
+  try {
+    if (!isActive(spec)) await load(spec, opts.load ?? {}, opts.onProgress, opts.signal);
+    return await onActiveModel(
+      (r) => r.rerank(spec, query, docs, opts.batchSize ?? 32, proxyProgress(opts.onProgress)),
+      opts.signal,
+    );
+  } catch (e) {
+    // A cancel terminated the worker: the next call must load the model again.
+    if (isAbortError(e)) active = null;
+    throw e;
+  }
+}
+
+/** Where the active model runs now (null before the first load or after a cancel). */
+export function encoderBackend() {
+  return client.run((r) => r.backend());
+}
+
+/** The encoder worker's counters: corpus documents embedded, batches computed and reused, precomputed rows used. */
+export function encoderCounters() {
+  return client.run((r) => r.counters());
+}
+
+/** Test only: destroys the GPU device of the encoder worker, as a driver reset would. */
+export function simulateGpuDeviceLoss(): Promise<boolean> {
+  return client.run((r) => r.simulateDeviceLoss());
+}
+
+/** Frees the loaded models but keeps the worker. */
+export function unloadEncoders(): Promise<void> {
+  active = null;
+  lastLoad = null;
+  return client.run((r) => r.unload());
+}
+
+/** Terminates the encoder worker (calls in flight reject; the next call starts a fresh one). */
+export function stopEncoder(): void {
+  active = null;
+  client.terminate();
+}

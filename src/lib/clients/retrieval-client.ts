@@ -1,0 +1,61 @@
+import type { Bm25Params } from '../core/retrieval/bm25';
+import * as Comlink from 'comlink';
+import type { DenseQueries, QueryFusion, RetrievalWorkerApi } from '../../../workers/retrieval.worker';
+import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
+
+const client = new WorkerClient<RetrievalWorkerApi>(
+  () => new Worker(new URL('../../../workers/retrieval.worker.ts', import.meta.url), { type: 'module' }),
+);
+
+/** Loads a cached shard's BM25 index in the retrieval worker (building and caching it if needed). */
+export function prepareBm25(hash: string, params: Bm25Params, opts: JobOptions = {}) {
+  return client.run((r) => r.prepare(hash, params, proxyProgress(opts.onProgress)), opts.signal);
+}
+
+/** Ranks every query of a task; cancel terminates the worker (the next call re-prepares). */
+export function runBm25Task(taskId: string, depth: number, opts: JobOptions = {}) {
+  return client.run((r) => r.runTask(taskId, depth, proxyProgress(opts.onProgress)), opts.signal);
+}
+
+/** Ad-hoc BM25 search; `language` is the query's language (its stop words are dropped for other-language documents). */
+export function searchBm25Adhoc(text: string, k: number, language?: string) {
+  return client.run((r) => r.search(text, k, language));
+}
+
+/** Per-term explanation of a document's score; without `language` a shard query with this text lends its own. */
+export function explainBm25Doc(text: string, docId: string, language?: string) {
+  return client.run((r) => r.explain(text, docId, language));
+}
+
+/** Drops the worker (and its in-memory index), e.g. after the shard is deleted. */
+export function resetRetrieval() {
+  client.terminate();
+}
+
+/**
+ * Makes `key`'s document matrix (several rows per document with `rowDoc`: chunks, scored by the best) the worker's dense index. The matrix is transferred (the caller
+ * must not use `vectors` afterwards) unless the worker already holds that key.
+ */
+export async function setDenseDocs(
+  key: string,
+  vectors: Float32Array,
+  dim: number,
+  docIds: string[],
+  missing: string[],
+  rowDoc?: Uint32Array,
+) {
+  if (await client.run((r) => r.hasDense(key))) return;
+  await client.run((r) =>
+    r.setDense(key, Comlink.transfer(vectors, [vectors.buffer]), dim, docIds, missing, rowDoc),
+  );
+}
+
+/** Whether the worker holds `key`'s document matrix (set by an earlier setDenseDocs). */
+export function hasDenseDocs(key: string): Promise<boolean> {
+  return client.run((r) => r.hasDense(key));
+}
+
+/** Dense run over the document matrix set by setDenseDocs. */
+export function runDense(q: DenseQueries, fusion: QueryFusion, depth: number, opts: JobOptions = {}) {
+  return client.run((r) => r.denseRun(q, fusion, depth, proxyProgress(opts.onProgress)), opts.signal);
+}

@@ -1,0 +1,174 @@
+// Page-side client of workers/shard.worker.ts. Owns the worker (started lazily, dropped when it dies
+// or is cancelled) and turns `{ signal, onProgress }` into comlink calls: cancel = terminate.
+import * as Comlink from 'comlink';
+import type { ImportResult, InspectResult, ShardWorkerApi } from '../../../workers/shard.worker';
+import type { ParquetMapping } from '../core/media/parquet/mapping';
+import type { ProgressFn } from '../core/types';
+import { parseLimits, type ShardLimits } from '../core/shard/limits';
+import type { ShardIssue } from '../core/shard/source';
+import { openShardStore } from '../platform/shard-store';
+import type { SourceDescriptor } from '../platform/sources';
+
+export type { ImportResult, InspectResult, SourceDescriptor };
+
+/** CANCEL_SWEEP_WAIT_MS: how long a cancel waits for the killed worker's lock before sweeping its debris. */
+export const CANCEL_SWEEP_WAIT_MS = 5000;
+
+export interface JobOptions {
+  signal?: AbortSignal;
+  onProgress?: ProgressFn;
+}
+
+let worker: Worker | null = null;
+let remote: Comlink.Remote<ShardWorkerApi> | null = null;
+/** Rejecters of calls in flight, so a dead or terminated worker never leaves a promise hanging. */
+const pending = new Set<(e: unknown) => void>();
+
+function connect(): Comlink.Remote<ShardWorkerApi> {
+  if (!remote) {
+    const w = new Worker(new URL('../../../workers/shard.worker.ts', import.meta.url), {
+      type: 'module',
+      name: 'loupe-shard',
+    });
+    w.addEventListener('error', (e) => {
+      e.preventDefault();
+      stop(w, new Error(`the shard worker failed: ${e.message || 'could not start'}`));
+    });
+    worker = w;
+    remote = Comlink.wrap<ShardWorkerApi>(w);
+  }
+  return remote;
+}
+
+/** Terminates the worker (if it is still `w`) and rejects every call in flight with `reason`. */
+function stop(w: Worker | null, reason: unknown): void {
+  if (!w || w !== worker) return;
+  w.terminate();
+  worker = null;
+  remote = null;
+  for (const reject of [...pending]) reject(reason);
+  pending.clear();
+}
+
+function abortError(): DOMException {
+  return new DOMException('shard import cancelled', 'AbortError');
+}
+
+/** Options of {@link importShard}. */
+export interface ImportShardOptions extends JobOptions {
+  /**
+   * A Parquet dataset's confirmed column mapping (from inspectParquet, possibly edited). Without it a
+   * source holding only .parquet files is imported with the detected mapping.
+   */
+  parquet?: ParquetMapping;
+  /**
+   * Size limits for this import. Default: the page URL's options (`?maxLineMB=…&maxFieldMB=…&maxImageMB=…&maxImageMP=…`,
+   * see core/shard/limits.ts), else DEFAULT_LIMITS.
+   */
+  limits?: Partial<ShardLimits>;
+  /** Tests only: let the write run into the quota instead of refusing up front. */
+  skipPreflight?: boolean;
+}
+
+/** Limits given in the page URL; a malformed value becomes an issue naming the option. */
+function limitsFromPage(): { limits: ShardLimits; issues: ShardIssue[] } {
+  const search = typeof location === 'undefined' ? '' : location.search;
+  const params = new URLSearchParams(search);
+  const { limits, errors } = parseLimits((name) => params.get(name));
+  return { limits, issues: errors.map((message) => ({ file: '(page URL)', code: 'bad-option', message })) };
+}
+
+/**
+ * Imports a shard in the worker: read, validate, cache. Resolves `{ ok: false, issues }` for an
+ * invalid shard (nothing cached), `{ ok: true, summary }` otherwise. Aborting terminates the
+ * worker, removes whatever it had half-written, then rejects with an AbortError.
+ */
+export function importShard(source: SourceDescriptor, opts: ImportShardOptions = {}): Promise<ImportResult> {
+  const { onProgress, parquet, skipPreflight } = opts;
+  let limits = opts.limits;
+  if (!limits) {
+    const fromPage = limitsFromPage();
+    if (fromPage.issues.length) return Promise.resolve({ ok: false, issues: fromPage.issues });
+    limits = fromPage.limits;
+  }
+  const options = { limits, skipPreflight, ...(parquet ? { parquet } : {}) };
+  return call<ImportResult>(opts.signal, (api) =>
+    api.importShard(source, onProgress ? Comlink.proxy(onProgress) : undefined, options),
+  );
+}
+
+/**
+ * Reads a Parquet dataset's file footers in the worker and detects its layout and column mapping:
+ * `{ ok: true, inspection }` (show `inspection.mapping` for confirmation), or `{ ok: false, issues }`.
+ */
+export function inspectParquet(
+  source: SourceDescriptor,
+  opts: { signal?: AbortSignal } = {},
+): Promise<InspectResult> {
+  return call<InspectResult>(opts.signal, (api) => api.inspectParquet(source));
+}
+
+/**
+ * The Parquet inspection of a source that holds a Parquet dataset (show its mapping for confirmation
+ * before importing), or `null` for a JSONL shard.
+ */
+export function inspectIfParquet(
+  source: SourceDescriptor,
+  opts: { signal?: AbortSignal } = {},
+): Promise<InspectResult | null> {
+  return call<InspectResult | null>(opts.signal, (api) => api.inspectIfParquet(source));
+}
+
+/** Runs one worker call with cancel (terminate + sweep) and worker-death handling. */
+function call<T>(
+  signal: AbortSignal | undefined,
+  invoke: (api: Comlink.Remote<ShardWorkerApi>) => Promise<T>,
+): Promise<T> {
+  if (signal?.aborted) return Promise.reject(abortError());
+  const api = connect();
+  const w = worker;
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const reject1 = (e: unknown) => {
+      if (settled) return;
+      settled = true;
+      pending.delete(reject1);
+      signal?.removeEventListener('abort', onAbort);
+      reject(e);
+    };
+    const onAbort = () => {
+      if (settled) return;
+      settled = true;
+      pending.delete(reject1);
+      // Other calls in flight on this worker die with it.
+      stop(w, new Error('the shard worker was stopped because another import was cancelled'));
+      // The killed worker's Web Lock is released by the browser; wait for it, then sweep the
+      // uncommitted records it left (see shard-store.ts), so a cancel leaves nothing behind.
+      void sweepAfterCancel().finally(() => reject(abortError()));
+    };
+    pending.add(reject1);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    invoke(api).then((r) => {
+      if (settled) return;
+      settled = true;
+      pending.delete(reject1);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(r);
+    }, reject1);
+  });
+}
+
+async function sweepAfterCancel(): Promise<void> {
+  try {
+    const store = await openShardStore({ sweep: false });
+    await store.sweep({ waitMs: CANCEL_SWEEP_WAIT_MS });
+    await store.close();
+  } catch (e) {
+    console.warn('loupe: cleaning up a cancelled import failed; it will be swept on next start', e);
+  }
+}
+
+/** Terminates the shard worker if it is running (calls in flight reject). */
+export function stopShardWorker(): void {
+  stop(worker, abortError());
+}

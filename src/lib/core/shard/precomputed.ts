@@ -1,0 +1,248 @@
+// Precomputed corpus embeddings inside a shard: `embeddings/index.json` lists the sets, each in
+// `embeddings/<model-id>/<dtype>/` with one float16 .npy per document part (`text.npy`, `image.npy`)
+// and a `sidecar.json` naming the model, revision, pooling, normalisation, prefixes, dimension and
+// the document of every row. Pure: bytes and JSON in, checked sets out; every error names the file.
+import type { ModelSpec } from '../retrieval/models';
+import type { ShardSource } from './source';
+import {
+  VectorFileError,
+  checkSidecar,
+  f32ToF16,
+  parseNpy,
+  parseSidecar,
+  type EmbeddingSidecar,
+} from './vector-files';
+
+/** PRECOMPUTED_INDEX: the file listing a shard's precomputed embedding sets. */
+export const PRECOMPUTED_INDEX = 'embeddings/index.json';
+/** PRECOMPUTED_FORMAT: the `format` of index.json and of every sidecar. */
+export const PRECOMPUTED_FORMAT = 'loupe-embeddings/1';
+/** PRECOMPUTED_KIND: artifact kind under which an imported set is stored with its shard. */
+export const PRECOMPUTED_KIND = 'precomputed';
+
+/** One set in index.json: a model at a dtype, in a folder under embeddings/. */
+export interface PrecomputedEntry {
+  model_id: string;
+  dtype: string;
+  /** Folder under embeddings/, e.g. `loupe-test/bert-tiny-random/fp32/`. */
+  path: string;
+}
+
+/** A set's sidecar: the vector-file sidecar plus what else decides the vectors. */
+export interface PrecomputedSidecar extends EmbeddingSidecar {
+  format: string;
+  hub_id: string;
+  /** Which part of each document was embedded. */
+  part: 'text' | 'image';
+  query_prefix: string;
+  doc_prefix: string;
+  /** The model's truncation length when the spec sets one. */
+  max_tokens?: number;
+  /** The .npy file (float16) beside the sidecar. */
+  vectors: string;
+  /** Documents of the shard without that part (no row). */
+  missing: string[];
+}
+
+/** A set read from a shard and checked against its documents: float16 bits, row-major. */
+export interface PrecomputedSet {
+  sidecar: PrecomputedSidecar;
+  /** rows × dim half-precision bit patterns. */
+  f16: Uint16Array;
+}
+
+/** The folder of a set: `<model-id>/<dtype>/` (model ids may contain a slash). */
+export function precomputedPath(modelId: string, dtype: string): string {
+  return `${modelId}/${dtype}/`;
+}
+
+/** Artifact key of a stored set. */
+export function precomputedKey(modelId: string, dtype: string, part: string): string {
+  return `${modelId}|${dtype}|${part}`;
+}
+
+function safeFolder(p: string): boolean {
+  return (
+    p.endsWith('/') &&
+    !p.startsWith('/') &&
+    p
+      .split('/')
+      .slice(0, -1)
+      .every((s) => s && s !== '.' && s !== '..')
+  );
+}
+
+/** Parses embeddings/index.json. */
+export function parsePrecomputedIndex(json: unknown, file = PRECOMPUTED_INDEX): PrecomputedEntry[] {
+  const o = json as { format?: unknown; sets?: unknown } | null;
+  if (!o || typeof o !== 'object' || o.format !== PRECOMPUTED_FORMAT || !Array.isArray(o.sets))
+    throw new VectorFileError(file, `expected {"format": "${PRECOMPUTED_FORMAT}", "sets": [...]}`);
+  return o.sets.map((s: unknown, i) => {
+    const e = s as Partial<PrecomputedEntry> | null;
+    if (!e || typeof e.model_id !== 'string' || typeof e.dtype !== 'string' || typeof e.path !== 'string')
+      throw new VectorFileError(file, `sets[${i}] needs string model_id, dtype and path`);
+    if (!safeFolder(e.path))
+      throw new VectorFileError(
+        file,
+        `sets[${i}].path ${JSON.stringify(e.path)} must be a relative folder ending in /`,
+      );
+    return { model_id: e.model_id, dtype: e.dtype, path: e.path };
+  });
+}
+
+/** Parses a set's sidecar.json (the vector-file fields and the precomputed ones). */
+export function parsePrecomputedSidecar(json: unknown, file: string): PrecomputedSidecar {
+  const base = parseSidecar(json, file);
+  const o = json as Record<string, unknown>;
+  const problems: string[] = [];
+  if (o.format !== PRECOMPUTED_FORMAT) problems.push(`'format' must be "${PRECOMPUTED_FORMAT}"`);
+  for (const f of ['hub_id', 'query_prefix', 'doc_prefix', 'vectors'] as const)
+    if (typeof o[f] !== 'string') problems.push(`'${f}' must be a string`);
+  if (o.part !== 'text' && o.part !== 'image') problems.push(`'part' must be "text" or "image"`);
+  if (o.max_tokens !== undefined && !(Number.isInteger(o.max_tokens) && (o.max_tokens as number) > 0))
+    problems.push(`'max_tokens' must be a positive integer`);
+  if (!Array.isArray(o.missing) || o.missing.some((x) => typeof x !== 'string'))
+    problems.push(`'missing' must be an array of document ids`);
+  if (typeof o.vectors === 'string' && (o.vectors.includes('/') || !o.vectors.endsWith('.npy')))
+    problems.push(`'vectors' must be a .npy file name beside the sidecar`);
+  if (problems.length) throw new VectorFileError(file, problems.join('; '));
+  return {
+    ...base,
+    format: o.format as string,
+    hub_id: o.hub_id as string,
+    part: o.part as 'text' | 'image',
+    query_prefix: o.query_prefix as string,
+    doc_prefix: o.doc_prefix as string,
+    ...(o.max_tokens !== undefined ? { max_tokens: o.max_tokens as number } : {}),
+    vectors: o.vectors as string,
+    missing: o.missing as string[],
+  };
+}
+
+/**
+ * Why a set does not fit a model loaded at `dtype` (empty when it fits): the model, revision,
+ * dtype, pooling, normalisation, prefixes, truncation and dimension must all be the same.
+ */
+export function precomputedMismatch(
+  s: PrecomputedSidecar,
+  spec: ModelSpec,
+  dtype: string,
+  dim: number,
+): string[] {
+  const out: string[] = [];
+  const same = (what: string, got: unknown, want: unknown) => {
+    if (got !== want) out.push(`${what} ${JSON.stringify(got)} ≠ ${JSON.stringify(want)}`);
+  };
+  same('model', s.model_id, spec.id);
+  same('revision', s.revision, spec.revision);
+  same('dtype', s.dtype, dtype);
+  same('pooling', s.pooling, spec.pooling);
+  same('normalize', s.normalize, spec.normalize);
+  same('query prefix', s.query_prefix, spec.queryPrefix);
+  same('document prefix', s.doc_prefix, spec.docPrefix);
+  same('max tokens', s.max_tokens, spec.maxTokens);
+  same('dimension', s.dim, dim);
+  return out;
+}
+
+async function readAll(source: ShardSource, path: string): Promise<Uint8Array | null> {
+  const stream = await source.open(path);
+  if (!stream) return null;
+  const chunks: Uint8Array[] = [];
+  let n = 0;
+  for await (const c of stream) {
+    chunks.push(c.slice());
+    n += c.length;
+  }
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+function json(bytes: Uint8Array, file: string): unknown {
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch (e) {
+    throw new VectorFileError(file, `not valid JSON (${(e as Error).message})`);
+  }
+}
+
+/** Float16 .npy bytes → the half bit patterns (the file must be '<f2'). */
+function halfBits(bytes: Uint8Array, file: string, n: number, dim: number): Uint16Array {
+  const m = parseNpy(bytes, file);
+  if (m.sourceDtype !== 'f16') throw new VectorFileError(file, `precomputed vectors must be float16 ('<f2')`);
+  if (m.n !== n || m.dim !== dim)
+    throw new VectorFileError(file, `shape (${m.n}, ${m.dim}) ≠ (${n}, ${dim})`);
+  // The data is the last n·dim·2 bytes (after the header); copy so the result owns aligned memory.
+  const start = bytes.length - n * dim * 2;
+  return new Uint16Array(bytes.slice(start).buffer);
+}
+
+/**
+ * Reads and checks every precomputed set of a shard: each sidecar against the shard's documents
+ * (the rows must be exactly its documents that have the part, in shard order) and each .npy against
+ * the sidecar. A set that fails is left out with a problem naming the file and what is wrong.
+ */
+export async function readPrecomputed(
+  source: ShardSource,
+  docs: readonly { id: string; title?: string; text?: string; image?: string }[],
+): Promise<{ sets: PrecomputedSet[]; problems: string[] }> {
+  const indexBytes = await readAll(source, PRECOMPUTED_INDEX);
+  if (!indexBytes) return { sets: [], problems: [] };
+  const sets: PrecomputedSet[] = [];
+  const problems: string[] = [];
+  let entries: PrecomputedEntry[];
+  try {
+    entries = parsePrecomputedIndex(json(indexBytes, PRECOMPUTED_INDEX));
+  } catch (e) {
+    return { sets, problems: [(e as Error).message] };
+  }
+  for (const entry of entries) {
+    for (const part of ['text', 'image'] as const) {
+      const file = `embeddings/${entry.path}sidecar-${part}.json`;
+      try {
+        const bytes = await readAll(source, file);
+        if (!bytes) continue;
+        const sidecar = parsePrecomputedSidecar(json(bytes, file), file);
+        if (sidecar.model_id !== entry.model_id || sidecar.dtype !== entry.dtype || sidecar.part !== part)
+          throw new VectorFileError(
+            file,
+            `describes ${sidecar.model_id} ${sidecar.dtype} ${sidecar.part}, index.json says ${entry.model_id} ${entry.dtype} ${part}`,
+          );
+        const has = (d: (typeof docs)[number]) =>
+          part === 'text'
+            ? [d.title, d.text].some((s) => s && s.trim())
+            : typeof d.image === 'string' && d.image !== '';
+        const ids = docs.filter(has).map((d) => d.id);
+        const check = checkSidecar(sidecar, { n: sidecar.doc_ids.length, dim: sidecar.dim }, ids);
+        if (!check.ok) throw new VectorFileError(file, check.problems.map((p) => p.message).join('; '));
+        const vfile = `embeddings/${entry.path}${sidecar.vectors}`;
+        const vbytes = await readAll(source, vfile);
+        if (!vbytes) throw new VectorFileError(vfile, 'missing (named by the sidecar)');
+        sets.push({ sidecar, f16: halfBits(vbytes, vfile, ids.length, sidecar.dim) });
+      } catch (e) {
+        problems.push((e as Error).message);
+      }
+    }
+  }
+  return { sets, problems };
+}
+
+/** Float32 rows → a float16 .npy (version 1.0, '<f2', C order). */
+export function writeNpyF16(data: Float32Array, n: number, dim: number): Uint8Array {
+  if (data.length !== n * dim) throw new RangeError(`(${n}, ${dim}) needs ${n * dim} values`);
+  let header = `{'descr': '<f2', 'fortran_order': False, 'shape': (${n}, ${dim}), }`;
+  const total = Math.ceil((10 + header.length + 1) / 64) * 64;
+  header = header.padEnd(total - 10 - 1, ' ') + '\n';
+  const out = new Uint8Array(total + n * dim * 2);
+  out.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0]);
+  const dv = new DataView(out.buffer);
+  dv.setUint16(8, header.length, true);
+  out.set(new TextEncoder().encode(header), 10);
+  for (let i = 0; i < data.length; i++) dv.setUint16(total + i * 2, f32ToF16(data[i]), true);
+  return out;
+}
