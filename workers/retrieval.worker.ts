@@ -5,14 +5,12 @@ import {
   bm25AnalyzerKey,
   bm25Doc,
   buildBm25Index,
-  deserializeBm25,
   explainBm25,
   searchBm25,
-  serializeBm25,
   type Bm25Index,
   type Bm25Params,
-  type SerializedBm25,
 } from '../src/lib/core/retrieval/bm25';
+import { deserializeBm25, serializeBm25, type SerializedBm25 } from '../src/lib/core/retrieval/bm25-store';
 import { loadAnalyzers } from '../src/lib/core/retrieval/analyzers';
 import type { Doc, Progress, Query } from '../src/lib/core/types';
 import { openShardStore } from '../src/lib/platform/shard-store';

@@ -9,21 +9,23 @@ import {
 } from '../../src/lib/core/retrieval/analyzer';
 import type { AnalyzerId } from '../../src/lib/core/retrieval/analyzers';
 import {
-  BM25_FORMAT_VERSION,
-  CorruptIndexError,
   bm25AnalyzerKey,
   bm25Doc,
   buildBm25Index,
   bm25HasTokens,
   byte4ToInt,
-  deserializeBm25,
   explainBm25,
   intToByte4,
   searchBm25,
-  serializeBm25,
   type Bm25Index,
-  type SerializedBm25,
 } from '../../src/lib/core/retrieval/bm25';
+import {
+  BM25_FORMAT_VERSION,
+  CorruptIndexError,
+  deserializeBm25,
+  serializeBm25,
+  type SerializedBm25,
+} from '../../src/lib/core/retrieval/bm25-store';
 import { TopK, compareUtf8 } from '../../src/lib/core/retrieval/topk';
 import type { Progress, ScoredDoc } from '../../src/lib/core/types';
 import { DATA_DIR } from '../paths';

@@ -30,7 +30,6 @@
 // a drug name, counts its documents in both).
 import { ANALYZER_VERSION } from './analyzer';
 import {
-  ANALYZER_IDS,
   analyzerIdForLanguage,
   dropQueryStopWords,
   getAnalyzer,
@@ -40,6 +39,9 @@ import {
 import { throttle } from '../throttle';
 import { TopK, compareUtf8 } from './topk';
 import type { Doc, ProgressFn, ScoredDoc } from '../types';
+import { byte4ToInt, intToByte4 } from './lucene-norms';
+
+export { byte4ToInt, intToByte4 } from './lucene-norms';
 
 /** BM25 parameters; Anserini's BEIR defaults are k1 = 0.9, b = 0.4 with Lucene's lossy lengths. */
 export interface Bm25Params {
@@ -156,81 +158,10 @@ export interface Bm25Explanation {
   terms: Bm25TermExplanation[];
 }
 
-/** A structured-clone friendly snapshot of an index (plain object + ArrayBuffers) for IndexedDB. */
-export interface SerializedBm25 {
-  meta: Bm25Meta;
-  buffers: ArrayBuffer[];
-}
-
-/** Header of a serialized index. */
-export interface Bm25Meta {
-  format: 'loupe-bm25';
-  version: number;
-  analyzerVersion: number;
-  params: Bm25Params;
-  docCount: number;
-  indexedDocCount: number;
-  termCount: number;
-  postingCount: number;
-  sumDocLength: number;
-  /** Bytes per stored term frequency: 2 (Uint16) or 4 (Uint32). */
-  tfBytes: 2 | 4;
-  /** Analyzer of each document-language group (buffer 8 holds each document's group). */
-  analyzers: AnalyzerId[];
-}
-
-/** Thrown by deserializeBm25 when a snapshot is corrupt, truncated or from another format version. */
-export class CorruptIndexError extends Error {
-  constructor(message: string) {
-    super(`BM25 index cache is unusable: ${message}`);
-    this.name = 'CorruptIndexError';
-  }
-}
-
-/** Current serialization format version (2: per-document analyzer groups). */
-export const BM25_FORMAT_VERSION = 2;
-
-// ---------------------------------------------------------------------------------------------
-// Lucene's one-byte length norm (SmallFloat.intToByte4 / byte4ToInt), implemented from the
-// algorithm: a tiny float with 3 explicit mantissa bits; byte values below 24 encode themselves.
-
-/** Encodes a non-negative int as a tiny float: exact below 16, then 4 significant bits. */
-function longToInt4(v: number): number {
-  const numBits = 32 - Math.clz32(v);
-  if (numBits < 4) return v;
-  const shift = numBits - 4;
-  // Keep the 4 most significant bits, drop the implicit leading 1, store shift + 1 above them.
-  return ((v >>> shift) & 0x07) | ((shift + 1) << 3);
-}
-
-function int4ToLong(i: number): number {
-  const bits = i & 0x07;
-  const shift = (i >>> 3) - 1;
-  return shift === -1 ? bits : (bits | 0x08) * 2 ** shift;
-}
-
-// The byte values left over after encoding the whole non-negative int range as int4 are used to
-// store the smallest lengths exactly: 255 − int4(2^31 − 1) = 24.
-const NUM_FREE_VALUES = 255 - longToInt4(0x7fffffff);
-
-/** Lucene's SmallFloat.intToByte4: a document length (non-negative int) to its one-byte norm. */
-export function intToByte4(length: number): number {
-  if (!Number.isInteger(length) || length < 0 || length > 0x7fffffff)
-    throw new RangeError(`bad length ${length}`);
-  return length < NUM_FREE_VALUES ? length : NUM_FREE_VALUES + longToInt4(length - NUM_FREE_VALUES);
-}
-
-/** Lucene's SmallFloat.byte4ToInt: a one-byte norm (0–255) back to the length it stands for. */
-export function byte4ToInt(b: number): number {
-  const i = b & 0xff;
-  return i < NUM_FREE_VALUES ? i : NUM_FREE_VALUES + int4ToLong(i - NUM_FREE_VALUES);
-}
-
-// ---------------------------------------------------------------------------------------------
-
 const fround = Math.fround;
 
-function checkParams(p: Partial<Bm25Params> | undefined): Bm25Params {
+/** Bm25Params with defaults filled in, checked (also by bm25-store when it reads a header). */
+export function checkParams(p: Partial<Bm25Params> | undefined): Bm25Params {
   const params = { ...DEFAULT_BM25_PARAMS, ...p };
   if (typeof params.k1 !== 'number' || !Number.isFinite(params.k1) || params.k1 < 0)
     throw new RangeError(`BM25 k1 must be a non-negative finite number, got ${params.k1}`);
@@ -253,8 +184,8 @@ function idfOf(params: Bm25Params, df: number, n: number): number {
   return params.lossyLengths ? fround(idf) : idf;
 }
 
-/** Derives everything that is computed from the stored arrays (shared by build and deserialize). */
-function assemble(
+/** Derives everything that is computed from the stored arrays (shared by build and bm25-store's deserialize). */
+export function assemble(
   params: Bm25Params,
   docIds: string[],
   terms: Map<string, number>,
@@ -641,213 +572,4 @@ export function explainBm25(
     analyzer,
     terms,
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Serialization. Buffer layout (all copies, so transferring them never detaches the index):
-//   0 doc id UTF-8 byte offsets  Uint32[docCount + 1]     1 doc id UTF-8 bytes
-//   2 term UTF-8 byte offsets    Uint32[termCount + 1]    3 term UTF-8 bytes
-//   4 posting offsets            Uint32[termCount + 1]    5 posting docs Uint32[postingCount]
-//   6 posting tfs Uint16|Uint32[postingCount]             7 doc lengths  Uint32[docCount]
-//   8 doc analyzer groups Uint8[docCount] (positions in meta.analyzers)
-// Derived data (norms, length factors, id ranks, lookup maps) is recomputed on load.
-
-function encodeStrings(strings: Iterable<string>, count: number): [ArrayBuffer, ArrayBuffer] {
-  const enc = new TextEncoder();
-  const parts: Uint8Array[] = [];
-  const offsets = new Uint32Array(count + 1);
-  let i = 0;
-  let bytes = 0;
-  for (const s of strings) {
-    const b = enc.encode(s);
-    parts.push(b);
-    bytes += b.length;
-    offsets[++i] = bytes;
-  }
-  const blob = new Uint8Array(bytes);
-  let at = 0;
-  for (const b of parts) (blob.set(b, at), (at += b.length));
-  return [offsets.buffer, blob.buffer];
-}
-
-function copyBuffer(a: Uint8Array | Uint16Array | Uint32Array): ArrayBuffer {
-  return a.slice().buffer as ArrayBuffer;
-}
-
-/** Snapshots an index as a plain meta object plus ArrayBuffers (structured-clone friendly). */
-export function serializeBm25(index: Bm25Index): SerializedBm25 {
-  const termCount = index.terms.size;
-  const postingCount = index.postingDocs.length;
-  // Term ids are assigned in Map insertion order, so iterating the map lists terms by id.
-  const [docOff, docBytes] = encodeStrings(index.docIds, index.docCount);
-  const [termOff, termBytes] = encodeStrings(index.terms.keys(), termCount);
-  const meta: Bm25Meta = {
-    format: 'loupe-bm25',
-    version: BM25_FORMAT_VERSION,
-    analyzerVersion: ANALYZER_VERSION,
-    params: { ...index.params },
-    docCount: index.docCount,
-    indexedDocCount: index.indexedDocCount,
-    termCount,
-    postingCount,
-    sumDocLength: index.sumDocLength,
-    tfBytes: index.postingTfs.BYTES_PER_ELEMENT as 2 | 4,
-    analyzers: [...index.analyzers],
-  };
-  return {
-    meta,
-    buffers: [
-      docOff,
-      docBytes,
-      termOff,
-      termBytes,
-      copyBuffer(index.postingOffsets),
-      copyBuffer(index.postingDocs),
-      copyBuffer(index.postingTfs),
-      copyBuffer(index.docLengths),
-      copyBuffer(index.docAnalyzer),
-    ],
-  };
-}
-
-function isCount(v: unknown): v is number {
-  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-}
-
-function decodeStrings(offBuf: ArrayBuffer, blobBuf: ArrayBuffer, count: number, what: string): string[] {
-  if (offBuf.byteLength !== 4 * (count + 1))
-    throw new CorruptIndexError(`${what} offsets have the wrong size`);
-  const off = new Uint32Array(offBuf);
-  const blob = new Uint8Array(blobBuf);
-  if (off[0] !== 0 || off[count] !== blob.length)
-    throw new CorruptIndexError(`${what} offsets do not span the bytes`);
-  const dec = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-  const out: string[] = new Array(count);
-  for (let i = 0; i < count; i++) {
-    if (off[i + 1] < off[i]) throw new CorruptIndexError(`${what} offsets are not ascending`);
-    try {
-      out[i] = dec.decode(blob.subarray(off[i], off[i + 1]));
-    } catch {
-      throw new CorruptIndexError(`${what} ${i} is not valid UTF-8`);
-    }
-  }
-  return out;
-}
-
-/**
- * Rebuilds an index from serializeBm25's output. Throws CorruptIndexError when the format or
- * analyzer version differs, or sizes, offsets, postings or length totals are inconsistent.
- */
-export function deserializeBm25(data: SerializedBm25): Bm25Index {
-  const meta = data?.meta as Partial<Bm25Meta> | undefined;
-  const buffers = data?.buffers;
-  if (!meta || typeof meta !== 'object' || meta.format !== 'loupe-bm25')
-    throw new CorruptIndexError('not a BM25 index');
-  if (meta.version !== BM25_FORMAT_VERSION)
-    throw new CorruptIndexError(`format version ${meta.version} is not ${BM25_FORMAT_VERSION}`);
-  if (meta.analyzerVersion !== ANALYZER_VERSION)
-    throw new CorruptIndexError(
-      `built by analyzer version ${meta.analyzerVersion}, current is ${ANALYZER_VERSION}`,
-    );
-  let params: Bm25Params;
-  try {
-    params = checkParams(meta.params);
-  } catch (e) {
-    throw new CorruptIndexError(`bad params (${(e as Error).message})`);
-  }
-  const { docCount, indexedDocCount, termCount, postingCount, sumDocLength, tfBytes } = meta;
-  if (
-    ![docCount, indexedDocCount, termCount, postingCount, sumDocLength].every(isCount) ||
-    (tfBytes !== 2 && tfBytes !== 4)
-  )
-    throw new CorruptIndexError('bad counts in header');
-  const D = docCount!;
-  const T = termCount!;
-  const P = postingCount!;
-  const analyzers = meta.analyzers;
-  if (
-    !Array.isArray(analyzers) ||
-    analyzers.length === 0 ||
-    analyzers.length > 255 ||
-    !analyzers.every((a) => ANALYZER_IDS.includes(a)) ||
-    new Set(analyzers).size !== analyzers.length
-  )
-    throw new CorruptIndexError('bad analyzer list in header');
-  if (!Array.isArray(buffers) || buffers.length !== 9) throw new CorruptIndexError('expected 9 buffers');
-  for (const b of buffers)
-    if (Object.prototype.toString.call(b) !== '[object ArrayBuffer]')
-      throw new CorruptIndexError('a buffer is not an ArrayBuffer');
-  const sizes = [
-    [4, 4 * (T + 1), 'posting offsets'],
-    [5, 4 * P, 'posting docs'],
-    [6, tfBytes! * P, 'posting tfs'],
-    [7, 4 * D, 'doc lengths'],
-    [8, D, 'doc analyzer groups'],
-  ] as const;
-  for (const [i, size, what] of sizes)
-    if (buffers[i].byteLength !== size)
-      throw new CorruptIndexError(`${what} are ${buffers[i].byteLength} bytes, expected ${size}`);
-
-  const docIds = decodeStrings(buffers[0], buffers[1], D, 'doc id');
-  const termList = decodeStrings(buffers[2], buffers[3], T, 'term');
-  const terms = new Map<string, number>();
-  termList.forEach((t, i) => terms.set(t, i));
-  if (terms.size !== T || terms.has('')) throw new CorruptIndexError('duplicate or empty terms');
-
-  // Copies, so the index never aliases (or is detached with) the caller's buffers.
-  const postingOffsets = new Uint32Array(buffers[4].slice(0));
-  const postingDocs = new Uint32Array(buffers[5].slice(0));
-  const postingTfs =
-    tfBytes === 2 ? new Uint16Array(buffers[6].slice(0)) : new Uint32Array(buffers[6].slice(0));
-  const docLengths = new Uint32Array(buffers[7].slice(0));
-  const docAnalyzer = new Uint8Array(buffers[8].slice(0));
-  for (let d = 0; d < D; d++)
-    if (docAnalyzer[d] >= analyzers.length)
-      throw new CorruptIndexError(
-        `document ${d} names analyzer group ${docAnalyzer[d]} of ${analyzers.length}`,
-      );
-
-  if (postingOffsets[0] !== 0 || postingOffsets[T] !== P)
-    throw new CorruptIndexError('posting offsets do not span the postings');
-  // Every document's term frequencies must add up to its length.
-  const tfSum = new Float64Array(D);
-  for (let t = 0; t < T; t++) {
-    const from = postingOffsets[t];
-    const to = postingOffsets[t + 1];
-    if (to <= from) throw new CorruptIndexError(`term ${t} has no postings or bad offsets`);
-    let prev = -1;
-    for (let i = from; i < to; i++) {
-      const d = postingDocs[i];
-      if (d >= D || d <= prev)
-        throw new CorruptIndexError(`term ${t} has out-of-order or out-of-range postings`);
-      if (postingTfs[i] === 0) throw new CorruptIndexError(`term ${t} has a zero term frequency`);
-      tfSum[d] += postingTfs[i];
-      prev = d;
-    }
-  }
-  let sum = 0;
-  let indexed = 0;
-  for (let d = 0; d < D; d++) {
-    if (tfSum[d] !== docLengths[d])
-      throw new CorruptIndexError(`document ${d} length disagrees with its postings`);
-    sum += docLengths[d];
-    if (docLengths[d] > 0) indexed++;
-  }
-  if (sum !== sumDocLength || indexed !== indexedDocCount)
-    throw new CorruptIndexError('length totals disagree with the header');
-  try {
-    return assemble(
-      params,
-      docIds,
-      terms,
-      postingOffsets,
-      postingDocs,
-      postingTfs,
-      docLengths,
-      [...analyzers],
-      docAnalyzer,
-    );
-  } catch (e) {
-    throw new CorruptIndexError((e as Error).message);
-  }
 }
