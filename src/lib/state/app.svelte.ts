@@ -16,12 +16,12 @@ import type { SourceDescriptor } from '../clients/shard-client';
 import type { ParquetMapping } from '../core/media/parquet/mapping';
 import { isolationStatus, type IsolationStatus } from '../platform/isolation';
 import type { DemoShard } from './library.svelte';
+import type { AppPhase } from './phase';
 
 export type { OpenShard } from './library.svelte';
 export type { RunResult } from './runs.svelte';
 
-export type AppPhase =
-  'starting' | 'idle' | 'importing' | 'preparing' | 'ready' | 'running' | 'done' | 'error';
+export type { AppPhase } from './phase';
 
 /** The views, each its own route (`#/search`, `#/benchmark`, `#/shards`); `home` is the landing page. */
 export type Route = 'home' | 'search' | 'benchmark' | 'shards';

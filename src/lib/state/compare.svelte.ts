@@ -6,8 +6,21 @@ import { queryFacets, qrelsFor } from '../core/eval/report';
 import { describeFusion, fuse, fusionLabel, type FusionOptions } from '../core/retrieval/fusion';
 import type { RetrieverConfig } from '../core/retrieval/runs';
 import { compareInWorker, curvesInWorker } from '../clients/stats-client';
-import type { App } from './app.svelte';
+import type { Jobs } from './jobs.svelte';
+import type { Library } from './library.svelte';
+import type { Messages } from './messages.svelte';
+import type { RunStore } from './runs.svelte';
+import type { AppPhase } from './phase';
 import type { RunResult } from './runs.svelte';
+
+/** What this module needs of the page's state (App composes it and passes itself). */
+export interface CompareHost {
+  phase: AppPhase;
+  readonly jobs: Jobs;
+  readonly library: Library;
+  readonly messages: Messages;
+  readonly runs: RunStore;
+}
 
 /** Measures compared; the first is the primary one (facets, changed queries). */
 export const COMPARE_MEASURES = ['ndcg_cut_10', 'recall_100', 'recip_rank', 'map', 'P_10'];
@@ -26,7 +39,7 @@ export class CompareState {
   /** The last comparison computed for each task (task id → comparison). */
   #computed = $state.raw<Record<string, ComputedComparison>>({});
 
-  constructor(private app: App) {
+  constructor(private app: CompareHost) {
     app.library.onShardChange(() => {
       this.#picks = {};
       this.#baseline = {};

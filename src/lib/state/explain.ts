@@ -22,8 +22,17 @@ import { hasMultiImageItems, itemImagePaths, type MultiImage } from '../core/ret
 import type { Doc, ImageRef, Query } from '../core/types';
 import type { ModelSpec } from '../core/retrieval/models';
 import { densePlan } from './dense';
-import type { App } from './app.svelte';
+import type { Library } from './library.svelte';
+import type { Retrievers } from './retrievers.svelte';
+import type { RunStore } from './runs.svelte';
 import type { RunResult } from './runs.svelte';
+
+/** What this module needs of the page's state (App composes it and passes itself). */
+export interface ExplainHost {
+  readonly library: Library;
+  readonly retrievers: Retrievers;
+  readonly runs: RunStore;
+}
 
 export type Explanation =
   | {
@@ -85,7 +94,12 @@ export function rankIn(r: RunResult, queryId: string, docId: string): { rank: nu
 }
 
 /** Explains `docId`'s score for `queryId` in run `r`. */
-export async function explain(app: App, r: RunResult, queryId: string, docId: string): Promise<Explanation> {
+export async function explain(
+  app: ExplainHost,
+  r: RunResult,
+  queryId: string,
+  docId: string,
+): Promise<Explanation> {
   const s = app.library.shard;
   const query = s?.queryById.get(queryId);
   if (!s || !query) throw new Error(`query ${queryId} is not in the open shard`);
@@ -242,7 +256,7 @@ function dot(a: Float32Array, b: Float32Array): number {
  * the best (query image, document image) pair, each image fused with its side's text when it has one.
  */
 async function explainImages(
-  app: App,
+  app: ExplainHost,
   spec: ModelSpec,
   plan: ReturnType<typeof densePlan>,
   mode: MultiImage,

@@ -15,10 +15,25 @@ import type { Dtype } from '../core/retrieval/models';
 import type { Device } from '../platform/backend';
 import { densePlan } from './dense';
 import { modelSpec } from './retrievers.svelte';
-import type { App } from './app.svelte';
+import type { CompareState } from './compare.svelte';
+import type { Library } from './library.svelte';
+import type { Messages } from './messages.svelte';
+import type { Retrievers } from './retrievers.svelte';
+import type { RunStore } from './runs.svelte';
+import type { AppPhase } from './phase';
+
+/** What this module needs of the page's state (App composes it and passes itself). */
+export interface LinksHost {
+  phase: AppPhase;
+  readonly compare: CompareState;
+  readonly library: Library;
+  readonly messages: Messages;
+  readonly retrievers: Retrievers;
+  readonly runs: RunStore;
+}
 
 /** Reopens a shared comparison (see the header comment); `compare=1` computes it. */
-export async function openPermalink(app: App, params: URLSearchParams) {
+export async function openPermalink(app: LinksHost, params: URLSearchParams) {
   const { library, runs, retrievers, compare, messages } = app;
   let specs: RunSpec[];
   let fuseSpec: FuseSpec | null = null;
@@ -114,7 +129,7 @@ export async function openPermalink(app: App, params: URLSearchParams) {
  * A URL that reopens the current comparison of the selected task (null when a compared run
  * cannot be described: imports and reranks have no spec). Derived from the picks, never stored.
  */
-export function permalinkOf(app: App): string | null {
+export function permalinkOf(app: LinksHost): string | null {
   const s = app.library.shard;
   if (!s) return null;
   const picked = app.compare.picked;

@@ -11,15 +11,31 @@ import {
   type LoadOptions,
 } from '../clients/encoder-client';
 import { Job } from './jobs.svelte';
-import type { App } from './app.svelte';
+import type { Jobs } from './jobs.svelte';
+import type { Library } from './library.svelte';
+import type { Messages } from './messages.svelte';
+import type { Retrievers } from './retrievers.svelte';
+import type { RunStore } from './runs.svelte';
+import type { AppPhase } from './phase';
 import type { RunResult } from './runs.svelte';
+
+/** What this module needs of the page's state (App composes it and passes itself). */
+export interface RerankHost {
+  phase: AppPhase;
+  failedPhase(): AppPhase;
+  readonly jobs: Jobs;
+  readonly library: Library;
+  readonly messages: Messages;
+  readonly retrievers: Retrievers;
+  readonly runs: RunStore;
+}
 
 export class Reranker {
   /** Cross-encoder (registry id) and how many documents per query it reorders. */
   modelId = $state(RERANKER_REGISTRY[0]?.id ?? '');
   topN = $state(20);
 
-  constructor(private app: App) {}
+  constructor(private app: RerankHost) {}
 
   /**
    * Why a run cannot be reranked with a cross-encoder (null when it can): cross-encoders read

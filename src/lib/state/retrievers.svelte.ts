@@ -18,8 +18,24 @@ import {
 } from '../core/retrieval/chunking';
 import { describeMultiImage, hasMultiImageItems, type MultiImage } from '../core/retrieval/multi-image';
 import { densePlan, denseTask, type DenseSettings } from './dense';
-import type { App } from './app.svelte';
+import type { Jobs } from './jobs.svelte';
+import type { Library } from './library.svelte';
+import type { Messages } from './messages.svelte';
+import type { RunStore } from './runs.svelte';
+import type { StorageState } from './storage.svelte';
+import type { AppPhase } from './phase';
 import type { RunResult } from './runs.svelte';
+
+/** What this module needs of the page's state (App composes it and passes itself). */
+export interface RetrieversHost {
+  phase: AppPhase;
+  failedPhase(): AppPhase;
+  readonly jobs: Jobs;
+  readonly library: Library;
+  readonly messages: Messages;
+  readonly runs: RunStore;
+  readonly storage: StorageState;
+}
 
 /** Default BM25 parameters: Pyserini/Anserini's BEIR baselines (Lucene BM25, k1=0.9, b=0.4). */
 export const DEFAULT_BM25: Bm25Params = { k1: 0.9, b: 0.4, lossyLengths: true };
@@ -58,7 +74,7 @@ export class Retrievers {
   /** The encoder in use: model, device, dtype, threads and why (shown in the UI). */
   encoder = $state.raw<LoadedEncoder | null>(null);
 
-  constructor(private app: App) {
+  constructor(private app: RetrieversHost) {
     app.library.onShardChange(() => {
       this.preparedKey = null;
       this.indexedDocs = null;

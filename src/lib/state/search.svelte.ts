@@ -12,7 +12,20 @@ import type { OpenedDicom } from '../platform/dicom-image';
 import { hasMultiImageItems } from '../core/retrieval/multi-image';
 import { modelSpec } from './retrievers.svelte';
 import { beginQuery, resultsSet, timeStage } from '../platform/query-timing';
-import type { App } from './app.svelte';
+import type { Jobs } from './jobs.svelte';
+import type { Library } from './library.svelte';
+import type { Messages } from './messages.svelte';
+import type { Retrievers } from './retrievers.svelte';
+import type { StorageState } from './storage.svelte';
+
+/** What this module needs of the page's state (App composes it and passes itself). */
+export interface SearchHost {
+  readonly jobs: Jobs;
+  readonly library: Library;
+  readonly messages: Messages;
+  readonly retrievers: Retrievers;
+  readonly storage: StorageState;
+}
 
 /** Image types the encoder's decoder handles (createImageBitmap in the worker). */
 export const QUERY_IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/webp'];
@@ -71,7 +84,7 @@ export class SearchState {
     return o && o.taskId === this.app.library.taskId ? o : null;
   }
 
-  constructor(private app: App) {
+  constructor(private app: SearchHost) {
     app.library.onShardChange(() => {
       this.#outcome = null;
       this.error = null;
