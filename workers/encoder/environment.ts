@@ -1,0 +1,116 @@
+// transformers.js environment, once per worker: self-hosted ORT files, the models/ folder, the
+// fetch hook that records failed model downloads, and the errors built from them (a download that
+// failed, a WebGPU failure).
+/// <reference types="vite/client" />
+import { env } from '@huggingface/transformers';
+// transformers.js 4.3 imports `onnxruntime-web/webgpu` (ort.webgpu.bundle.min.mjs), whose WASM and
+// WebGPU execution providers both run on the asyncify build: these two files are all it loads.
+import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
+import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
+import { MODEL_FETCH_FAILED, WEBGPU_FAILED, type ModelSpec } from '../../src/lib/core/retrieval/models';
+import { wasmThreads } from '../../src/lib/platform/backend';
+
+// Any WebGPU failure leaves this worker unusable: transformers.js chains every session creation and
+// every run of a realm on one promise, and a rejected link rejects all later ones, WASM included.
+// So it is reported as WEBGPU_FAILED and the client continues on WASM in a fresh worker.
+export function webGpuFailed(reason: string): Error {
+  const e = new Error(reason);
+  e.name = WEBGPU_FAILED;
+  return e;
+}
+
+let configured = false;
+/**
+ * The app's models/ folder as a URL path. The worker script sits one folder below the app root in
+ * both layouts (dev: /workers/x.ts, build: assets/x.js), so `../models/` works at the origin root and
+ * under a sub-path alike; a path, not a URL (see configureEnv).
+ */
+export let modelsBase = new URL('../models/', self.location.href).pathname;
+
+/** Network failures of model files during the current load (offline, host unreachable). */
+export let fetchFailures: { url: string; message: string }[] = [];
+
+/** Forgets the download failures of an earlier load (called as a load starts). */
+export function resetFetchFailures(): void {
+  fetchFailures = [];
+}
+
+/**
+ * Sets up transformers.js for this worker on the first call (ORT's self-hosted files, threads, the
+ * fetch hook); every call sets the models/ folder and whether the hub may be asked.
+ */
+export function configureEnv(allowRemoteModels: boolean, base?: string): void {
+  if (base) modelsBase = base;
+  if (!configured) {
+    const wasm = env.backends.onnx.wasm;
+    if (!wasm) throw new Error('onnxruntime-web has no WASM backend in this build');
+    // Mutate the object ORT reads; replacing env.backends.onnx.wasm would detach it from ORT.
+    wasm.wasmPaths = {
+      wasm: new URL(ortWasmUrl, self.location.href).href,
+      mjs: new URL(ortMjsUrl, self.location.href).href,
+    };
+    // Only read before the first session is created.
+    wasm.numThreads = wasmThreads();
+    // Otherwise transformers.js copies ORT's .mjs into the Cache API and imports it from a blob: URL,
+    // which the site's Content-Security-Policy (script-src 'self') refuses; the files are self-hosted.
+    env.useWasmCache = false;
+    env.allowLocalModels = true;
+    // A path, not a URL: with a full URL the tokenizer files silently fail to load. Hub ids
+    // (`owner/name`) are looked up here first, so a hub model can also be self-hosted under /models/.
+    env.localModelPath = modelsBase;
+    // Every model file request goes through here, so that a network failure can be reported with
+    // the model, the file and the host instead of a bare "Failed to fetch".
+    const plainFetch = globalThis.fetch.bind(globalThis);
+    env.fetch = async (input: string | URL, init?: RequestInit) => {
+      try {
+        return await plainFetch(input, init);
+      } catch (e) {
+        fetchFailures.push({ url: String(input), message: errorText(e) });
+        throw e;
+      }
+    };
+    configured = true;
+  }
+  env.localModelPath = modelsBase;
+  // Global to transformers.js: the last load's setting applies to loads running at the same time.
+  env.allowRemoteModels = allowRemoteModels;
+}
+
+/** A thrown value's message. */
+export function errorText(e: unknown): string {
+  return (e as Error)?.message ?? String(e);
+}
+
+/** Deletes a model's files from transformers.js's Cache API (best effort). */
+export async function evictCachedModelFiles(modelId: string): Promise<void> {
+  if (typeof caches === 'undefined') return;
+  try {
+    const cache = await caches.open(env.cacheKey);
+    for (const req of await cache.keys()) if (req.url.includes(`/${modelId}/`)) await cache.delete(req);
+  } catch (e) {
+    console.warn(`loupe: could not clear cached files of ${modelId}`, e);
+  }
+}
+
+/**
+ * The error for a model file that could not be downloaded: the model, the file, the host and the
+ * offline alternatives (the page adds the models available offline in this browser).
+ */
+export function modelFetchError(spec: ModelSpec, cause: unknown): Error {
+  const own = self.location.origin;
+  const remote = fetchFailures.filter((f) => new URL(f.url, self.location.href).origin !== own);
+  const f = (remote.length ? remote : fetchFailures).at(-1)!;
+  const u = new URL(f.url, self.location.href);
+  // Hub URLs are <host>/<owner>/<name>/resolve/<revision>/<file>; local ones end in the file.
+  const file = decodeURIComponent(
+    /\/resolve\/[^/]+\/(.+)$/.exec(u.pathname)?.[1] ?? u.pathname.split('/').pop() ?? '',
+  );
+  const e = new Error(
+    `Could not download ${file} of model ${spec.id} from ${u.host} (${f.message}; ${errorText(cause)}). ` +
+      `The network is off or ${u.host} cannot be reached. Offline choices: a model already cached in ` +
+      `this browser, the same files self-hosted under ${modelsBase}${spec.local ? (spec.localPath ?? spec.hubId) : spec.hubId}/, ` +
+      `or a generated test model (loupe-test/…, random weights).`,
+  );
+  e.name = MODEL_FETCH_FAILED;
+  return e;
+}

@@ -1,0 +1,223 @@
+// Model loading and device choice: the backend probe picks WebGPU or WASM and a dtype, the files
+// load through transformers.js (tokenizer, text tower or cross-encoder, vision tower and processor),
+// one warm-up run checks the output size, and any WebGPU failure is reported for the client to
+// continue on WASM in a fresh worker.
+import {
+  AutoModel,
+  AutoModelForSequenceClassification,
+  AutoProcessor,
+  AutoTokenizer,
+  CLIPTextModelWithProjection,
+  CLIPVisionModelWithProjection,
+  RawImage,
+  SiglipTextModel,
+  SiglipVisionModel,
+  type PreTrainedModel,
+  type Processor,
+  type Tensor,
+} from '@huggingface/transformers';
+import { isCrossEncoder, modelPath, type Dtype, type ModelSpec } from '../../src/lib/core/retrieval/models';
+import {
+  chooseBackend,
+  probeBackend,
+  wasmThreads,
+  type BackendProbe,
+  type Device,
+} from '../../src/lib/platform/backend';
+import {
+  configureEnv,
+  errorText,
+  evictCachedModelFiles,
+  fetchFailures,
+  modelFetchError,
+  modelsBase,
+  resetFetchFailures,
+  webGpuFailed,
+} from './environment';
+import { WARMUP_IMAGE_SIZE, embedImageBatch } from './image';
+import { phased, progressCallback } from './progress';
+import { checkActivation, pairLogits } from './rerank';
+import { disposeEncoder, encoders, setActive, watchDevice } from './session';
+import { embedTextBatch } from './text';
+import type { Encoder, LoadOptions, LoadedEncoder, OnProgress } from './types';
+
+/** The adapter probe, once per worker: requestAdapter costs milliseconds on every load otherwise. */
+let probePromise: Promise<BackendProbe> | null = null;
+
+const cacheKey = (spec: ModelSpec, dtype: Dtype, device: Device) =>
+  `${modelPath(spec, modelsBase)}|${spec.revision}|${spec.kind}|${dtype}|${device}`;
+
+function sizeMismatch(spec: ModelSpec, dim: number, source: string): string {
+  return isCrossEncoder(spec)
+    ? `${spec.id}: the model gives ${dim} logits per pair, ${source} says ${spec.dim}`
+    : `${spec.id}: the model gives ${dim}-dimensional vectors, ${source} says ${spec.dim}`;
+}
+
+async function createEncoder(
+  spec: ModelSpec,
+  device: Device,
+  dtype: Dtype,
+  report: OnProgress,
+): Promise<Encoder> {
+  const name = modelPath(spec, modelsBase);
+  const progress_callback = progressCallback(report);
+  const common = { revision: spec.revision, progress_callback };
+  const modelOpts = { ...common, dtype, device };
+  const tokenizer = await AutoTokenizer.from_pretrained(name, common);
+  let textModel: PreTrainedModel;
+  let visionModel: PreTrainedModel | undefined;
+  let processor: Processor | undefined;
+  if (spec.kind === 'text') {
+    textModel = await AutoModel.from_pretrained(name, modelOpts);
+  } else if (spec.kind === 'cross-encoder') {
+    // The model itself, not the text-classification pipeline: that pipeline applies a softmax over
+    // the labels, which turns every score of a one-logit reranker into 1.
+    textModel = await AutoModelForSequenceClassification.from_pretrained(name, modelOpts);
+  } else {
+    const [TextCls, VisionCls] =
+      spec.kind === 'clip'
+        ? [CLIPTextModelWithProjection, CLIPVisionModelWithProjection]
+        : [SiglipTextModel, SiglipVisionModel];
+    processor = await AutoProcessor.from_pretrained(name, common);
+    textModel = await TextCls.from_pretrained(name, modelOpts);
+    try {
+      visionModel = await VisionCls.from_pretrained(name, modelOpts);
+    } catch (e) {
+      await textModel.dispose().catch(() => undefined);
+      throw e;
+    }
+  }
+  const enc: Encoder = {
+    spec,
+    device,
+    dtype,
+    threads: wasmThreads(),
+    dim: 0,
+    tokenizer,
+    textModel,
+    visionModel,
+    processor,
+  };
+  try {
+    if (device === 'webgpu') await watchDevice(enc);
+    // Warm-up: the first run compiles kernels (WebGPU shaders, WASM code paths) and checks the output size.
+    report({ kind: 'status', message: `Warming up ${spec.label ?? spec.id} on ${device.toUpperCase()}` });
+    if (spec.kind === 'cross-encoder') {
+      const ids = tokenizer('warm up', { text_pair: 'warm up' }).input_ids as Tensor;
+      enc.pairEnd = (ids.data as BigInt64Array).at(-1);
+      enc.dim = (await pairLogits(enc, spec, 'warm up', ['warm up'])).labels;
+      checkActivation(spec, enc.dim);
+    } else {
+      const t = await embedTextBatch(enc, spec, ['warm up'], 'query');
+      enc.dim = t.length;
+    }
+    if (enc.visionModel) {
+      const grey = new Uint8ClampedArray(WARMUP_IMAGE_SIZE * WARMUP_IMAGE_SIZE * 3).fill(128);
+      const v = await embedImageBatch(enc, spec, [
+        new RawImage(grey, WARMUP_IMAGE_SIZE, WARMUP_IMAGE_SIZE, 3),
+      ]);
+      if (v.length !== enc.dim)
+        throw new Error(`${spec.id}: image vectors have ${v.length} dimensions, text vectors ${enc.dim}`);
+    }
+    if (spec.dim > 0 && enc.dim !== spec.dim) throw new Error(sizeMismatch(spec, enc.dim, 'the registry'));
+    if (enc.lost) throw new Error(`the GPU device was lost: ${enc.lost}`);
+  } catch (e) {
+    await disposeEncoder(enc);
+    throw e;
+  }
+  return enc;
+}
+
+function getEncoder(
+  spec: ModelSpec,
+  device: Device,
+  dtype: Dtype,
+  report: OnProgress,
+): { promise: Promise<Encoder>; cached: boolean } {
+  const key = cacheKey(spec, dtype, device);
+  const hit = encoders.get(key);
+  if (hit) return { promise: hit, cached: true };
+  const promise = createEncoder(spec, device, dtype, report);
+  encoders.set(key, promise);
+  promise.catch(() => {
+    if (encoders.get(key) === promise) encoders.delete(key);
+  });
+  return { promise, cached: false };
+}
+
+/** Loads (or reuses) a model and makes it the active one; falls back to WASM on any WebGPU failure. */
+export async function load(
+  spec: ModelSpec,
+  opts: LoadOptions = {},
+  onProgress?: OnProgress,
+): Promise<LoadedEncoder> {
+  const report = phased(onProgress);
+  const t0 = performance.now();
+  configureEnv(spec.local ? false : (opts.allowRemoteModels ?? true), opts.modelsBase);
+  resetFetchFailures();
+  probePromise ??= probeBackend();
+  const probe = await probePromise;
+  const choice = chooseBackend(probe, {
+    preferred: opts.device ?? 'auto',
+    dtype: opts.dtype,
+    available: spec.dtypes,
+  });
+  let fallbackReason: string | undefined;
+  if (opts.priorFailure) fallbackReason = `WebGPU failed (${opts.priorFailure}); running on WASM instead`;
+  else if (opts.device === 'webgpu' && !probe.webgpu)
+    fallbackReason = `WebGPU unavailable: ${probe.webgpuReason}`;
+  let enc: Encoder;
+  let cached: boolean;
+  if (choice.device === 'webgpu') {
+    try {
+      // Fails where session creation would, before any cached WebGPU session is reused.
+      if (opts.simulateWebGpuFailure)
+        throw new Error('simulated WebGPU session failure (simulateWebGpuFailure)');
+      report({ kind: 'status', message: `Loading ${spec.label ?? spec.id} for WebGPU (${choice.dtype})` });
+      const r = getEncoder(spec, 'webgpu', choice.dtype, report);
+      enc = await r.promise;
+      cached = r.cached;
+      if (enc.lost) throw new Error(enc.lost);
+    } catch (e) {
+      // A file that could not be downloaded is not WebGPU's fault: no WASM retry, the real reason.
+      if (fetchFailures.length) throw modelFetchError(spec, e);
+      console.warn(`loupe: ${spec.id}: WebGPU failed (${errorText(e)})`);
+      throw webGpuFailed(errorText(e));
+    }
+  } else {
+    report({ kind: 'status', message: `Loading ${spec.label ?? spec.id} for WASM (${choice.dtype})` });
+    const r = getEncoder(spec, 'wasm', choice.dtype, report);
+    try {
+      enc = await r.promise;
+    } catch (e) {
+      // A download that failed (offline, host unreachable) is not a broken file: keep what is cached.
+      if (fetchFailures.length) throw modelFetchError(spec, e);
+      // A missing, truncated or invalid model file: say which model, and what to do. The failed load
+      // is evicted from the encoder cache, and the model's files from transformers.js's Cache API
+      // (a truncated download would be served from there forever), so loading again retries.
+      await evictCachedModelFiles(spec.id);
+      throw new Error(
+        `could not load the model ${spec.id} (${choice.dtype}): ${errorText(e)}. Check that its files are ` +
+          `complete (self-hosted under models/, or on the hub), then load it again`,
+      );
+    }
+    cached = r.cached;
+  }
+  report.flush();
+  if (spec.dim > 0 && enc.dim !== spec.dim) throw new Error(sizeMismatch(spec, enc.dim, 'the spec'));
+  if (isCrossEncoder(spec)) checkActivation(spec, enc.dim);
+  const deviceReason = fallbackReason ?? choice.deviceReason;
+  setActive(enc, spec, fallbackReason, deviceReason);
+  return {
+    modelId: spec.id,
+    device: enc.device,
+    dtype: enc.dtype,
+    threads: enc.threads,
+    dim: enc.dim,
+    ...(fallbackReason ? { fallbackReason } : {}),
+    deviceReason,
+    reason: fallbackReason ? `${fallbackReason}; ${choice.reason}` : choice.reason,
+    loadMs: cached ? 0 : performance.now() - t0,
+    cached,
+  };
+}
