@@ -77,6 +77,8 @@ class ParquetShard implements VirtualOrigins {
   private qrelsTsv: Uint8Array = new Uint8Array();
   private tasks: TaskInfo[] = [];
   private readonly splitOfTask = new Map<string, string>();
+  /** `file\trow` of the rows whose id cell had an issue (the virtual shard has "" there). */
+  private readonly badIdRows = new Set<string>();
 
   constructor(
     private readonly source: ShardSource,
@@ -117,7 +119,8 @@ class ParquetShard implements VirtualOrigins {
       if (!(e instanceof ShardValidationError)) throw e;
       // this.issue() throws with its own list once the cap is reached: nothing to merge then.
       if (e.issues === this.issues) throw e;
-      throw new ShardValidationError([...this.issues, ...e.issues.map((i) => relocate(this, i))]);
+      const relocated = e.issues.map((i) => relocate(this, i)).filter((i) => !this.followsBadId(i));
+      throw new ShardValidationError([...this.issues, ...relocated]);
     }
     if (this.issues.length) throw new ShardValidationError(this.issues);
     parsed.manifest.name = this.mapping.name || this.source.label;
@@ -176,6 +179,7 @@ class ParquetShard implements VirtualOrigins {
   ): string | null {
     const s = asString(v);
     if (s === null || s === undefined || /[\t\n\r]/.test(s)) {
+      this.badIdRows.add(`${at.file}\t${at.row}`);
       this.issue({
         ...at,
         code: s === null ? 'missing-field' : 'invalid-id',
@@ -187,6 +191,19 @@ class ParquetShard implements VirtualOrigins {
       return null;
     }
     return s;
+  }
+
+  /**
+   * Whether a relocated issue only repeats a bad id cell's issue: the reader's complaint about the empty
+   * id written in its place (invalid, duplicate or unknown id "").
+   */
+  private followsBadId(i: ShardIssue): boolean {
+    return (
+      i.row !== undefined &&
+      this.badIdRows.has(`${i.file}\t${i.row}`) &&
+      ['invalid-id', 'duplicate-id', 'unknown-query', 'unknown-document'].includes(i.code) &&
+      i.message.includes('""')
+    );
   }
 
   private issue(i: ShardIssue): void {

@@ -76,6 +76,15 @@ function wording(o: VirtualOrigins, message: string): string {
     .replaceAll('shard.json', 'the derived tasks');
 }
 
+/** The Parquet column a virtual record file's id field was written from. */
+function idColumn(o: VirtualOrigins, file: string, field: string): string | undefined {
+  if (file === VIRTUAL.corpus && field === '_id') return o.mapping.corpus.id;
+  if (file === VIRTUAL.queries && field === '_id') return o.mapping.query.id;
+  if (file === VIRTUAL.qrels && field === 'query-id') return o.mapping.qrels.queryId;
+  if (file === VIRTUAL.qrels && field === 'corpus-id') return o.mapping.qrels.corpusId;
+  return undefined;
+}
+
 /** An issue of the virtual shard, moved to the Parquet file, row group and row (or image cell) it came from. */
 export function relocate(o: VirtualOrigins, i: ShardIssue): ShardIssue {
   // Issues raised here (a corrupt row group…) already name their Parquet file.
@@ -89,10 +98,19 @@ export function relocate(o: VirtualOrigins, i: ShardIssue): ShardIssue {
           ? o.maps.qrels
           : null;
   // "(first on line 12)" points into the same virtual file: say which row that is.
-  const message = wording(o, i.message).replace(/first on line (\d+)/, (all, n: string) => {
+  let message = wording(o, i.message).replace(/first on line (\d+)/, (all, n: string) => {
     const first = map?.locate(Number(n));
     return first ? `first in ${first.file}, row group ${first.rowGroup}, row ${first.row}` : all;
   });
+  // The reader names the virtual id field (`_id "a b" is not a valid id…`): name the Parquet column.
+  if (i.code === 'invalid-id')
+    message = message.replace(
+      /^(_id|query-id|corpus-id) ("(?:[^"\\]|\\.)*") is not/,
+      (all, field: string, value: string) => {
+        const column = idColumn(o, i.file, field);
+        return column ? `column "${column}" holds ${value}, not` : all;
+      },
+    );
   if (map && i.line !== undefined) {
     const at = map.locate(i.line);
     if (at) return { file: at.file, rowGroup: at.rowGroup, row: at.row, code: i.code, message };
