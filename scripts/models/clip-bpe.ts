@@ -25,6 +25,7 @@ function byteTable(): { byByte: string[]; ordered: string[] } {
   return { byByte, ordered: order.map((b) => byByte[b]) };
 }
 
+/** CLIP's pre-tokenisation pattern, its begin- and end-of-text tokens. */
 const CLIP_SPLIT =
   "<\\|startoftext\\|>|<\\|endoftext\\|>|'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+";
 const CLIP_BOS = '<|startoftext|>';

@@ -5,6 +5,7 @@ import { F32_LOWEST, GraphBuilder, T, type ModelParts } from './onnx-graph';
 import { CLIP_VOCAB, type ClipTextShape, type ClipVisionShape, type ModelSpec } from './specs';
 import type { WeightStore } from './weights';
 
+/** Weights of one CLIP encoder layer under prefix `p` (hidden H, MLP width I). */
 function clipLayerWeights(store: WeightStore, p: string, H: number, I: number): void {
   const lin = (n: string, i: number, o: number): void => {
     store.normal(`${n}.weight`, [i, o]);
@@ -48,6 +49,7 @@ function clipLayer(
   return g.op1('Add', [x1, m]);
 }
 
+/** The text tower's weights, its projection and the causal mask (a constant table). */
 function clipTextWeights(store: WeightStore, t: ClipTextShape, projection: number): void {
   store.normal('text_model.embeddings.token_embedding.weight', [t.vocab, t.hidden]);
   store.normal('text_model.embeddings.position_embedding.weight', [t.maxPositions, t.hidden]);
@@ -63,6 +65,7 @@ function clipTextWeights(store: WeightStore, t: ClipTextShape, projection: numbe
   store.set('text_model.causal_mask', [n, n], causal);
 }
 
+/** text_model.onnx: input_ids, attention_mask → text_embeds [batch, projection], last_hidden_state. */
 function clipTextGraph(store: WeightStore, t: ClipTextShape, projection: number, q8: boolean): GraphBuilder {
   const g = new GraphBuilder(store, q8);
   const dims = ['batch_size', 'sequence_length'];
@@ -93,6 +96,7 @@ function clipTextGraph(store: WeightStore, t: ClipTextShape, projection: number,
   return g;
 }
 
+/** The vision tower's weights (patch embedding, class token, positions, layers) and its projection. */
 function clipVisionWeights(store: WeightStore, v: ClipVisionShape, projection: number): void {
   const H = v.hidden;
   const patches = (v.imageSize / v.patchSize) ** 2;
@@ -108,6 +112,7 @@ function clipVisionWeights(store: WeightStore, v: ClipVisionShape, projection: n
   store.normal('visual_projection.weight', [H, projection]);
 }
 
+/** vision_model.onnx: pixel_values → image_embeds [batch, projection], last_hidden_state. */
 function clipVisionGraph(
   store: WeightStore,
   v: ClipVisionShape,
@@ -140,6 +145,7 @@ function clipVisionGraph(
   return g;
 }
 
+/** config.json of CLIPModel, with its text and vision configs. */
 function clipConfig(spec: Extract<ModelSpec, { kind: 'clip' }>): object {
   const { text: t, vision: v } = spec;
   return {
@@ -183,6 +189,7 @@ function clipConfig(spec: Extract<ModelSpec, { kind: 'clip' }>): object {
   };
 }
 
+/** preprocessor_config.json: CLIP's bicubic resize, 224-pixel centre crop and normalisation. */
 const CLIP_PREPROCESSOR = {
   crop_size: { height: 224, width: 224 },
   do_center_crop: true,

@@ -5,6 +5,7 @@ import { trainMerges } from './bpe-merges';
 import { BERT_VOCAB } from './specs';
 import type { BuiltTokenizer, SourceText } from './source-text';
 
+/** BERT uncased's special tokens and their ids ([unused…] fill 1–99). */
 const BERT_SPECIALS: Array<[string, number]> = [
   ['[PAD]', 0],
   ['[UNK]', 100],
@@ -17,6 +18,7 @@ const BERT_SPECIALS: Array<[string, number]> = [
 const BERT_PUNCT = '\\p{P}!-/:-@\\[-`{-~';
 const BERT_WORD = new RegExp(`[^\\s${BERT_PUNCT}]+|[${BERT_PUNCT}]`, 'gu');
 
+/** BertTokenizer's normalisation: control characters dropped, whitespace to spaces, lower case, accents stripped. */
 function bertNormalize(text: string): string {
   let out = '';
   for (const ch of text) {

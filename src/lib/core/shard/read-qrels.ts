@@ -7,6 +7,7 @@ import { EXAMPLES, describe, truncate } from './json-text';
 import type { ShardReadContext } from './read-context';
 import { checkId, idField, parseObject } from './read-records';
 
+/** The header line of a BEIR qrels TSV. */
 const QRELS_HEADER = 'query-id\tcorpus-id\tscore';
 
 /** Rows the lenient formats keep but warn about, counted while one qrels file is read. */
@@ -17,6 +18,7 @@ interface QrelTally {
   duplicateExamples: string[];
 }
 
+/** An empty tally. */
 function newTally(): QrelTally {
   return { unknownDocRows: 0, unknownDocs: new Set(), duplicateRows: 0, duplicateExamples: [] };
 }
@@ -88,6 +90,7 @@ export async function readJsonQrels(ctx: ShardReadContext, file: string): Promis
   finishQrels(ctx, tally, file);
 }
 
+/** A TSV score: a (strict: non-negative) integer; null after an issue. */
 function parseScore(ctx: ShardReadContext, file: string, line: number, s: string): number | null {
   // The spec asks for non-negative integers; upstream BEIR/TREC files may carry negative grades.
   const ok = (ctx.strict ? /^\d+$/ : /^-?\d+$/).test(s) && Number.isSafeInteger(Number(s));
@@ -103,6 +106,7 @@ function parseScore(ctx: ShardReadContext, file: string, line: number, s: string
   return Number(s);
 }
 
+/** Adds one judgement, checked against the queries and corpus read before. */
 function addQrel(
   ctx: ShardReadContext,
   tally: QrelTally,
@@ -167,6 +171,7 @@ function addQrel(
   row.set(d, score!);
 }
 
+/** The lenient formats' warnings: judgements of unknown documents, pairs judged twice. */
 function finishQrels(ctx: ShardReadContext, tally: QrelTally, file: string): void {
   if (tally.unknownDocRows > 0) {
     ctx.warnings.push({
