@@ -265,6 +265,87 @@ describe('small Parquet datasets in memory', () => {
   });
 });
 
+describe('Parquet messages name the real column and split (issue 23)', () => {
+  const strings = (name: string, data: (string | null)[]) => ({ name, data, type: 'STRING' as const });
+  const file = (columnData: Parameters<typeof parquetWriteBuffer>[0]['columnData']) =>
+    new Uint8Array(parquetWriteBuffer({ columnData }));
+  const corpus = (ids: (string | null)[]) =>
+    file([
+      strings('id', ids),
+      strings(
+        'text',
+        ids.map((_, i) => `text ${i}`),
+      ),
+    ]);
+  const queries = file([strings('id', ['q1']), strings('text', ['heart'])]);
+  const qrels = file([
+    strings('query-id', ['q1']),
+    strings('corpus-id', ['d1']),
+    { name: 'score', data: [1], type: 'INT32' as const },
+  ]);
+  async function issues(files: Record<string, Uint8Array>): Promise<ShardIssue[]> {
+    const source = new MemorySource(files, { label: 'mieb' });
+    const inspection = await inspectParquet(source);
+    const err = await readParquetShard(source, inspection.mapping, { inspection }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ShardValidationError);
+    return (err as ShardValidationError).issues;
+  }
+
+  it('reports a null or invalid id once, by its column "id" (not the virtual "_id")', async () => {
+    const found = await issues({
+      'corpus/test-00000-of-00001.parquet': corpus(['d1', null, 'a b']),
+      'query/test-00000-of-00001.parquet': queries,
+      'qrels/test-00000-of-00001.parquet': qrels,
+    });
+    expect(found).toEqual([
+      {
+        file: 'corpus/test-00000-of-00001.parquet',
+        rowGroup: 0,
+        row: 1,
+        code: 'missing-field',
+        message: 'column "id" is empty (null); every row needs an id',
+      },
+      {
+        file: 'corpus/test-00000-of-00001.parquet',
+        rowGroup: 0,
+        row: 2,
+        code: 'invalid-id',
+        message: expect.stringMatching(/^column "id" holds "a b", not a valid id: use only A-Z/),
+      },
+    ]);
+    expect(found.map((i) => i.message).join('\n')).not.toContain('_id');
+  });
+
+  it('names the split it looked for when the qrels are missing, and the splits there are', async () => {
+    const base = {
+      'corpus/test-00000-of-00001.parquet': corpus(['d1']),
+      'query/test-00000-of-00001.parquet': queries,
+    };
+    expect(await issues(base)).toEqual([
+      {
+        file: 'qrels/',
+        code: 'missing-file',
+        message:
+          'no qrels Parquet files for split test (expected qrels/*.parquet or qrels/<split>/*.parquet)',
+      },
+    ]);
+    const elsewhere = await issues({
+      'corpus/test-00000-of-00001.parquet': corpus(['d1']),
+      'query/dev-00000-of-00001.parquet': queries,
+      'query/x-00000-of-00001.parquet': queries,
+      'qrels/train-00000-of-00001.parquet': qrels,
+    });
+    expect(elsewhere.map((i) => i.message)).toEqual([
+      'no query Parquet files for split test (expected query/*.parquet or query/<split>/*.parquet; there are query files for splits dev, x)',
+      'no qrels Parquet files for split test (expected qrels/*.parquet or qrels/<split>/*.parquet; there are qrels files for split train)',
+    ]);
+    expect(elsewhere.map((i) => i.message).join('\n')).not.toContain('(none)');
+  });
+});
+
 describe('DICOM in a Parquet image column', () => {
   const PYDICOM_DATA = '/usr/lib/python3/dist-packages/pydicom/data/test_files';
   const dcm = (name: string) => new Uint8Array(readFileSync(join(PYDICOM_DATA, name)));

@@ -271,13 +271,20 @@ export function checkParquetMapping(files: ParquetFileInfo[], mapping: ParquetMa
     { role: 'query', label: 'query', files: roleFiles('query', mapping.splits) },
     { role: 'qrels', label: 'qrels', files: roleFiles('qrels', mapping.splits) },
   ];
+  // No split chosen (no split has both query and qrels files): detection looked for MIEB's test split.
+  const looked = mapping.splits.length > 0 ? mapping.splits : ['test'];
+  const splitList = (xs: string[]) => `split${xs.length === 1 ? '' : 's'} ${xs.join(', ')}`;
   for (const p of parts) {
     if (p.files.length === 0) {
-      const where = p.role === 'corpus' ? '' : ` for split(s) ${mapping.splits.join(', ') || '(none)'}`;
+      const found = [...new Set(files.filter((f) => f.role === p.role).map((f) => f.split))]
+        .filter((s) => s !== ANY_SPLIT)
+        .sort();
+      const where = p.role === 'corpus' ? '' : ` for ${splitList(looked)}`;
+      const others = found.length ? `; there are ${p.label} files for ${splitList(found)}` : '';
       issues.push({
         file: `${p.role}/`,
         code: 'missing-file',
-        message: `no ${p.label} Parquet files${where} (expected ${p.role}/*.parquet or ${p.role}/<split>/*.parquet)`,
+        message: `no ${p.label} Parquet files${where} (expected ${p.role}/*.parquet or ${p.role}/<split>/*.parquet${others})`,
       });
     }
   }

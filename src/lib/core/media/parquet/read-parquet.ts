@@ -5,379 +5,25 @@
 // issue is then moved from its virtual line back to the Parquet file, row group and row it came from.
 // The corpus is streamed one row group at a time; queries and qrels (small) are read up front, because
 // the tasks written into shard.json depend on them.
-import {
-  parquetMetadataAsync,
-  parquetReadObjects,
-  parquetSchema,
-  type AsyncBuffer,
-  type FileMetaData,
-  type SchemaTree,
-} from 'hyparquet';
-import { compressors } from 'hyparquet-compressors';
-export { isParquetSource } from './detect';
+// This file assembles the virtual shard; the files, cells, inspection, image stash and relocation of
+// issues are in parquet-files, cells, inspect-parquet, image-stash and relocate.
 import { ShardValidationError, type ShardIssue, type ShardSource } from '../../shard/source';
 import type { Modality, ParsedShard, ShardWarning, TaskInfo } from '../../types';
 import { readShard, type ReadShardOptions } from '../../shard/read-shard';
-import {
-  ANY_SPLIT,
-  checkParquetMapping,
-  classifyParquetPath,
-  detectParquetMapping,
-  inSplits,
-  normaliseQuerySplits,
-  parseModality,
-  type ParquetColumnInfo,
-  type ParquetColumnKind,
-  type ParquetFileInfo,
-  type ParquetMapping,
-} from './mapping';
+import { checkParquetMapping, inSplits, parseModality, type ParquetMapping } from './mapping';
+import { asString, bytesKey, extOf, imageBytes, metaValue, sameBytes } from './cells';
+import { memoryImageStash, type ImageStash } from './image-stash';
+import { inspectParquet, type ParquetInspection } from './inspect-parquet';
+import { openAll, readGroup, type OpenFile } from './parquet-files';
+import { LineMap, relocate, relocateWarning, VIRTUAL, type ImageCell, type VirtualOrigins } from './relocate';
 
-/** What {@link inspectParquet} found: the files, the detected mapping and the dataset's identity. */
-export interface ParquetInspection {
-  label: string;
-  files: ParquetFileInfo[];
-  /** Splits that have both query and qrels files. */
-  splits: string[];
-  /** The detected mapping (edit it, then pass it to the import). */
-  mapping: ParquetMapping;
-  /** Stable key of the dataset (source label + files + columns): where its mapping is remembered. */
-  identity: string;
-}
+export { isParquetSource } from './detect';
+export { inspectParquet, type ParquetInspection } from './inspect-parquet';
+export { memoryImageStash, type ImageStash } from './image-stash';
 
+/** Examples listed in a warning that counts many cases. */
 const EXAMPLES = 5;
 const enc = new TextEncoder();
-
-// ---- files ----------------------------------------------------------------------------------------
-
-/** Reads a stream whole, for sources without random access (hyparquet needs the footer first). */
-async function wholeFile(stream: AsyncIterable<Uint8Array>): Promise<ArrayBuffer> {
-  const parts: Uint8Array[] = [];
-  let n = 0;
-  for await (const c of stream) {
-    parts.push(c);
-    n += c.length;
-  }
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out.buffer;
-}
-
-async function openParquet(source: ShardSource, path: string): Promise<AsyncBuffer> {
-  const r = source.openRandom ? await source.openRandom(path) : null;
-  if (r) return r;
-  const stream = await source.open(path);
-  if (!stream)
-    throw new ShardValidationError([
-      { file: path, code: 'missing-file', message: `${path} is missing from ${source.label}` },
-    ]);
-  return wholeFile(stream);
-}
-
-function columnKind(node: SchemaTree): ParquetColumnKind {
-  const e = node.element;
-  if (node.children.length === 0) {
-    const logical = e.logical_type?.type;
-    switch (e.type) {
-      case 'BYTE_ARRAY':
-        return e.converted_type === 'UTF8' ||
-          logical === 'STRING' ||
-          logical === 'ENUM' ||
-          e.converted_type === 'ENUM'
-          ? 'string'
-          : 'binary';
-      case 'INT32':
-      case 'INT64':
-      case 'FLOAT':
-      case 'DOUBLE':
-        return 'number';
-      case 'BOOLEAN':
-        return 'boolean';
-      default:
-        return 'other';
-    }
-  }
-  const names = node.children.map((c) => c.element.name);
-  if (names.includes('bytes') && node.children.find((c) => c.element.name === 'bytes')!.children.length === 0)
-    return 'image';
-  if (e.converted_type === 'LIST' || e.logical_type?.type === 'LIST') {
-    let leaf = node;
-    while (leaf.children.length === 1) leaf = leaf.children[0];
-    if (leaf.children.length === 0 && columnKind(leaf) === 'string') return 'string-list';
-  }
-  return 'other';
-}
-
-interface OpenFile {
-  info: ParquetFileInfo;
-  buffer: AsyncBuffer;
-  metadata: FileMetaData;
-  /** First file row of each row group. */
-  groupStarts: number[];
-}
-
-/** Issue for a failure of hyparquet on a file or one of its row groups. */
-function corrupt(path: string, rowGroup: number | undefined, e: unknown): ShardIssue {
-  const why = e instanceof Error ? e.message : String(e);
-  return rowGroup === undefined
-    ? { file: path, code: 'parquet-invalid', message: `not a readable Parquet file: ${why}` }
-    : {
-        file: path,
-        rowGroup,
-        code: 'parquet-corrupt',
-        message: `row group ${rowGroup} cannot be decoded: ${why}`,
-      };
-}
-
-async function openAll(source: ShardSource, paths: string[]): Promise<OpenFile[]> {
-  const out: OpenFile[] = [];
-  const issues: ShardIssue[] = [];
-  for (const path of paths) {
-    let buffer: AsyncBuffer;
-    let metadata: FileMetaData;
-    try {
-      buffer = await openParquet(source, path);
-      metadata = await parquetMetadataAsync(buffer);
-    } catch (e) {
-      if (e instanceof ShardValidationError) throw e;
-      issues.push(corrupt(path, undefined, e));
-      continue;
-    }
-    const columns: ParquetColumnInfo[] = parquetSchema(metadata).children.map((c) => ({
-      name: c.element.name,
-      kind: columnKind(c),
-    }));
-    const rowGroups = metadata.row_groups.map((g) => Number(g.num_rows));
-    const groupStarts: number[] = [];
-    let rows = 0;
-    for (const n of rowGroups) {
-      groupStarts.push(rows);
-      rows += n;
-    }
-    out.push({
-      info: { path, ...classifyParquetPath(path), rows, rowGroups, columns },
-      buffer,
-      metadata,
-      groupStarts,
-    });
-  }
-  if (issues.length) throw new ShardValidationError(issues);
-  // A file with qrels columns is qrels whatever its folder is called; a `default` folder without is not.
-  for (const f of out) {
-    const names = new Set(f.info.columns.map((c) => c.name.toLowerCase()));
-    const qrelsLike =
-      [...names].some((n) => /^(query[-_]?id|qid|q_id)$/.test(n)) &&
-      [...names].some((n) => /^(corpus[-_]?id|doc[-_]?id|docid|pid|p_id)$/.test(n));
-    if (qrelsLike) f.info.role = 'qrels';
-    else if (f.info.role === 'qrels' && f.info.config !== 'qrels') f.info.role = null;
-  }
-  normaliseQuerySplits(out.map((f) => f.info));
-  return out;
-}
-
-async function readGroup(f: OpenFile, g: number, columns: string[]): Promise<Record<string, unknown>[]> {
-  const rowStart = f.groupStarts[g];
-  try {
-    return await parquetReadObjects({
-      file: f.buffer,
-      metadata: f.metadata,
-      rowStart,
-      rowEnd: rowStart + f.info.rowGroups[g],
-      columns,
-      // Image bytes are unannotated BYTE_ARRAY: never let them be decoded as text.
-      utf8: false,
-      compressors,
-    });
-  } catch (e) {
-    throw new ShardValidationError([corrupt(f.info.path, g, e)]);
-  }
-}
-
-/** MIEB `modality` values of the first row group of the first file, when all of them are modalities. */
-async function modalityColumn(files: OpenFile[]): Promise<string | undefined> {
-  const f = files[0];
-  const col = f?.info.columns.find((c) => c.name.toLowerCase() === 'modality' && c.kind === 'string');
-  if (!col || f.info.rowGroups.length === 0) return undefined;
-  const rows = await readGroup(f, 0, [col.name]);
-  const values = rows.map((r) => r[col.name]).filter((v) => v != null);
-  return values.length > 0 && values.every((v) => typeof v === 'string' && parseModality(v) !== null)
-    ? col.name
-    : undefined;
-}
-
-/** FNV-1a over a string, as 8 hex digits: a short, stable key (not a security hash). */
-function fnv(s: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0;
-  return h.toString(16).padStart(8, '0');
-}
-
-function parquetPaths(listing: string[]): string[] {
-  return listing.filter((p) => /\.parquet$/i.test(p)).sort();
-}
-
-/**
- * Reads the footers of a Parquet dataset's files (no row data but one small `modality` sample) and
- * detects the layout and the column mapping. Throws ShardValidationError when a file is not Parquet.
- */
-export async function inspectParquet(source: ShardSource): Promise<ParquetInspection> {
-  const listing = await source.list();
-  if (!listing)
-    throw new ShardValidationError([
-      {
-        file: source.label,
-        code: 'unknown-format',
-        message: `${source.label} cannot be listed: give the Parquet files' paths (a hub resolve/ URL is listed through the hub's API)`,
-      },
-    ]);
-  const paths = parquetPaths(listing);
-  if (paths.length === 0)
-    throw new ShardValidationError([
-      { file: source.label, code: 'unknown-format', message: `${source.label} holds no .parquet files` },
-    ]);
-  const files = await openAll(source, paths);
-  const byRole = (r: string) => files.filter((f) => f.info.role === r);
-  const infos = files.map((f) => f.info);
-  const mapping = detectParquetMapping(infos, {
-    name:
-      source.label
-        .replace(/\/+$/, '')
-        .split('/')
-        .pop()!
-        .replace(/\.zip$/i, '') || source.label,
-    modalityColumns: {
-      corpus: await modalityColumn(byRole('corpus')),
-      query: await modalityColumn(byRole('query')),
-    },
-  });
-  const querySplits = new Set(byRole('query').map((f) => f.info.split));
-  const splits = [...new Set(byRole('qrels').map((f) => f.info.split))]
-    .filter((s) => querySplits.has(s) || querySplits.has(ANY_SPLIT))
-    .sort();
-  const identity = `parquet:${source.label}:${fnv(
-    infos.map((f) => `${f.path}\t${f.columns.map((c) => `${c.name}:${c.kind}`).join(',')}`).join('\n'),
-  )}`;
-  return { label: source.label, files: infos, splits, mapping, identity };
-}
-
-// ---- values ---------------------------------------------------------------------------------------
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** A cell as a string: strings as they are, bytes decoded as UTF-8, numbers and bigints printed. */
-function asString(v: unknown): string | null | undefined {
-  if (v === null || v === undefined) return null;
-  if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
-  if (v instanceof Uint8Array) {
-    try {
-      return utf8.decode(v);
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
-}
-
-function imageBytes(v: unknown): { bytes: Uint8Array | null; path?: string } | null {
-  if (v === null || v === undefined) return null;
-  if (v instanceof Uint8Array) return { bytes: v };
-  if (typeof v === 'object') {
-    const o = v as { bytes?: unknown; path?: unknown };
-    const bytes = o.bytes instanceof Uint8Array ? o.bytes : null;
-    const path = typeof o.path === 'string' ? o.path : undefined;
-    if (!bytes && !path) return null;
-    return { bytes, path };
-  }
-  return { bytes: null };
-}
-
-function metaValue(v: unknown): string | string[] | undefined {
-  if (Array.isArray(v)) return v.every((x) => typeof x === 'string') ? (v as string[]) : undefined;
-  const s = asString(v);
-  return s === null || s === undefined ? undefined : s;
-}
-
-function extOf(b: Uint8Array): string {
-  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'jpg';
-  if (b.length >= 4 && b[0] === 0x89 && b[1] === 0x50 && b[2] === 0x4e && b[3] === 0x47) return 'png';
-  if (b.length >= 12 && b[8] === 0x57 && b[9] === 0x45 && b[10] === 0x42 && b[11] === 0x50) return 'webp';
-  if (b.length >= 132 && b[128] === 0x44 && b[129] === 0x49 && b[130] === 0x43 && b[131] === 0x4d)
-    return 'dcm';
-  return 'bin';
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-function bytesKey(b: Uint8Array): string {
-  let h = 0x811c9dc5;
-  // Sampling bounds the cost for large images; equal keys are confirmed byte by byte.
-  const step = Math.max(1, Math.floor(b.length / 4096));
-  for (let i = 0; i < b.length; i += step) h = Math.imul(h ^ b[i], 0x01000193) >>> 0;
-  return `${b.length}:${h}`;
-}
-
-// ---- locations ------------------------------------------------------------------------------------
-
-/** Where a run of virtual lines came from: lines [line, …) are rows [row, …) of `file`'s row group. */
-interface Segment {
-  line: number;
-  file: string;
-  rowGroup: number;
-  row: number;
-}
-
-class LineMap {
-  readonly segments: Segment[] = [];
-  locate(line: number): { file: string; rowGroup: number; row: number } | null {
-    let lo = 0;
-    let hi = this.segments.length - 1;
-    let hit = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.segments[mid].line <= line) {
-        hit = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    if (hit < 0) return null;
-    const s = this.segments[hit];
-    return { file: s.file, rowGroup: s.rowGroup, row: s.row + (line - s.line) };
-  }
-}
-
-// ---- the virtual shard ----------------------------------------------------------------------------
-
-/**
- * Where image bytes from image columns wait until the shard reader checks them (after all rows). The
- * worker keeps them in Blobs (which the browser may spill to disk); the default holds them in memory.
- */
-export interface ImageStash {
-  /** Keeps a copy of `bytes` (the caller's buffer is reused afterwards). */
-  put(path: string, bytes: Uint8Array): void;
-  /** The bytes put under `path`, or null. */
-  take(path: string): Promise<Uint8Array | null>;
-}
-
-/** The default ImageStash: copies in a Map, each dropped once taken. */
-export function memoryImageStash(): ImageStash {
-  const m = new Map<string, Uint8Array>();
-  return {
-    put: (path, bytes) => void m.set(path, bytes.slice()),
-    take: async (path) => {
-      const b = m.get(path) ?? null;
-      m.delete(path);
-      return b;
-    },
-  };
-}
 
 /** Options of {@link readParquetShard}: those of readShard, plus an inspection already made. */
 export interface ReadParquetOptions extends ReadShardOptions {
@@ -387,12 +33,6 @@ export interface ReadParquetOptions extends ReadShardOptions {
 }
 
 const TASK_SUFFIX: Record<Modality, string> = { text: 'text', image: 'image', 'image+text': 'image-text' };
-const VIRTUAL = {
-  manifest: 'shard.json',
-  corpus: 'corpus.jsonl',
-  queries: 'queries.jsonl',
-  qrels: 'qrels/test.tsv',
-};
 const RESERVED_DOC = new Set(['_id', 'title', 'text', 'image']);
 const RESERVED_QUERY = new Set(['_id', 'text', 'image', 'task', 'exclude_ids']);
 
@@ -421,29 +61,29 @@ export async function readParquetShard(
   return reader.read();
 }
 
-class ParquetShard {
+/** One Parquet import: the rows written as a virtual "BEIR + images" shard, read by readShard. */
+class ParquetShard implements VirtualOrigins {
   private files: OpenFile[] = [];
   private readonly issues: ShardIssue[] = [];
   private readonly warnings: ShardWarning[] = [];
-  private readonly maps = { corpus: new LineMap(), queries: new LineMap(), qrels: new LineMap() };
+  readonly maps = { corpus: new LineMap(), queries: new LineMap(), qrels: new LineMap() };
   /** Images wait here until readShard asks for them; query images are also kept to spot shared ones. */
   private readonly stash: ImageStash;
   private readonly imagePaths = new Set<string>();
   private readonly queryImages = new Map<string, Uint8Array>();
-  private readonly imageLoc = new Map<
-    string,
-    { file: string; rowGroup: number; row: number; column: string }
-  >();
+  readonly imageLoc = new Map<string, ImageCell>();
   private readonly imageByContent = new Map<string, string[]>();
   private queriesJsonl: Uint8Array = new Uint8Array();
   private qrelsTsv: Uint8Array = new Uint8Array();
   private tasks: TaskInfo[] = [];
   private readonly splitOfTask = new Map<string, string>();
+  /** `file\trow` of the rows whose id cell had an issue (the virtual shard has "" there). */
+  private readonly badIdRows = new Set<string>();
 
   constructor(
     private readonly source: ShardSource,
-    private readonly inspection: ParquetInspection,
-    private readonly mapping: ParquetMapping,
+    readonly inspection: ParquetInspection,
+    readonly mapping: ParquetMapping,
     private readonly opts: ReadParquetOptions,
   ) {
     this.stash = opts.imageStash ?? memoryImageStash();
@@ -461,7 +101,7 @@ class ParquetShard {
     }
   }
 
-  private of(role: string, splits?: string[]): OpenFile[] {
+  of(role: string, splits?: string[]): OpenFile[] {
     return this.files.filter((f) => f.info.role === role && (!splits || inSplits(f.info, splits)));
   }
 
@@ -479,13 +119,14 @@ class ParquetShard {
       if (!(e instanceof ShardValidationError)) throw e;
       // this.issue() throws with its own list once the cap is reached: nothing to merge then.
       if (e.issues === this.issues) throw e;
-      throw new ShardValidationError([...this.issues, ...e.issues.map((i) => this.relocate(i))]);
+      const relocated = e.issues.map((i) => relocate(this, i)).filter((i) => !this.followsBadId(i));
+      throw new ShardValidationError([...this.issues, ...relocated]);
     }
     if (this.issues.length) throw new ShardValidationError(this.issues);
     parsed.manifest.name = this.mapping.name || this.source.label;
     parsed.warnings = [
       ...this.warnings,
-      ...parsed.warnings.filter((w) => w.code !== 'missing-name').map((w) => this.relocateWarning(w)),
+      ...parsed.warnings.filter((w) => w.code !== 'missing-name').map((w) => relocateWarning(this, w)),
     ];
     this.deriveCorpusModalities(parsed);
     parsed.manifest.format = 'beir+images';
@@ -538,6 +179,7 @@ class ParquetShard {
   ): string | null {
     const s = asString(v);
     if (s === null || s === undefined || /[\t\n\r]/.test(s)) {
+      this.badIdRows.add(`${at.file}\t${at.row}`);
       this.issue({
         ...at,
         code: s === null ? 'missing-field' : 'invalid-id',
@@ -549,6 +191,19 @@ class ParquetShard {
       return null;
     }
     return s;
+  }
+
+  /**
+   * Whether a relocated issue only repeats a bad id cell's issue: the reader's complaint about the empty
+   * id written in its place (invalid, duplicate or unknown id "").
+   */
+  private followsBadId(i: ShardIssue): boolean {
+    return (
+      i.row !== undefined &&
+      this.badIdRows.has(`${i.file}\t${i.row}`) &&
+      ['invalid-id', 'duplicate-id', 'unknown-query', 'unknown-document'].includes(i.code) &&
+      i.message.includes('""')
+    );
   }
 
   private issue(i: ShardIssue): void {
@@ -789,80 +444,6 @@ class ParquetShard {
         return once(() => img);
       },
     };
-  }
-
-  // ---- issues back to Parquet -------------------------------------------------------------------
-
-  private wording(message: string): string {
-    const name = (role: string, what: string) => {
-      const fs = role === 'corpus' ? this.of('corpus') : this.of(role, this.mapping.splits);
-      return fs.length === 1 ? `${what} (${fs[0].info.path})` : `${what} (${fs.length} Parquet files)`;
-    };
-    return message
-      .replaceAll('corpus.jsonl', name('corpus', 'the corpus'))
-      .replaceAll('queries.jsonl', name('query', 'the queries'))
-      .replaceAll('qrels/test.tsv', name('qrels', 'the qrels'))
-      .replaceAll('shard.json', 'the derived tasks');
-  }
-
-  private relocate(i: ShardIssue): ShardIssue {
-    // Issues raised here (a corrupt row group…) already name their Parquet file.
-    if (!Object.values(VIRTUAL).includes(i.file) && !this.imageLoc.has(i.file)) return i;
-    const map =
-      i.file === VIRTUAL.corpus
-        ? this.maps.corpus
-        : i.file === VIRTUAL.queries
-          ? this.maps.queries
-          : i.file === VIRTUAL.qrels
-            ? this.maps.qrels
-            : null;
-    // "(first on line 12)" points into the same virtual file: say which row that is.
-    const message = this.wording(i.message).replace(/first on line (\d+)/, (all, n: string) => {
-      const first = map?.locate(Number(n));
-      return first ? `first in ${first.file}, row group ${first.rowGroup}, row ${first.row}` : all;
-    });
-    if (map && i.line !== undefined) {
-      const at = map.locate(i.line);
-      if (at) return { file: at.file, rowGroup: at.rowGroup, row: at.row, code: i.code, message };
-    }
-    const img = this.imageLoc.get(i.file);
-    if (img) {
-      const head = /\(it starts with [^)]*\)/.exec(i.message)?.[0] ?? '';
-      return {
-        file: img.file,
-        rowGroup: img.rowGroup,
-        row: img.row,
-        code: i.code,
-        // The reader names the virtual image path and line; the row above says where it really is.
-        message:
-          i.code === 'not-an-image'
-            ? `column "${img.column}" is not a JPEG, PNG, WebP or DICOM image ${head}`.trim()
-            : `column "${img.column}" ${message.replace(/^\S+ \(referenced on .*?:\d+\) /, '')}`,
-      };
-    }
-    const files =
-      i.file === VIRTUAL.corpus
-        ? this.of('corpus')
-        : i.file === VIRTUAL.queries
-          ? this.of('query', this.mapping.splits)
-          : i.file === VIRTUAL.qrels
-            ? this.of('qrels', this.mapping.splits)
-            : [];
-    return {
-      file:
-        files.length === 1
-          ? files[0].info.path
-          : i.file === VIRTUAL.manifest
-            ? this.inspection.label
-            : i.file,
-      code: i.code,
-      message,
-    };
-  }
-
-  private relocateWarning(w: ShardWarning): ShardWarning {
-    const r = this.relocate({ file: w.file, code: w.code ?? '', message: w.message });
-    return { ...w, file: r.file, message: r.message };
   }
 
   /**
