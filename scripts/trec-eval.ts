@@ -2,7 +2,7 @@
 //   npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [-m measure ...] qrels run
 // qrels: TREC (`qid iter docno rel`) or BEIR TSV (`query-id corpus-id score` header), detected.
 import { readFileSync } from 'node:fs';
-import { evaluate, expandMeasureSpec, type EvalOptions } from '../src/lib/core/eval/metrics';
+import { evaluate, expandMeasureSpec, TREC_EVAL_SETS, type EvalOptions } from '../src/lib/core/eval/metrics';
 import { formatTrecEval, parseQrelsAuto, parseRun } from '../src/lib/core/eval/trec';
 
 const USAGE = `usage: npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [-m measure ...] qrels run
@@ -13,33 +13,24 @@ const USAGE = `usage: npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--fl
   -M N        evaluate only the top N docs of each query
   --float32   compare scores as float32, like trec_eval 9.x / pytrec_eval / BEIR / MTEB
               (default: as double, like trec_eval 10.0)
-  -m MEASURE  trec_eval syntax, repeatable: map, gm_map, Rprec, bpref, recip_rank, infAP, ndcg,
-              set_P, set_recall, set_F[.beta], num_q, num_ret, num_rel, num_rel_ret,
-              num_nonrel_judged_ret, iprec_at_recall[.0,.5,1], P.5,10  recall.100  ndcg_cut.10
-              map_cut.10  success.1,5,10  (a family without parameters uses trec_eval's defaults)
+  -m MEASURE  trec_eval syntax, repeatable: every measure of trec_eval 10.0's all_trec set:
+              num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank infAP gm_bpref
+              utility 11pt_avg binG G ndcg ndcg_rel Rndcg set_P set_relative_P set_recall set_map
+              set_F[.beta] num_nonrel_judged_ret rbp rbp_resid, iprec_at_recall[.0,.5,1],
+              Rprec_mult[.0.5,2], and the cutoff families P recall ndcg_cut map_cut relative_P
+              success unj (e.g. P.5,10  ndcg_cut.10  unj.5); a family without parameters uses
+              trec_eval's defaults. Sets: official, set, all_trec (relstring and runid are not printed).
               Loupe extra (not trec_eval): Judged@10 (ir_measures' share of the top k judged)
 
 Without -m (or with -m official): trec_eval's default set without runid: num_q num_ret num_rel
-num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall P. Not supported: all_trec, set and
-the measures they add (relstring, utility, rbp, G, ...). Qrels queries missing from the run are
-skipped (trec_eval 9.0.8; trec_eval 10.0 stops with an error instead).
+num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall P. Qrels queries missing from the run
+are skipped (trec_eval 9.0.8; trec_eval 10.0 stops with an error instead). rbp and the gain-based
+measures use trec_eval's default parameters (p = 0.9, gain = grade).
 `;
 
 // trec_eval's 'official' set (measures.c off_names) without runid.
-const DEFAULT_SPECS = [
-  'num_q',
-  'num_ret',
-  'num_rel',
-  'num_rel_ret',
-  'map',
-  'gm_map',
-  'Rprec',
-  'bpref',
-  'recip_rank',
-  'iprec_at_recall',
-  'P',
-];
-const UNSUPPORTED_SETS = ['all_trec', 'set', 'all_prefs', 'prefs', 'qrels_jg'];
+const DEFAULT_SPECS = TREC_EVAL_SETS.official;
+const UNSUPPORTED_SETS = ['all_prefs', 'prefs', 'qrels_jg'];
 
 function fail(message: string): never {
   process.stderr.write(`trec-eval: ${message}\n`);
@@ -85,9 +76,9 @@ function main(argv: string[]): void {
       .flatMap((s) => {
         if (UNSUPPORTED_SETS.includes(s))
           throw new Error(
-            `measure set '${s}' is not supported (it needs trec_eval measures Loupe lacks); list the measures with -m`,
+            `measure set '${s}' is not supported (preference and qrels_jg measures need other judgment files); list the measures with -m`,
           );
-        return s === 'official' ? DEFAULT_SPECS : [s];
+        return s in TREC_EVAL_SETS ? TREC_EVAL_SETS[s] : [s];
       })
       .flatMap(expandMeasureSpec);
   } catch (e) {

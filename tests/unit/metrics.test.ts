@@ -427,7 +427,7 @@ describe('helpers', () => {
     expect(expandMeasureSpec('ndcg_cut.10,3')).toEqual(['ndcg_cut_3', 'ndcg_cut_10']);
     expect(expandMeasureSpec('success')).toEqual(['success_1', 'success_5', 'success_10']);
     expect(() => expandMeasureSpec('P.5,5')).toThrow();
-    expect(() => evaluate(qrels, run, ['utility'])).toThrow(/unknown measure/);
+    expect(() => evaluate(qrels, run, ['relstring'])).toThrow(/unknown measure/);
     expect(evaluate(qrels, run, ['ndcg_cut_7', 'recall_1000']).all).toHaveProperty('recall_1000');
     const labels = [
       'ndcg_cut_10',

@@ -1,7 +1,30 @@
-// IR measures computed exactly as trec_eval does (nDCG@k, Recall@k, P@k, Success@k, MAP, MAP@k, MRR,
-// R-prec and the counters). Spec and file:line references (trec_eval 10.0 unless stated):
-// ../shared/golden/metrics/README.md (beside the repo). Pure: no DOM, no Node APIs.
+// IR measures computed exactly as trec_eval does: every measure of `trec_eval -m all_trec` (nDCG@k,
+// Recall@k, P@k, Success@k, MAP, MAP@k, MRR, R-prec, bpref, infAP, rbp, G, ... and the counters). Spec
+// and file:line references (trec_eval 10.0 unless stated): ../shared/golden/metrics/README.md (beside
+// the repo). Measure names live in measure-names.ts, the shared per-query pieces in res-rels.ts, the
+// newer families in measures-gain.ts and measures-set.ts. Pure: no DOM, no Node APIs.
 import type { Qrels, Run, ScoredDoc } from '../types';
+import {
+  COUNTERS,
+  GM_EPSILON,
+  parseMeasure,
+  SUMMARY_ONLY_MEASURES,
+  sortMeasures,
+  type ParsedMeasure,
+} from './measure-names';
+import { NONPOOL, UNJUDGED, formResRels, iprecAtRecall, ndcgAt, type ResRels } from './res-rels';
+import { binG, gMeasure, ndcgRel, rbp, rbpResidual, rndcg } from './measures-gain';
+import {
+  elevenPointAverage,
+  relativeP,
+  rprecMult,
+  setMap,
+  setRelativeP,
+  unjudgedAt,
+  utility,
+} from './measures-set';
+
+export * from './measure-names';
 
 /** How a query's ranking is built from its scored docs. */
 export interface RankOptions {
@@ -86,398 +109,13 @@ export function rankQuery(docs: readonly ScoredDoc[], opts: RankOptions = {}): S
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Measure names
-
-type CutFamily = 'P' | 'recall' | 'ndcg_cut' | 'map_cut' | 'success';
-type Plain =
-  | 'num_q'
-  | 'num_ret'
-  | 'num_rel'
-  | 'num_rel_ret'
-  | 'map'
-  | 'gm_map'
-  | 'Rprec'
-  | 'bpref'
-  | 'recip_rank'
-  | 'infAP'
-  | 'ndcg'
-  | 'set_P'
-  | 'set_recall'
-  | 'num_nonrel_judged_ret';
-
-/** A measure name split into family and parameter (cutoff k, recall level, or F's beta). */
-export type ParsedMeasure =
-  | { name: string; family: Plain }
-  | { name: string; family: CutFamily | 'Judged'; k: number }
-  | { name: string; family: 'iprec_at_recall'; level: number }
-  | { name: string; family: 'set_F'; beta: number };
-
-// trec_eval prints measures in its table order (measures.c te_trec_measures), parameters ascending.
-// Judged@k is ir_measures', not trec_eval's: it goes last.
-const FAMILY_ORDER = [
-  'num_q',
-  'num_ret',
-  'num_rel',
-  'num_rel_ret',
-  'map',
-  'gm_map',
-  'Rprec',
-  'bpref',
-  'recip_rank',
-  'iprec_at_recall',
-  'P',
-  'recall',
-  'infAP',
-  'ndcg',
-  'ndcg_cut',
-  'map_cut',
-  'success',
-  'set_P',
-  'set_recall',
-  'set_F',
-  'num_nonrel_judged_ret',
-  'Judged',
-] as const;
-const CUT_FAMILIES: readonly string[] = ['P', 'recall', 'ndcg_cut', 'map_cut', 'success'];
-const PARAM_FAMILIES: readonly string[] = [...CUT_FAMILIES, 'iprec_at_recall', 'set_F', 'Judged'];
-/** Measures whose `all` value is a total over queries, not a mean. */
-const COUNTERS: readonly string[] = ['num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'num_nonrel_judged_ret'];
-
-/** trec_eval's default cutoffs when a family is requested without parameters (`-m P`). */
-export const DEFAULT_CUTOFFS: Readonly<Record<CutFamily, readonly number[]>> = {
-  P: [5, 10, 15, 20, 30, 100, 200, 500, 1000],
-  recall: [5, 10, 15, 20, 30, 100, 200, 500, 1000],
-  ndcg_cut: [5, 10, 15, 20, 30, 100, 200, 500, 1000],
-  map_cut: [5, 10, 15, 20, 30, 100, 200, 500, 1000],
-  success: [1, 5, 10],
-};
-
-/** The 11 standard recall levels of `iprec_at_recall` (m_iprec_at_recall.c), as trec_eval prints them. */
-export const RECALL_LEVELS: readonly string[] = [
-  '0.00',
-  '0.10',
-  '0.20',
-  '0.30',
-  '0.40',
-  '0.50',
-  '0.60',
-  '0.70',
-  '0.80',
-  '0.90',
-  '1.00',
-];
-
-/** Floor added to each query's AP before the log in gm_map (trec_eval.h MIN_GEO_MEAN). */
-export const GM_EPSILON = 0.00001;
 /** Smoothing constant of infAP's precision estimate (trec_eval.h INFAP_EPSILON). */
 const INFAP_EPSILON = 0.00001;
 
-/** Parses a printed measure name (`ndcg_cut_10`, `P_5`, `iprec_at_recall_0.50`, `Judged@10`); throws on unknown names. */
-export function parseMeasure(name: string): ParsedMeasure {
-  if ((FAMILY_ORDER as readonly string[]).includes(name) && !PARAM_FAMILIES.includes(name)) {
-    return { name, family: name as Plain };
-  }
-  const m =
-    /^(P|recall|ndcg_cut|map_cut|success)_([1-9][0-9]*)$/.exec(name) ?? /^(Judged)@([1-9][0-9]*)$/.exec(name);
-  if (m) {
-    const k = Number(m[2]);
-    if (Number.isSafeInteger(k)) return { name, family: m[1] as CutFamily | 'Judged', k };
-  }
-  // trec_eval names a recall level with "%3.2f"; the level is taken as printed.
-  const ip = /^iprec_at_recall_([0-9]+\.[0-9]{2})$/.exec(name);
-  if (ip && Number(ip[1]) <= 1) return { name, family: 'iprec_at_recall', level: Number(ip[1]) };
-  // set_F is beta 1; `-m set_F.0.5` prints set_F_0.5 (the parameter as typed, read with atof).
-  if (name === 'set_F') return { name, family: 'set_F', beta: 1 };
-  const f = /^set_F_([0-9]+(\.[0-9]*)?|\.[0-9]+)$/.exec(name);
-  if (f) return { name, family: 'set_F', beta: Number(f[1]) };
-  throw new Error(
-    `unknown measure '${name}' (supported: ${FAMILY_ORDER.filter((x) => !PARAM_FAMILIES.includes(x)).join(', ')}, ` +
-      `set_F, set_F_beta, iprec_at_recall_L for a level L in 0.00..1.00, Judged@k, ` +
-      `and P_k, recall_k, ndcg_cut_k, map_cut_k, success_k for k >= 1)`,
-  );
-}
-
-/**
- * Expands a trec_eval `-m` argument into printed names: `P.1,5,10` → P_1, P_5, P_10; `ndcg_cut` →
- * trec_eval's default cutoffs; `iprec_at_recall` → the 11 recall levels; `set_F.0.5` → set_F_0.5;
- * `map` → map. Cutoffs must be positive and distinct, as in trec_eval.
- */
-export function expandMeasureSpec(spec: string): string[] {
-  const dot = spec.indexOf('.');
-  const family = dot < 0 ? spec : spec.slice(0, dot);
-  const param = dot < 0 ? null : spec.slice(dot + 1);
-  if (family === 'iprec_at_recall') {
-    if (param === null) return RECALL_LEVELS.map((l) => `iprec_at_recall_${l}`);
-    const levels = param.split(',').map((s) => {
-      if (!/^([0-9]+(\.[0-9]*)?|\.[0-9]+)$/.test(s) || Number(s) > 1)
-        throw new Error(`bad recall level '${s}' in '${spec}'`);
-      return Number(s);
-    });
-    levels.sort((a, b) => a - b);
-    const names = levels.map((l) => `iprec_at_recall_${l.toFixed(2)}`);
-    if (new Set(names).size !== names.length) throw new Error(`duplicate recall level in '${spec}'`);
-    return names;
-  }
-  if (family === 'set_F') {
-    if (param === null) return ['set_F'];
-    if (!/^([0-9]+(\.[0-9]*)?|\.[0-9]+)$/.test(param)) throw new Error(`bad beta '${param}' in '${spec}'`);
-    return [`set_F_${param}`];
-  }
-  if (!CUT_FAMILIES.includes(family)) {
-    if (param !== null) throw new Error(`measure '${family}' takes no parameters: '${spec}'`);
-    return [parseMeasure(spec).name];
-  }
-  let ks: number[];
-  if (param === null) ks = [...DEFAULT_CUTOFFS[family as CutFamily]];
-  else {
-    ks = param.split(',').map((s) => {
-      if (!/^[0-9]+$/.test(s) || !(Number(s) > 0)) throw new Error(`bad cutoff '${s}' in '${spec}'`);
-      return Number(s);
-    });
-    if (new Set(ks).size !== ks.length) throw new Error(`duplicate cutoff in '${spec}'`);
-    ks.sort((a, b) => a - b);
-  }
-  return ks.map((k) => `${family}_${k}`);
-}
-
-function paramOf(p: ParsedMeasure): number {
-  return 'k' in p ? p.k : 'level' in p ? p.level : 'beta' in p ? p.beta : 0;
-}
-
-/** Sorts measure names into trec_eval's print order and drops duplicates; throws on unknown names. */
-export function sortMeasures(names: readonly string[]): string[] {
-  const parsed = [...new Set(names)].map(parseMeasure);
-  const rank = (p: ParsedMeasure) => (FAMILY_ORDER as readonly string[]).indexOf(p.family);
-  parsed.sort((a, b) => rank(a) - rank(b) || paramOf(a) - paramOf(b));
-  return parsed.map((p) => p.name);
-}
-
-/** Human labels of the measures without a parameter. */
-export const MEASURE_LABELS: Readonly<Record<string, string>> = {
-  map: 'MAP',
-  gm_map: 'GMAP',
-  recip_rank: 'MRR',
-  Rprec: 'R-precision',
-  bpref: 'bpref',
-  infAP: 'infAP',
-  ndcg: 'nDCG',
-  set_P: 'Set precision',
-  set_recall: 'Set recall',
-  set_F: 'Set F1',
-  num_q: 'Queries',
-  num_ret: 'Retrieved',
-  num_rel: 'Relevant',
-  num_rel_ret: 'Relevant retrieved',
-  num_nonrel_judged_ret: 'Judged non-relevant retrieved',
-};
-const FAMILY_LABELS: Readonly<Record<CutFamily | 'Judged', string>> = {
-  ndcg_cut: 'nDCG',
-  recall: 'Recall',
-  P: 'P',
-  success: 'Success',
-  map_cut: 'MAP',
-  Judged: 'Judged',
-};
-
-/**
- * UI label of a measure name: `ndcg_cut_10` → `nDCG@10`, `recip_rank` → `MRR`, `Rprec` → `R-precision`,
- * `iprec_at_recall_0.50` → `iPrec@recall 0.50`, `set_F_0.5` → `Set F(β=0.5)`; unknown names unchanged.
- */
-export function measureLabel(name: string): string {
-  if (name in MEASURE_LABELS) return MEASURE_LABELS[name];
-  let p: ParsedMeasure;
-  try {
-    p = parseMeasure(name);
-  } catch {
-    return name;
-  }
-  if (p.family === 'iprec_at_recall') return `iPrec@recall ${name.slice('iprec_at_recall_'.length)}`;
-  if (p.family === 'set_F') return `Set F(β=${name.slice('set_F_'.length)})`;
-  return 'k' in p ? `${FAMILY_LABELS[p.family]}@${p.k}` : name;
-}
-
-/**
- * trec_eval's printed name of a measure and the `-m` argument that asks for it, for a tooltip;
- * null for a measure trec_eval does not have (Judged@k comes from ir_measures).
- */
-export function trecEvalName(name: string): { name: string; flag: string } | null {
-  const p = parseMeasure(name);
-  if (p.family === 'Judged') return null;
-  if ('k' in p) return { name, flag: `-m ${p.family}.${p.k}` };
-  if (p.family === 'iprec_at_recall') return { name, flag: `-m iprec_at_recall.${p.level}` };
-  if (p.family === 'set_F') return { name, flag: name === 'set_F' ? '-m set_F' : `-m set_F.${paramOf(p)}` };
-  return { name, flag: `-m ${name}` };
-}
-
-/** What a table column or an export says about a measure: its name, human label and trec_eval name. */
-export interface MeasureInfo {
-  name: string;
-  label: string;
-  /** trec_eval's printed name, null for a measure trec_eval lacks (Judged@k). */
-  trecEval: string | null;
-  /** The trec_eval argument that computes it (`-m ndcg_cut.10`), null like `trecEval`. */
-  flag: string | null;
-}
-
-/** `MeasureInfo` of each name, in the given order (e.g. a report's measures, for JSON exports and tooltips). */
-export function describeMeasures(names: readonly string[]): MeasureInfo[] {
-  return names.map((name) => {
-    const t = trecEvalName(name);
-    return { name, label: measureLabel(name), trecEval: t?.name ?? null, flag: t?.flag ?? null };
-  });
-}
-
-/** The measures the UI shows: nDCG, Recall, P, Success at each k, then MAP, MAP@10, MRR, R-prec, counters. */
-export function standardMeasures(ks: readonly number[] = [1, 5, 10, 100]): string[] {
-  const cut = [...new Set(ks)].sort((a, b) => a - b);
-  for (const k of cut) if (!Number.isSafeInteger(k) || k < 1) throw new Error(`bad cutoff ${k}`);
-  const out: string[] = [];
-  for (const family of ['ndcg_cut', 'recall', 'P', 'success'])
-    for (const k of cut) out.push(`${family}_${k}`);
-  out.push('map', 'map_cut_10', 'recip_rank', 'Rprec', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret');
-  return out;
-}
-
-/**
- * The optional measures for incompletely judged collections and full-depth curves, computed only when
- * asked for: bpref, infAP, GMAP, nDCG (no cut), interpolated precision at the 11 recall levels, set
- * P/recall/F1, judged non-relevant retrieved, and Judged@k for each k (ir_measures' judgement rate).
- */
-export function extraMeasures(judgedKs: readonly number[] = [10]): string[] {
-  const ks = [...new Set(judgedKs)].sort((a, b) => a - b);
-  for (const k of ks) if (!Number.isSafeInteger(k) || k < 1) throw new Error(`bad cutoff ${k}`);
-  return [
-    'bpref',
-    'infAP',
-    'gm_map',
-    'ndcg',
-    ...RECALL_LEVELS.map((l) => `iprec_at_recall_${l}`),
-    'set_P',
-    'set_recall',
-    'set_F',
-    'num_nonrel_judged_ret',
-    ...ks.map((k) => `Judged@${k}`),
-  ];
-}
-
-/** `extraMeasures()`: the optional columns of the metrics table (Judged@10). */
-export const EXTRA_MEASURES: readonly string[] = extraMeasures();
-
-/** Measures reported only as an average over queries, with no per-query value (trec_eval prints none). */
-export const SUMMARY_ONLY_MEASURES: readonly string[] = ['gm_map'];
-
-/** GMAP of per-query APs: exp of the mean of log(max(AP, GM_EPSILON)) (m_gm_map.c, meas_avg.c); 0 for none. */
-export function geometricMeanAp(aps: Iterable<number>): number {
-  let sum = 0;
-  let n = 0;
-  for (const ap of aps) {
-    sum += Math.log(Math.max(ap, GM_EPSILON));
-    n++;
-  }
-  return n ? Math.exp(sum / n) : 0;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Evaluation
-
-/** Qrels judgment for a doc not listed in the qrels (trec_eval.h:226 RELVALUE_NONPOOL). */
-const NONPOOL = -1;
-/** Qrels judgment for a listed doc with a negative grade (trec_eval.h:227 RELVALUE_UNJUDGED). */
-const UNJUDGED = -2;
-
-/** One query's ranking turned into what every measure needs (trec_eval's RES_RELS). */
-interface ResRels {
-  /** Judgment value of the doc at each rank (grade, NONPOOL or UNJUDGED). */
-  rels: number[];
-  numRel: number;
-  numRelRet: number;
-  /** Judged entries of the query below the relevance level (grades 0..L-1): bpref's non-relevant pool. */
-  numNonrel: number;
-  /** Ranked docs absent from the qrels, and ranked docs listed with a negative value. */
-  numNonpool: number;
-  numUnjudged: number;
-  /** Grades > 0 of every qrels entry of the query, descending: the ideal ranking for IDCG. */
-  idealGains: number[];
-}
-
-function formResRels(
-  ranked: readonly ScoredDoc[],
-  judged: ReadonlyMap<string, number>,
-  level: number,
-): ResRels {
-  const rels: number[] = [];
-  let numRelRet = 0;
-  let numNonpool = 0;
-  let numUnjudged = 0;
-  const seen = new Set<string>();
-  for (const d of ranked) {
-    // form_res_rels.c rejects duplicate docnos (checked after -M, like trec_eval).
-    if (seen.has(d.docId)) throw new Error(`duplicate doc '${d.docId}' in one query of the run`);
-    seen.add(d.docId);
-    const g = judged.get(d.docId);
-    const v = g === undefined ? NONPOOL : g < 0 ? UNJUDGED : g;
-    rels.push(v);
-    if (v === NONPOOL) numNonpool++;
-    else if (v === UNJUDGED) numUnjudged++;
-    // num_rel_ret only counts judged docs (form_res_rels.c), even with -l <= -1.
-    else if (v >= level) numRelRet++;
-  }
-  let numRel = 0;
-  let numNonrel = 0;
-  const idealGains: number[] = [];
-  for (const g of judged.values()) {
-    // rel_levels count only grades >= 0 (form_res_rels.c:160-194); R = entries with grade >= L (:234-241).
-    if (g >= 0 && g >= level) numRel++;
-    else if (g >= 0) numNonrel++;
-    if (g > 0) idealGains.push(g);
-  }
-  idealGains.sort((a, b) => b - a);
-  return { rels, numRel, numRelRet, numNonrel, numNonpool, numUnjudged, idealGains };
-}
-
-/** nDCG over the top `k` (Infinity: the whole ranking), trec_eval's linear gain (m_ndcg_cut.c, m_ndcg.c). */
-function ndcgAt(rels: readonly number[], idealGains: readonly number[], k: number): number {
-  // Linear gain = judgment value if > 0, discount log2(rank + 1); the ideal ranking is every qrels grade
-  // > 0 descending, retrieved or not. -l is not used. 0 if IDCG = 0.
-  const lim = Math.min(k, rels.length);
-  let dcg = 0;
-  for (let i = 0; i < lim; i++) if (rels[i] > 0) dcg += rels[i] / Math.log2(i + 2);
-  const ilim = Math.min(k, idealGains.length);
-  let idcg = 0;
-  for (let i = 0; i < ilim; i++) idcg += idealGains[i] / Math.log2(i + 2);
-  return idcg > 0 ? dcg / idcg : dcg;
-}
-
-/**
- * Interpolated precision at each recall level (m_iprec_at_recall.c): the level becomes a number of
- * relevant docs with lround(level * R), and the value is the best precision at or after the rank where
- * that many relevant docs have been seen; levels beyond the relevant docs retrieved are 0.
- */
-function iprecAtRecall(rr: ResRels, levels: readonly number[], level: number): number[] {
-  const { rels, numRel: R, numRelRet } = rr;
-  const N = rels.length;
-  const out = levels.map(() => 0);
-  // lround on a non-negative value = Math.round (half away from zero).
-  const cut = levels.map((p) => Math.round(p * R));
-  let cur = levels.length - 1;
-  while (cur >= 0 && cut[cur] > numRelRet) cur--;
-  // An empty ranking (a query missing from the run with -c) scores 0: trec_eval ranks one unpooled doc.
-  if (N === 0) return out;
-  let best = numRelRet / N;
-  let relSoFar = numRelRet;
-  // Walk the ranking backwards so `best` is the maximum precision at or below each rank.
-  for (let i = N; i > 0 && relSoFar > 0; i--) {
-    const p = relSoFar / i;
-    if (best < p) best = p;
-    if (rels[i - 1] >= level) {
-      while (cur >= 0 && relSoFar === cut[cur]) out[cur--] = best;
-      relSoFar--;
-    }
-  }
-  while (cur >= 0) out[cur--] = best;
-  return out;
-}
+/** trec_eval 10.0's ranking for a qrels query missing from the run with -c (trec_eval.c:154-156). */
+const BOGUS_RANKING: readonly ScoredDoc[] = [{ docId: 'ceci_nest_pas_un_docno', score: 1 }];
+/** Measures trec_eval resets to 0 after scoring the bogus ranking (trec_eval.c:416-431). */
+const BOGUS_RESET: readonly string[] = ['num_ret', 'utility', 'unj', 'rbp_resid'];
 
 /** What `computeQuery` needs to know about the requested measures, prepared once per evaluation. */
 interface Plan {
@@ -562,6 +200,7 @@ function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, nu
         out[m.name] = ndcgAt(rels, idealGains, Infinity);
         break;
       case 'bpref':
+      case 'gm_bpref':
       case 'infAP': {
         // m_bpref.c, m_infap.c: only judged docs take part. Unpooled docs are skipped; pooled-but-unjudged
         // docs (qrels value < 0) are skipped by bpref and counted by infAP's sampling estimate.
@@ -582,7 +221,7 @@ function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, nu
             continue;
           }
           relSoFar++;
-          if (m.family === 'bpref') {
+          if (m.family !== 'infAP') {
             // Judged non-relevant docs above count up to R of them (bpref's cap).
             v += nonrel > 0 ? 1 - Math.min(nonrel, R) / nonrelCap : 1;
           } else if (j === 0) v += 1;
@@ -597,9 +236,50 @@ function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, nu
                 ((relSoFar - 1 + INFAP_EPSILON) / (relSoFar - 1 + nonrel + 2 * INFAP_EPSILON));
           }
         }
-        out[m.name] = R ? v / R : v;
+        const value = R ? v / R : v;
+        // m_gm_bpref.c: like gm_map, the per-query value is log(max(bpref, epsilon)).
+        out[m.name] = m.family === 'gm_bpref' ? Math.log(Math.max(value, GM_EPSILON)) : value;
         break;
       }
+      case 'relative_P':
+        out[m.name] = relativeP(relTop, R, m.k);
+        break;
+      case 'Rprec_mult':
+        out[m.name] = rprecMult(relTop, R, m.mult);
+        break;
+      case 'unj':
+        out[m.name] = unjudgedAt(rels, m.k);
+        break;
+      case 'utility':
+        out[m.name] = utility(rr);
+        break;
+      case '11pt_avg':
+        out[m.name] = elevenPointAverage(rr, level);
+        break;
+      case 'binG':
+        out[m.name] = binG(rr, level);
+        break;
+      case 'G':
+        out[m.name] = gMeasure(rr);
+        break;
+      case 'ndcg_rel':
+        out[m.name] = ndcgRel(rr);
+        break;
+      case 'Rndcg':
+        out[m.name] = rndcg(rr);
+        break;
+      case 'set_relative_P':
+        out[m.name] = setRelativeP(rr);
+        break;
+      case 'set_map':
+        out[m.name] = setMap(rr);
+        break;
+      case 'rbp':
+        out[m.name] = rbp(rr);
+        break;
+      case 'rbp_resid':
+        out[m.name] = rbpResidual(rr);
+        break;
       case 'iprec_at_recall':
         out[m.name] = iprec[iprecIndex++];
         break;
@@ -661,19 +341,21 @@ export function evaluate(
     throw new Error(`qrels query '${missing[0]}' has no results in the run (${missing.length} such queries)`);
   }
   // Default: intersection of qrels and run queries (trec_eval 9.0.8 trec_eval.c:362-374). With -c, every
-  // qrels query, a missing one as an empty ranking (10.0 trec_eval.c:383-387, 416-431).
+  // qrels query; a missing one is scored on trec_eval's bogus ranking of one unpooled doc, and the
+  // measures that would count that doc are then reset to 0 (10.0 trec_eval.c:154-156, 383-431).
   const evaluated = opts.complete ? qrelsIds : qrelsIds.filter(inRun);
 
   const perQuery = new Map<string, Record<string, number>>();
   const sums: Record<string, number> = {};
   for (const n of names) sums[n] = 0;
-  const gm = names.includes('gm_map');
   for (const q of evaluated) {
     const judged = qrels.get(q)!;
-    const ranked = rankQuery(run.get(q) ?? [], rankOpts);
+    const bogus = !inRun(q);
+    const ranked = rankQuery(bogus ? BOGUS_RANKING : run.get(q)!, rankOpts);
     const values = computeQuery(formResRels(ranked, judged, level), plan, level);
+    if (bogus) for (const p of parsed) if (BOGUS_RESET.includes(p.family)) values[p.name] = 0;
     for (const n of names) if (n !== 'num_q') sums[n] += values[n];
-    if (gm) delete values.gm_map;
+    for (const n of SUMMARY_ONLY_MEASURES) delete values[n];
     perQuery.set(q, values);
   }
 
@@ -685,7 +367,8 @@ export function evaluate(
   for (const p of parsed) {
     if (p.family === 'num_q') all[p.name] = numQ;
     else if (COUNTERS.includes(p.family)) all[p.name] = sums[p.name];
-    else if (p.family === 'gm_map') all[p.name] = numQ ? Math.exp(sums[p.name] / numQ) : 0;
+    else if (p.family === 'gm_map' || p.family === 'gm_bpref')
+      all[p.name] = numQ ? Math.exp(sums[p.name] / numQ) : 0;
     else all[p.name] = numQ ? sums[p.name] / numQ : 0;
   }
   if (opts.complete && 'num_rel' in all) {

@@ -242,7 +242,10 @@ const LONG_MEASURES = new Set(['num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'nu
 
 function trecEvalLine(measure: string, qid: string, value: number): string {
   // meas_print_single.c / meas_print_final.c: "%-22s\t%s\t%6.4f\n", counters as "%ld".
-  const v = LONG_MEASURES.has(measure) ? String(Math.trunc(value)) : formatFixed(value, 4).padStart(6);
+  // trec_eval's only NaNs are 0/0 (iprec_at_recall and 11pt_avg with -M 0): on x86-64 that is the
+  // default NaN, sign bit set, which glibc prints as "-nan".
+  const fixed = Number.isNaN(value) ? '-nan' : formatFixed(value, 4);
+  const v = LONG_MEASURES.has(measure) ? String(Math.trunc(value)) : fixed.padStart(6);
   return `${measure.padEnd(22)}\t${qid}\t${v}\n`;
 }
 
