@@ -4,6 +4,7 @@
 //
 //   npm run bench -- --shard ../shared/data/medquad [--task T] [--retriever bm25] [--k1 0.9] [--b 0.4]
 //                    [--depth 100] [--out bench-results] [--no-build] [--maxLineMB 8 --maxFieldMB 4 --maxImageMB 32 --maxImageMP 100]
+//                    [--semantics 10.0-c|9.0.8]   (trec_eval 10.0 -c, default; or 9.0.8 / pytrec_eval: set in the metrics panel)
 //   npm run bench -- --shard ../shared/data/vqa-rad --retriever dense --model loupe-test/clip-tiny-random
 //                    [--device auto|webgpu|wasm] [--dtype fp32|q8|…] [--fusion both|score|feature] [--alpha 0.5]
 //                    [--index exact|hnsw] [--M 16] [--efConstruction 200] [--efSearch 384]
@@ -24,6 +25,8 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { evaluate, measureLabel, standardMeasures } from '../src/lib/core/eval/metrics';
 import { parseQrels, parseRun } from '../src/lib/core/eval/trec';
+import { DEFAULT_SEMANTICS, SEMANTICS, parseSemantics, type Semantics } from '../src/lib/core/eval/semantics';
+import { compareWithTrecEval } from './lib/trec-eval-output';
 import { readShard } from '../src/lib/core/shard/read-shard';
 import { loadNodeDicomCodecs } from './lib/node-dicom-codecs';
 import { LIMIT_OPTIONS, parseLimits } from '../src/lib/core/shard/limits';
@@ -54,6 +57,7 @@ const { values: args } = parseArgs({
     compare: { type: 'string' },
     fuse: { type: 'string' },
     out: { type: 'string', default: 'bench-results' },
+    semantics: { type: 'string', default: DEFAULT_SEMANTICS },
     'no-build': { type: 'boolean', default: false },
     // Shard size limits (README "Limits"): passed to the page URL and to the pre-validation.
     maxLineMB: { type: 'string' },
@@ -65,6 +69,13 @@ const { values: args } = parseArgs({
 
 if (!args.shard) {
   console.error('usage: npm run bench -- --shard <folder or URL> [--task T] [--retriever bm25]');
+  process.exit(2);
+}
+let semantics: Semantics = DEFAULT_SEMANTICS;
+try {
+  semantics = parseSemantics(args.semantics!);
+} catch (e) {
+  console.error((e as Error).message);
   process.exit(2);
 }
 if (args.retriever !== 'bm25' && args.retriever !== 'dense') {
@@ -306,6 +317,9 @@ try {
   const lines: string[] = [];
   for (const task of selected) {
     const doneAt = await visit({ ...common, task: task.id, run: '1' }, ['done']);
+    // The semantics is a metrics-panel setting: chosen there, as a person would, before exporting.
+    if (semantics !== DEFAULT_SEMANTICS)
+      await page.selectOption('[data-testid="semantics-select"]', semantics);
     const t0 = await page.evaluate(() => performance.getEntriesByName('loupe:ready').at(-1)?.startTime ?? 0);
     // One visit can make several runs (image + text queries: score fusion and feature fusion).
     const rows = page.locator(`[data-testid="runs-table"] tbody tr[data-task="${task.id}"]`);
@@ -329,7 +343,9 @@ try {
       // Independent check: parse the exported files from disk and score them again.
       const qrels = parseQrels(readFileSync(join(outDir, 'qrels.trec'), 'utf8'), 'qrels.trec');
       const run = parseRun(readFileSync(join(outDir, 'run.trec'), 'utf8'), 'run.trec');
-      const again = evaluate(qrels, run, measures, { complete: true }).all;
+      const again = evaluate(qrels, run, measures, SEMANTICS[semantics].options).all;
+      if (ui.semantics !== semantics)
+        throw new Error(`metrics.json says ${ui.semantics}, expected ${semantics}`);
       let worst = 0;
       for (const m of measures) worst = Math.max(worst, Math.abs((again[m] ?? 0) - (ui.overall[m] ?? 0)));
       let trecEvalNote = 'no trec_eval binary (set TREC_EVAL=/path/to/trec_eval to compare)';
@@ -337,7 +353,15 @@ try {
         // trec_eval refuses a result file without results; there is nothing to cross-check.
         trecEvalNote = 'trec_eval skipped: the run is empty (no query retrieved anything)';
       } else if (process.env.TREC_EVAL) {
-        const args = ['-c', '-m', 'ndcg_cut.10', '-m', 'recall.100', '-m', 'recip_rank'];
+        const args = [
+          ...SEMANTICS[semantics].trecEvalFlags,
+          '-m',
+          'ndcg_cut.10',
+          '-m',
+          'recall.100',
+          '-m',
+          'recip_rank',
+        ];
         let out: string;
         try {
           out = execFileSync(
@@ -355,15 +379,7 @@ try {
               `${(err.stderr ?? '').trim() || err.message}`,
           );
         }
-        const te = Object.fromEntries(
-          out
-            .trim()
-            .split('\n')
-            .map((l) => l.split(/\s+/))
-            .map(([m, , v]) => [m, Number(v)]),
-        );
-        const diffs = ['ndcg_cut_10', 'recall_100', 'recip_rank'].map((m) => Math.abs(te[m] - ui.overall[m]));
-        trecEvalNote = `trec_eval: max |diff| ${Math.max(...diffs).toExponential(1)} (4-decimal output)`;
+        trecEvalNote = compareWithTrecEval(out, ui.overall, ['ndcg_cut_10', 'recall_100', 'recip_rank']).note;
       }
       lines.push(
         `${basename(shardPath)} / ${task.id} · ${names[r]} (${ui.queries} queries, run ${((doneAt - t0) / 1000).toFixed(2)} s)`,
@@ -381,7 +397,7 @@ try {
       '',
       `Note: ${model.id} is a generated model with random weights; its numbers test the pipeline, not retrieval.`,
     );
-  console.log(`\nLoupe headless run · ${args.retriever} · ${shardUrl}`);
+  console.log(`\nLoupe headless run · ${args.retriever} · ${shardUrl} · ${SEMANTICS[semantics].label}`);
   console.log(
     `cold start to ready ${(coldMs / 1000).toFixed(2)} s · warm start to ready ${(warmMs / 1000).toFixed(2)} s\n`,
   );

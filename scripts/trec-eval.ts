@@ -1,11 +1,12 @@
 // trec_eval replacement for when no binary is around: same measures, same numbers, same output layout.
-//   npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [-m measure ...] qrels run
+//   npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [--semantics S] [-m measure ...] qrels run
 // qrels: TREC (`qid iter docno rel`) or BEIR TSV (`query-id corpus-id score` header), detected.
 import { readFileSync } from 'node:fs';
 import { evaluate, expandMeasureSpec, TREC_EVAL_SETS, type EvalOptions } from '../src/lib/core/eval/metrics';
 import { formatTrecEval, parseQrelsAuto, parseRun } from '../src/lib/core/eval/trec';
+import { SEMANTICS, parseSemantics, type Semantics } from '../src/lib/core/eval/semantics';
 
-const USAGE = `usage: npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [-m measure ...] qrels run
+const USAGE = `usage: npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [--semantics S] [-m measure ...] qrels run
 
   -q          print every query's values before the 'all' lines
   -c          average over every qrels query; a query missing from the run scores 0
@@ -13,6 +14,9 @@ const USAGE = `usage: npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--fl
   -M N        evaluate only the top N docs of each query
   --float32   compare scores as float32, like trec_eval 9.x / pytrec_eval / BEIR / MTEB
               (default: as double, like trec_eval 10.0)
+  --semantics S  10.0-c: trec_eval 10.0 -c (the app's default; same as -c)
+              9.0.8 (or pytrec_eval): trec_eval 9.0.8 / pytrec_eval: queries missing from the run
+              are skipped and scores compared as float32 (same as --float32 without -c)
   -m MEASURE  trec_eval syntax, repeatable: every measure of trec_eval 10.0's all_trec set:
               num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank infAP gm_bpref
               utility 11pt_avg binG G ndcg ndcg_rel Rndcg set_P set_relative_P set_recall set_map
@@ -45,6 +49,7 @@ function intArg(flag: string, s: string | undefined): number {
 function main(argv: string[]): void {
   let perQuery = false;
   const opts: EvalOptions = {};
+  let semantics: Semantics | null = null;
   const specs: string[] = [];
   const files: string[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -57,7 +62,14 @@ function main(argv: string[]): void {
     } else if (a === '-q') perQuery = true;
     else if (a === '-c') opts.complete = true;
     else if (a === '--float32') opts.float32Ties = true;
-    else if (a.startsWith('-l')) opts.relevanceLevel = intArg('-l', takeValue('-l'));
+    else if (a === '--semantics' || a.startsWith('--semantics=')) {
+      const v = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
+      try {
+        semantics = parseSemantics(v ?? '');
+      } catch (e) {
+        fail((e as Error).message);
+      }
+    } else if (a.startsWith('-l')) opts.relevanceLevel = intArg('-l', takeValue('-l'));
     else if (a.startsWith('-M')) {
       opts.maxDocs = intArg('-M', takeValue('-M'));
       if (opts.maxDocs < 0) fail('-M must be >= 0');
@@ -67,6 +79,11 @@ function main(argv: string[]): void {
       specs.push(v);
     } else if (a.startsWith('-') && a !== '-') fail(`unknown option '${a}'\n\n${USAGE}`);
     else files.push(a);
+  }
+  if (semantics) {
+    if (opts.complete && semantics === '9.0.8')
+      fail('--semantics 9.0.8 skips missing queries: it cannot go with -c');
+    Object.assign(opts, SEMANTICS[semantics].options);
   }
   if (files.length !== 2) fail(`expected 2 files (qrels run), got ${files.length}\n\n${USAGE}`);
 

@@ -350,7 +350,7 @@ describe('exports', () => {
     expect(j2[col('gm_map')]).toBe('');
     expect(Number(j2[col('bpref')])).toBe(golden.per_query_full.j2.bpref);
     expect(reportCsv(report, { header: 'name' }).split('\n')[0]).toBe(
-      ['scope', 'value', 'queries', ...measures].join(','),
+      ['scope', 'value', 'queries', ...measures, 'semantics'].join(','),
     );
     expect(describeMeasures(['Rprec', 'Judged@10'])).toEqual([
       { name: 'Rprec', label: 'R-precision', trecEval: 'Rprec', flag: '-m Rprec' },

@@ -3,7 +3,8 @@
 // library's (shard, task), so switching either cannot leave another task's runs on screen.
 import { formatQrels, formatRun, parseRun } from '../core/eval/trec';
 import { buildTaskReport, qrelsFor, reportCsv, type TaskReport } from '../core/eval/report';
-import { EXTRA_MEASURES, describeMeasures, standardMeasures } from '../core/eval/metrics';
+import { allTrecMeasures, EXTRA_MEASURES, describeMeasures, standardMeasures } from '../core/eval/metrics';
+import { DEFAULT_SEMANTICS, SEMANTICS, type Semantics } from '../core/eval/semantics';
 import type { Run } from '../core/types';
 import {
   configKey,
@@ -18,6 +19,9 @@ import {
 import { openShardStore } from '../platform/shard-store';
 import type { Library, OpenShard } from './library.svelte';
 import type { Messages } from './messages.svelte';
+
+/** The measure sets of the metrics panel's Measures choice. */
+export type MeasureSet = 'standard' | 'extra' | 'all_trec';
 
 /** Cutoffs every report shows. */
 export const REPORT_KS = [1, 5, 10, 100];
@@ -48,23 +52,46 @@ export class RunStore {
     });
   }
 
-  /** Also compute the measures for incompletely judged collections (bpref, infAP, Judged@10…). */
-  #extra = $state(false);
+  /**
+   * Which measures every report computes: the standard ones, plus those for incompletely judged
+   * collections (bpref, infAP, Judged@10…), plus every other measure of `trec_eval -m all_trec`.
+   */
+  #measureSet = $state<MeasureSet>('standard');
+  /** Which trec_eval the numbers follow: the one setting the metrics panel and every export read. */
+  #semantics = $state<Semantics>(DEFAULT_SEMANTICS);
 
   get measures(): string[] {
     const std = standardMeasures(REPORT_KS);
-    return this.#extra ? [...std, ...EXTRA_MEASURES] : std;
+    if (this.#measureSet === 'standard') return std;
+    const out = [...std, ...EXTRA_MEASURES];
+    if (this.#measureSet === 'all_trec') for (const m of allTrecMeasures()) if (!out.includes(m)) out.push(m);
+    return out;
   }
 
-  get extraMeasures(): boolean {
-    return this.#extra;
+  get measureSet(): MeasureSet {
+    return this.#measureSet;
   }
 
-  /** Shows or hides the extra measures: every run of the shard is scored again. */
-  set extraMeasures(on: boolean) {
+  /** Changes the measure set: every run of the shard is scored again. */
+  set measureSet(set: MeasureSet) {
+    if (set === this.#measureSet) return;
+    this.#measureSet = set;
+    this.#rescore();
+  }
+
+  get semantics(): Semantics {
+    return this.#semantics;
+  }
+
+  /** Switches trec_eval semantics: every run of the shard is scored again. */
+  set semantics(s: Semantics) {
+    if (s === this.#semantics) return;
+    this.#semantics = s;
+    this.#rescore();
+  }
+
+  #rescore() {
     const s = this.library.shard;
-    if (on === this.#extra) return;
-    this.#extra = on;
     if (s) this.all = this.all.map((r) => ({ ...r, report: this.#report(s, r.meta, r.run) }));
   }
 
@@ -133,6 +160,7 @@ export class RunStore {
       qrels: s.qrels,
       run,
       measures: this.measures,
+      semantics: this.#semantics,
     });
   }
 
@@ -283,7 +311,9 @@ export class RunStore {
         },
         shard: { name: m.shardName, hash: m.shardHash },
         task: m.taskId,
-        evaluation: 'trec_eval -c semantics over the task qrels; trec_eval 10 tie order',
+        // Derived from the report, which was computed with the store's one semantics setting.
+        semantics: r.report.semantics,
+        evaluation: `${SEMANTICS[r.report.semantics].label}: ${SEMANTICS[r.report.semantics].description}`,
         queries: r.report.queries,
         measures: describeMeasures(r.report.measures),
         overall: r.report.overall,

@@ -1,6 +1,7 @@
 // Turns a run over one task into what the UI and the headless runner show: every measure overall,
 // per query, and per metadata facet (field, organ, modality, question type…).
 import { evaluate, geometricMeanAp, measureLabel, type EvalOptions } from './metrics';
+import { DEFAULT_SEMANTICS, SEMANTICS, type Semantics } from './semantics';
 import type { Doc, Qrels, Query, Run } from '../types';
 
 /** FACET_MAX_VALUES: a metadata key with more distinct values than this is not a facet (ids, urls…). */
@@ -21,12 +22,17 @@ export interface Facet {
 
 export interface TaskReport {
   taskId: string;
+  /** Which trec_eval the numbers follow (semantics.ts); exports name it. */
+  semantics: Semantics;
   measures: string[];
   queries: number;
   overall: Record<string, number>;
   perQuery: Map<string, Record<string, number>>;
   facets: Facet[];
 }
+
+/** The per-query measure whose geometric mean each summary-only measure is. */
+const GEOMETRIC_BASE: Readonly<Record<string, string>> = { gm_map: 'map', gm_bpref: 'bpref' };
 
 /** The qrels rows of the given queries (one shard-wide qrels file holds every task's rows). */
 export function qrelsFor(qrels: Qrels, queryIds: Iterable<string>): Qrels {
@@ -63,8 +69,10 @@ export function queryFacets(
 }
 
 /**
- * Scores a run over one task. Every query of the task with qrels is counted, including queries the
- * retriever returned nothing for (trec_eval -c), so the numbers equal `trec_eval -c` on the task's qrels.
+ * Scores a run over one task. With the default semantics (trec_eval 10.0 -c) every query of the task
+ * with qrels is counted, including queries the retriever returned nothing for, so the numbers equal
+ * `trec_eval -c` on the task's qrels; with '9.0.8' they equal trec_eval 9.0.8 / pytrec_eval (missing
+ * queries skipped, float32 score ties). `options` overrides single evaluation options (e.g. -M).
  */
 export function buildTaskReport(args: {
   taskId: string;
@@ -73,18 +81,25 @@ export function buildTaskReport(args: {
   qrels: Qrels;
   run: Run;
   measures: string[];
+  semantics?: Semantics;
   options?: EvalOptions;
 }): TaskReport {
+  const semantics = args.semantics ?? DEFAULT_SEMANTICS;
   const taskQueries = args.queries.filter((q) => q.task === args.taskId);
   const taskQrels = qrelsFor(
     args.qrels,
     taskQueries.map((q) => q.id),
   );
-  // gm_map has no per-query value: facets take the geometric mean of the queries' AP, so AP is computed
-  // too (and dropped again when it was not asked for).
-  const addMap = args.measures.includes('gm_map') && !args.measures.includes('map');
-  const measures = addMap ? [...args.measures, 'map'] : args.measures;
-  const result = evaluate(taskQrels, args.run, measures, { complete: true, ...args.options });
+  // gm_map and gm_bpref have no per-query value: facets take the geometric mean of the queries' AP
+  // (bpref), so AP (bpref) is computed too, and dropped again when it was not asked for.
+  const added = Object.entries(GEOMETRIC_BASE)
+    .filter(([gm, base]) => args.measures.includes(gm) && !args.measures.includes(base))
+    .map(([, base]) => base);
+  const measures = [...args.measures, ...added];
+  const result = evaluate(taskQrels, args.run, measures, {
+    ...SEMANTICS[semantics].options,
+    ...args.options,
+  });
   const facetsByQuery = queryFacets(taskQueries, args.docs);
   const groups = new Map<string, { origin: Facet['origin']; values: Map<string, string[]> }>();
   for (const q of taskQueries) {
@@ -109,13 +124,14 @@ export function buildTaskReport(args: {
       .sort((a, b) => b.queries - a.queries || (a.value < b.value ? -1 : 1));
     facets.push({ key, origin: g.origin, values });
   }
-  if (addMap) {
-    delete result.all.map;
-    for (const v of result.perQuery.values()) delete v.map;
+  for (const base of added) {
+    delete result.all[base];
+    for (const v of result.perQuery.values()) delete v[base];
   }
   facets.sort((a, b) => (a.origin === b.origin ? (a.key < b.key ? -1 : 1) : a.origin === 'query' ? -1 : 1));
   return {
     taskId: args.taskId,
+    semantics,
     measures: args.measures,
     queries: result.perQuery.size,
     overall: result.all,
@@ -127,8 +143,8 @@ export function buildTaskReport(args: {
 function meanOf(ids: string[], perQuery: Map<string, Record<string, number>>, measures: string[]) {
   const out: Record<string, number> = {};
   for (const m of measures) {
-    if (m === 'gm_map') {
-      out[m] = geometricMeanAp(ids.map((id) => perQuery.get(id)?.map ?? 0));
+    if (m in GEOMETRIC_BASE) {
+      out[m] = geometricMeanAp(ids.map((id) => perQuery.get(id)?.[GEOMETRIC_BASE[m]] ?? 0));
       continue;
     }
     let s = 0;
@@ -139,17 +155,20 @@ function meanOf(ids: string[], perQuery: Map<string, Record<string, number>>, me
 }
 
 /**
- * The metrics CSV of a report: `scope,value,queries,<measure>...`, then the overall row (scope `overall`,
- * value = task id), one row per facet value and one per query. Headers are human labels, or trec_eval's
- * names with `header: 'name'`. A measure without a per-query value (gm_map) is empty on query rows.
+ * The metrics CSV of a report: `scope,value,queries,<measure>...,semantics`, then the overall row (scope
+ * `overall`, value = task id), one row per facet value and one per query. Headers are human labels, or
+ * trec_eval's names with `header: 'name'`. A measure without a per-query value (gm_map) is empty on
+ * query rows. The last column names the semantics on every row (`trec_eval 10.0 -c`), so a row copied
+ * elsewhere still says which trec_eval it follows.
  */
 export function reportCsv(report: TaskReport, opts: { header?: 'label' | 'name' } = {}): string {
   const ms = report.measures;
   const esc = (v: string) => (/[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
   const head = ms.map((m) => (opts.header === 'name' ? m : measureLabel(m)));
-  const rows = [['scope', 'value', 'queries', ...head].map(esc).join(',')];
+  const rows = [['scope', 'value', 'queries', ...head, 'semantics'].map(esc).join(',')];
+  const sem = esc(SEMANTICS[report.semantics].label);
   const line = (scope: string, value: string, n: number, m: Record<string, number>) =>
-    [esc(scope), esc(value), String(n), ...ms.map((k) => (k in m ? String(m[k]) : ''))].join(',');
+    [esc(scope), esc(value), String(n), ...ms.map((k) => (k in m ? String(m[k]) : '')), sem].join(',');
   rows.push(line('overall', report.taskId, report.queries, report.overall));
   for (const f of report.facets)
     for (const v of f.values) rows.push(line(f.key, v.value, v.queries, v.means));
