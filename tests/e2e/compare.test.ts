@@ -9,6 +9,11 @@ import { shotPath } from './artifacts';
 
 const baseUrl = inject('baseUrl');
 
+async function download(page: Page, testId: string): Promise<string> {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
+  return readFileSync(await dl.path(), 'utf8');
+}
+
 async function phase(page: Page, ...phases: string[]) {
   await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
     timeout: 120_000,
@@ -172,5 +177,106 @@ describe('comparing runs', () => {
       expect(await row.locator('[data-testid="diff"]').innerText()).toBe('0.0000 [0.0000, 0.0000]');
       expect(await row.locator('[data-testid="p-rand"]').innerText()).toBe('1.0000 (1.0000)');
     }
+  });
+
+  test('a run missing a query: switching semantics changes its numbers and every export names it; all_trec measures show', async () => {
+    const { page } = s;
+    await page.goto(`${baseUrl}/?shard=/shards/vqa-rad/&task=text-to-image&runs=bm25(k1=0.9,b=0.4)`);
+    await phase(page, 'done');
+    // The BM25 run without its first query: a judged query the run does not answer.
+    const full = await download(page, 'export-run');
+    const dropped = full.split('\n')[0].split(' ')[0];
+    const lines = full.split('\n').filter((l) => l && l.split(' ')[0] !== dropped);
+    const file = join(mkdtempSync(join(tmpdir(), 'loupe-sem-')), 'missing-one.trec');
+    writeFileSync(file, lines.join('\n') + '\n');
+    await page.setInputFiles('[data-testid="import-run"]', file);
+    await expect
+      .poll(() => page.locator('[data-testid="run-meta"]').innerText())
+      .toContain('missing-one.trec');
+
+    const queries = async () =>
+      Number((await page.innerText('[data-testid="run-meta"]')).match(/(\d+) queries/)![1]);
+    const overall = (m: string) =>
+      page
+        .locator(`[data-testid="metrics-table"] tr.overall td[data-measure="${m}"]`)
+        .innerText()
+        .then(Number);
+    // Default: trec_eval 10.0 -c, the missing query counts and scores 0.
+    expect(await page.innerText('[data-testid="metrics-semantics"]')).toContain('trec_eval 10.0 -c');
+    expect(await page.innerText('[data-testid="check-command"]')).toContain('trec_eval -c -m ndcg_cut.10');
+    const n = await queries();
+    const ndcg10 = await overall('ndcg_cut_10');
+    expect(ndcg10).toBeGreaterThan(0);
+    const json10 = JSON.parse(await download(page, 'export-json'));
+    expect(json10.semantics).toBe('10.0-c');
+    expect(json10.queries).toBe(n);
+    expect(json10.perQuery).toHaveProperty(dropped);
+
+    // trec_eval 9.0.8 / pytrec_eval: the missing query is skipped, so the mean is over one query fewer.
+    await page.selectOption('[data-testid="semantics-select"]', '9.0.8');
+    await expect.poll(queries).toBe(n - 1);
+    expect(await page.innerText('[data-testid="metrics-semantics"]')).toContain(
+      'trec_eval 9.0.8 / pytrec_eval',
+    );
+    expect(await page.innerText('[data-testid="check-command"]')).not.toContain(' -c ');
+    const ndcg9 = await overall('ndcg_cut_10');
+    expect(ndcg9).toBeGreaterThan(ndcg10);
+    expect(Math.abs(ndcg9 - (ndcg10 * n) / (n - 1))).toBeLessThan(2e-4);
+    const json9 = JSON.parse(await download(page, 'export-json'));
+    expect(json9.semantics).toBe('9.0.8');
+    expect(json9.evaluation).toMatch(
+      /^trec_eval 9\.0\.8 \/ pytrec_eval: queries missing from the run are skipped/,
+    );
+    expect(json9.queries).toBe(n - 1);
+    expect(json9.perQuery).not.toHaveProperty(dropped);
+    expect(Math.abs(json9.overall.ndcg_cut_10 - (json10.overall.ndcg_cut_10 * n) / (n - 1))).toBeLessThan(
+      1e-12,
+    );
+    const csv = (await download(page, 'export-csv')).trimEnd().split('\n');
+    expect(csv[0].split(',').at(-1)).toBe('semantics');
+    for (const row of csv.slice(1)) expect(row.split(',').at(-1)).toBe('trec_eval 9.0.8 / pytrec_eval');
+
+    // Every measure of trec_eval -m all_trec, behind the Measures choice.
+    await page.selectOption('[data-testid="measure-set"]', 'all_trec');
+    await page.waitForSelector('[data-testid="metrics-table"] tr.overall td[data-measure="rbp"]');
+    const heads = await page.locator('[data-testid="metrics-table"] thead th').allInnerTexts();
+    for (const h of [
+      'RBP (p=0.9)',
+      'R-nDCG',
+      'Unjudged@10',
+      'Utility',
+      'P@1.20R',
+      'Relative P@10',
+      'GM-bpref',
+    ])
+      expect(heads).toContain(h);
+    for (const m of ['rbp', 'rbp_resid', 'G', 'binG', 'ndcg_rel', 'set_map', '11pt_avg', 'success_5'])
+      expect(await overall(m), m).not.toBeNaN();
+    const jsonAll = JSON.parse(await download(page, 'export-json'));
+    expect(jsonAll.measures.find((m: { name: string }) => m.name === 'Rprec_mult_2.00')).toEqual({
+      name: 'Rprec_mult_2.00',
+      label: 'P@2.00R',
+      trecEval: 'Rprec_mult_2.00',
+      flag: '-m Rprec_mult.2',
+    });
+    expect(jsonAll.overall).toHaveProperty('unj_20');
+    expect(jsonAll.semantics).toBe('9.0.8');
+
+    // Back to the default: the first value again; the panel fits a phone with all the columns.
+    await page.selectOption('[data-testid="semantics-select"]', '10.0-c');
+    await expect.poll(queries).toBe(n);
+    expect(await overall('ndcg_cut_10')).toBe(ndcg10);
+    for (const width of [390, 1024, 1440]) {
+      await page.setViewportSize({ width, height: 900 });
+      expect(
+        await page.evaluate(() => document.documentElement.scrollWidth),
+        `${width}px`,
+      ).toBeLessThanOrEqual(width);
+      await page
+        .locator('[data-testid="metrics-controls"]')
+        .screenshot({ path: shotPath(`metrics-controls-${width}.png`) });
+    }
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    expect(pageErrors(page).join('\n')).toBe('');
   });
 });
