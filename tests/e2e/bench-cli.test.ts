@@ -1,7 +1,8 @@
 // The headless runner's (scripts/bench.ts) exit codes and messages: 2 and the validation issues (file,
 // line, code, no stack trace) for an invalid shard; an empty run with TREC_EVAL set skips the cross-check
-// with a note; a failing TREC_EVAL on a non-empty run is an internal failure (1) naming it. The shards and
-// the trec_eval stand-in are written to a temp folder at test time; the two browser cases share one build.
+// with a note; a failing TREC_EVAL on a non-empty run is an internal failure (1) naming it; --semantics
+// 9.0.8 reaches the metrics panel, the exports and the trec_eval call. The shards and the trec_eval
+// stand-ins are written to a temp folder at test time; the browser cases share one build.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -98,5 +99,33 @@ describe('headless runner exit codes', () => {
     expect(r2.stderr).toContain(`TREC_EVAL=${BROKEN_TREC_EVAL} failed`);
     expect(r2.stderr).toContain('(exit 3): trec_eval: cannot open qrels');
     expect(readFileSync(join(out, 'hit-t-bm25/run.trec'), 'utf8')).toMatch(/^q1 Q0 d1 1 /);
+  });
+
+  it('--semantics 9.0.8: chosen in the metrics panel, named in metrics.json, trec_eval run without -c; the note gives the decimals trec_eval printed', () => {
+    // A trec_eval built to print 17 significant digits; it records its arguments. Shares the build above.
+    const argsFile = join(tmp, 'wide-args.txt');
+    const wide = writeScript(
+      'trec_eval_17',
+      `echo "$@" > ${argsFile}\n` +
+        'printf "ndcg_cut_10\\tall\\t0.99999999999999989\\nrecall_100\\tall\\t1\\nrecip_rank\\tall\\t1\\n"',
+    );
+    const hit = writeShard('hit9', 'alpha');
+    const out = join(tmp, 'out9');
+    const r = bench(['--shard', hit, '--out', out, '--no-build', '--semantics', '9.0.8'], {
+      TREC_EVAL: wide,
+    });
+    expect(r.stderr).not.toMatch(STACK);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('trec_eval 9.0.8 / pytrec_eval');
+    expect(r.stdout).toContain('trec_eval: max |diff| 1.1e-16 (compared at the 17 decimals it printed)');
+    expect(readFileSync(argsFile, 'utf8')).not.toMatch(/(^| )-c( |$)/);
+    const metrics = JSON.parse(readFileSync(join(out, 'hit9-t-bm25/metrics.json'), 'utf8'));
+    expect(metrics.semantics).toBe('9.0.8');
+    expect(readFileSync(join(out, 'hit9-t-bm25/metrics.csv'), 'utf8').trimEnd().split('\n')[1]).toMatch(
+      /,trec_eval 9\.0\.8 \/ pytrec_eval$/,
+    );
+    const bad = bench(['--shard', hit, '--out', out, '--no-build', '--semantics', '8']);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("unknown semantics '8'");
   });
 });
