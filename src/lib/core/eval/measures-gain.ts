@@ -168,17 +168,14 @@ export function ndcgRel(rr: ResRels): number {
 }
 
 /**
- * Gains of rbp: trec_eval rescales them to [0, 1] by (gain - min) / (max - min) over every gain level
- * of the query (grades 0 .. highest grade judged) when one lies outside [0, 1].
+ * Gains of rbp: trec_eval rescales the gain levels to [0, 1] with (gain - min) / (max - min) when one lies
+ * outside it. The levels run from grade 0 to the query's highest judged grade, so min is 0 and max the
+ * highest grade; a doc with no level (unjudged, unpooled) gains 0.
  */
 function rbpScale(rr: ResRels): (v: number) => number {
   const top = rr.idealGains.length ? rr.idealGains[0] : 0;
   if (top <= 1) return gainOf;
-  return (v) => {
-    // Levels are 0..top; a retrieved doc's grade is one of them (unjudged docs have no level: 0).
-    if (v < 0) return 0;
-    return (v - 0) / (top - 0);
-  };
+  return (v) => (v < 0 ? 0 : v / top);
 }
 
 /**
