@@ -2,7 +2,7 @@
 // thousands of resamples never block the page.
 import * as Comlink from 'comlink';
 import { compareRuns, curveMeans, type CompareInput } from '../src/lib/core/eval/compare';
-import { evaluate } from '../src/lib/core/eval/metrics';
+import { evaluate, type EvalOptions } from '../src/lib/core/eval/metrics';
 import type { CompareOptions } from '../src/lib/core/eval/stats';
 import type { Qrels, Run } from '../src/lib/core/types';
 
@@ -17,11 +17,20 @@ const api = {
     return compareRuns(args);
   },
 
-  /** Mean of each family (e.g. ndcg_cut, recall) at k = 1..maxK for each run (trec_eval -c). */
-  curves(runs: { id: string; run: Run }[], qrels: Qrels, families: string[], maxK: number) {
+  /**
+   * Mean of each family (e.g. ndcg_cut, recall) at k = 1..maxK for each run, evaluated with `options`
+   * (the reports' semantics; default trec_eval -c).
+   */
+  curves(
+    runs: { id: string; run: Run }[],
+    qrels: Qrels,
+    families: string[],
+    maxK: number,
+    options: EvalOptions = { complete: true },
+  ) {
     const measures = families.flatMap((f) => Array.from({ length: maxK }, (_, i) => `${f}_${i + 1}`));
     return runs.map(({ id, run }) => {
-      const { perQuery } = evaluate(qrels, run, measures, { complete: true });
+      const { perQuery } = evaluate(qrels, run, measures, options);
       return { id, curves: Object.fromEntries(families.map((f) => [f, curveMeans(perQuery, f, maxK)])) };
     });
   },

@@ -185,6 +185,7 @@ describe('comparing runs', () => {
     await phase(page, 'done');
     // The BM25 run without its first query: a judged query the run does not answer.
     const full = await download(page, 'export-run');
+    const original = await page.locator('[data-testid="runs-table"] tr.current').getAttribute('data-run');
     const dropped = full.split('\n')[0].split(' ')[0];
     const lines = full.split('\n').filter((l) => l && l.split(' ')[0] !== dropped);
     const file = join(mkdtempSync(join(tmpdir(), 'loupe-sem-')), 'missing-one.trec');
@@ -212,8 +213,17 @@ describe('comparing runs', () => {
     expect(json10.queries).toBe(n);
     expect(json10.perQuery).toHaveProperty(dropped);
 
+    // A comparison of the two runs belongs to the semantics it was computed under.
+    const imported = await page.locator('[data-testid="runs-table"] tr.current').getAttribute('data-run');
+    for (const box of await page.locator('[data-testid="compare-pick"]').all()) await box.uncheck();
+    await page.check(`[data-testid="compare-pick"][data-run="${imported}"]`);
+    await page.check(`[data-testid="compare-pick"][data-run="${original}"]`);
+    await page.click('[data-testid="compare-run"]');
+    await page.waitForSelector('[data-testid="comparison-table"]');
+
     // trec_eval 9.0.8 / pytrec_eval: the missing query is skipped, so the mean is over one query fewer.
     await page.selectOption('[data-testid="semantics-select"]', '9.0.8');
+    await expect.poll(() => page.locator('[data-testid="comparison-table"]').count()).toBe(0);
     await expect.poll(queries).toBe(n - 1);
     expect(await page.innerText('[data-testid="metrics-semantics"]')).toContain(
       'trec_eval 9.0.8 / pytrec_eval',

@@ -6,6 +6,7 @@ import { queryFacets, qrelsFor } from '../core/eval/report';
 import { describeFusion, fuse, fusionLabel, type FusionOptions } from '../core/retrieval/fusion';
 import type { RetrieverConfig } from '../core/retrieval/runs';
 import { compareInWorker, curvesInWorker } from '../clients/stats-client';
+import { SEMANTICS, type Semantics } from '../core/eval/semantics';
 import type { Jobs } from './jobs.svelte';
 import type { Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
@@ -29,6 +30,8 @@ interface ComputedComparison {
   taskId: string;
   /** The compared run ids, sorted (the picks it was computed for). */
   key: string;
+  /** The semantics of the reports it compared (RunStore's setting at the time). */
+  semantics: Semantics;
   result: Comparison;
   curves: { id: string; curves: Record<string, number[]> }[];
 }
@@ -90,6 +93,8 @@ export class CompareState {
     if (!c) return null;
     if (c.key !== [...this.pickedIds].sort().join(',')) return null;
     if (c.result.baselineId !== this.baselineId) return null;
+    // Computed under another trec_eval semantics: its numbers are not the reports' any more.
+    if (c.semantics !== this.app.runs.semantics) return null;
     return c;
   }
 
@@ -106,6 +111,7 @@ export class CompareState {
       this.app.messages.error('Pick at least two runs of this task to compare.');
       return;
     }
+    const semantics = this.app.runs.semantics;
     const key = picked
       .map((r) => r.meta.id)
       .sort()
@@ -138,9 +144,10 @@ export class CompareState {
           qrels,
           ['ndcg_cut', 'recall'],
           100,
+          SEMANTICS[semantics].options,
         );
         if (this.app.library.shard === s)
-          this.#computed = { ...this.#computed, [taskId]: { taskId, key, result, curves } };
+          this.#computed = { ...this.#computed, [taskId]: { taskId, key, semantics, result, curves } };
         performance.mark('loupe:compared');
       },
     );
