@@ -254,12 +254,20 @@ async function compareMode() {
   await page.waitForFunction(() => performance.getEntriesByName('loupe:compared').length > 0, null, {
     timeout: 30 * 60_000,
   });
+  if (semantics !== DEFAULT_SEMANTICS) {
+    // The permalink compared under the default; choose the semantics in the metrics panel and compare again.
+    await page.selectOption('[data-testid="semantics-select"]', semantics);
+    await page.click('[data-testid="compare-run"]');
+    await page.waitForFunction(() => performance.getEntriesByName('loupe:compared').length > 1, null, {
+      timeout: 30 * 60_000,
+    });
+  }
   const table = await page.$$eval('[data-testid="comparison-table"] tr', (trs) =>
     trs.map((tr) => [...tr.querySelectorAll('th, td')].map((c) => (c.textContent ?? '').trim())),
   );
   const link = await page.inputValue('[data-testid="permalink"]').catch(() => '');
   const widths = table[0].map((_, i) => Math.max(...table.map((r) => (r[i] ?? '').length)));
-  console.log(`\nLoupe comparison · ${args.task} · ${shardUrl}\n`);
+  console.log(`\nLoupe comparison · ${args.task} · ${shardUrl} · ${SEMANTICS[semantics].label}\n`);
   for (const r of table)
     console.log(r.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  '));
   const message = await page.locator('[data-testid="message"]').allInnerTexts();
