@@ -213,6 +213,11 @@ describe('comparing runs', () => {
     expect(json10.queries).toBe(n);
     expect(json10.perQuery).toHaveProperty(dropped);
 
+    // The missing query is in the list (scored 0) and opens in the drill-down with its measures.
+    await page.click(`[data-testid="query-list"] button[data-qid="${dropped}"]`);
+    await page.waitForSelector('[data-testid="query-text"]');
+    expect(await page.locator('[data-testid="query-skipped"]').count()).toBe(0);
+
     // A comparison of the two runs belongs to the semantics it was computed under.
     const imported = await page.locator('[data-testid="runs-table"] tr.current').getAttribute('data-run');
     for (const box of await page.locator('[data-testid="compare-pick"]').all()) await box.uncheck();
@@ -229,6 +234,11 @@ describe('comparing runs', () => {
       'trec_eval 9.0.8 / pytrec_eval',
     );
     expect(await page.innerText('[data-testid="check-command"]')).not.toContain(' -c ');
+    // It leaves the query list; the drill-down still open on it says why it has no measures.
+    expect(await page.locator(`[data-testid="query-list"] button[data-qid="${dropped}"]`).count()).toBe(0);
+    expect(await page.innerText('[data-testid="query-skipped"]')).toBe(
+      'Not counted under trec_eval 9.0.8 / pytrec_eval: the run has no results for this query.',
+    );
     const ndcg9 = await overall('ndcg_cut_10');
     expect(ndcg9).toBeGreaterThan(ndcg10);
     expect(Math.abs(ndcg9 - (ndcg10 * n) / (n - 1))).toBeLessThan(2e-4);
