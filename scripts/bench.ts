@@ -133,8 +133,6 @@ if (!isUrl) {
     if (e instanceof ShardValidationError) invalidShard(args.shard, e.issues);
     throw e;
   }
-  // The preview server's demo-shard middleware serves LOUPE_DATA_DIR at /shards/.
-  process.env.LOUPE_DATA_DIR = dirname(folder);
 }
 const shardPath = isUrl ? args.shard : `/shards/${basename(resolve(args.shard))}/`;
 const root = resolve(import.meta.dirname, '..');
@@ -142,7 +140,15 @@ const root = resolve(import.meta.dirname, '..');
 if (!args['no-build'] || !existsSync(join(root, 'dist/index.html'))) {
   // --no-build reuses dist/: only for repeated runs right after a build (dist may be stale otherwise).
   console.log('building the site…');
+  // No data goes into dist/: not the shard given, not the demo shards, nothing beside them.
+  process.env.LOUPE_DEMO_SHARDS = '';
   await build({ root, logLevel: 'warn' });
+}
+if (!isUrl) {
+  // The preview server serves the given shard from where it is, at /shards/<name>/, and nothing else of
+  // its folder (vite.config.ts: LOUPE_DATA_DIR is its parent, LOUPE_DEMO_SHARDS its name).
+  process.env.LOUPE_DATA_DIR = dirname(resolve(args.shard));
+  process.env.LOUPE_DEMO_SHARDS = basename(resolve(args.shard));
 }
 const server = await preview({ root, preview: { port: 0, host: '127.0.0.1' }, logLevel: 'warn' });
 const address = server.httpServer.address();

@@ -1,9 +1,19 @@
 // The headless runner's (scripts/bench.ts) exit codes and messages: 2 and the validation issues (file,
 // line, code, no stack trace) for an invalid shard; an empty run with TREC_EVAL set skips the cross-check
-// with a note; a failing TREC_EVAL on a non-empty run is an internal failure (1) naming it. The shards and
-// the trec_eval stand-in are written to a temp folder at test time; the two browser cases share one build.
+// with a note; a failing TREC_EVAL on a non-empty run is an internal failure (1) naming it; the build it
+// makes holds no data (a shard beside the one given never reaches dist/). The shards and the trec_eval
+// stand-in are written to a temp folder at test time; the last two browser cases share one build.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -12,9 +22,9 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const tmp = mkdtempSync(join(tmpdir(), 'loupe-bench-cli-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-/** A one-task "BEIR + images" shard whose only query is `query`. */
-function writeShard(name: string, query: string, corpus?: string): string {
-  const dir = join(tmp, 'shards', name);
+/** A one-task "BEIR + images" shard whose only query is `query`, in `tmp/<parent>/<name>`. */
+function writeShard(name: string, query: string, corpus?: string, parent = 'shards'): string {
+  const dir = join(tmp, parent, name);
   mkdirSync(join(dir, 'qrels'), { recursive: true });
   const manifest = {
     name,
@@ -62,6 +72,14 @@ function bench(args: string[], env: Record<string, string> = {}) {
 
 const STACK = /^\s+at .+:\d+:\d+\)?$/m;
 
+/** Every file under `dir`, as paths relative to it with '/'. */
+function filesUnder(dir: string, prefix = ''): string[] {
+  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((e) => {
+    const rel = prefix ? `${prefix}/${e.name}` : e.name;
+    return e.isDirectory() ? filesUnder(dir, rel) : [rel];
+  });
+}
+
 describe('headless runner exit codes', () => {
   it('invalid shard: exit 2, every issue as file:line [code] message, no stack trace', () => {
     const good = JSON.stringify({ _id: 'd1', title: 'alpha', text: 'alpha' });
@@ -79,6 +97,39 @@ describe('headless runner exit codes', () => {
     );
     expect(r.stderr).not.toMatch(STACK);
     expect(r.stdout).not.toContain('building the site');
+  });
+
+  it('a shard beside the one given never reaches dist/: the build copies no data, the shard is served from where it is', () => {
+    // Two shards side by side in the researcher's folder; the runner is given one of them.
+    const given = writeShard('given', 'alpha', undefined, 'side-by-side');
+    const marker = 'heldoutprivatetext';
+    const privateDocs = [{ _id: 'p1', title: marker, text: `${marker} alpha` }];
+    writeShard(
+      'private-neighbour',
+      'alpha',
+      privateDocs.map((d) => JSON.stringify(d) + '\n').join(''),
+      'side-by-side',
+    );
+    const out = join(tmp, 'out-side');
+    const r = bench(['--shard', given, '--out', out]);
+    expect(r.stderr).not.toMatch(STACK);
+    expect(r.status).toBe(0);
+    // The run used the given shard, served from its folder.
+    expect(readFileSync(join(out, 'given-t-bm25/run.trec'), 'utf8')).toMatch(/^q1 Q0 d1 1 /);
+    const dist = join(ROOT, 'dist');
+    // Nothing of the neighbour: no path that names it, no file that holds its text (models/ holds only
+    // the generated models' weights and vocabularies, large and never built from shards).
+    const files = filesUnder(dist);
+    expect(files.length).toBeGreaterThan(0);
+    expect(files.filter((f) => f.includes('private-neighbour'))).toEqual([]);
+    const leaked = files
+      .filter((f) => !f.startsWith('models/'))
+      .filter((f) => readFileSync(join(dist, f)).includes(marker));
+    expect(leaked).toEqual([]);
+    // Nor of the given shard: dist/shards/ holds an empty list and no shard folder.
+    expect(JSON.parse(readFileSync(join(dist, 'shards/index.json'), 'utf8'))).toEqual({ shards: [] });
+    expect(readdirSync(join(dist, 'shards'))).toEqual(['index.json']);
+    expect(existsSync(join(dist, 'shards/given'))).toBe(false);
   });
 
   it('empty run with TREC_EVAL set: the cross-check is skipped with a note, exit 0; a failing TREC_EVAL otherwise is exit 1', () => {
