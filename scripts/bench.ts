@@ -24,6 +24,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { evaluate, measureLabel, standardMeasures } from '../src/lib/core/eval/metrics';
 import { parseQrels, parseRun } from '../src/lib/core/eval/trec';
+import { queriesWithTies } from '../src/lib/core/eval/ties';
 import { readShard } from '../src/lib/core/shard/read-shard';
 import { loadNodeDicomCodecs } from './lib/node-dicom-codecs';
 import { LIMIT_OPTIONS, parseLimits } from '../src/lib/core/shard/limits';
@@ -377,9 +378,21 @@ try {
         '  ' + shown.map((m) => `${ui.overall[m].toFixed(4).padStart(11)}`).join(''),
         `  re-scored from run.trec: max |diff| ${worst.toExponential(1)} · ${trecEvalNote}`,
         ...languageTable(ui),
-        `  files: ${outDir}`,
       );
       if (worst > 1e-12) throw new Error(`re-scoring run.trec disagrees with the UI by ${worst}`);
+      // Ties, counted again from run.trec: the same queries as the UI's metrics.json.
+      const tied = queriesWithTies(run, Object.keys(ui.perQuery));
+      if (tied.length !== ui.ties.queries.length)
+        throw new Error(
+          `run.trec has ${tied.length} queries with a tie in the top 10, the UI ${ui.ties.queries.length}`,
+        );
+      lines.push(
+        `  ties: ${tied.length} of ${ui.queries} queries have a tie in the top 10` +
+          (tied.length
+            ? ' (ordered by document id, as trec_eval does; the UI shows the range over tie orders)'
+            : ''),
+        `  files: ${outDir}`,
+      );
     }
   }
   if (model?.local)

@@ -101,7 +101,9 @@ describe('headless runner exit codes', () => {
 
   it('a shard beside the one given never reaches dist/: the build copies no data, the shard is served from where it is', () => {
     // Two shards side by side in the researcher's folder; the runner is given one of them.
-    const given = writeShard('given', 'alpha', undefined, 'side-by-side');
+    // Two documents with the same text: a tie at ranks 1-2, which the runner counts and exports.
+    const twins = ['d1', 'd2'].map((id) => JSON.stringify({ _id: id, title: 'alpha', text: 'alpha beta' }));
+    const given = writeShard('given', 'alpha', twins.join('\n') + '\n', 'side-by-side');
     const marker = 'heldoutprivatetext';
     const privateDocs = [{ _id: 'p1', title: marker, text: `${marker} alpha` }];
     writeShard(
@@ -114,8 +116,13 @@ describe('headless runner exit codes', () => {
     const r = bench(['--shard', given, '--out', out]);
     expect(r.stderr).not.toMatch(STACK);
     expect(r.status).toBe(0);
-    // The run used the given shard, served from its folder.
-    expect(readFileSync(join(out, 'given-t-bm25/run.trec'), 'utf8')).toMatch(/^q1 Q0 d1 1 /);
+    // The run used the given shard, served from its folder; the tie is in trec_eval's order (id descending).
+    expect(readFileSync(join(out, 'given-t-bm25/run.trec'), 'utf8')).toMatch(
+      /^q1 Q0 d2 1 (\S+) \S+\nq1 Q0 d1 2 \1 /,
+    );
+    expect(r.stdout).toContain('ties: 1 of 1 queries have a tie in the top 10 (ordered by document id');
+    const metrics = JSON.parse(readFileSync(join(out, 'given-t-bm25/metrics.json'), 'utf8'));
+    expect(metrics.ties).toEqual({ topK: 10, queries: ['q1'] });
     const dist = join(ROOT, 'dist');
     // Nothing of the neighbour: no path that names it, no file that holds its text (models/ holds only
     // the generated models' weights and vocabularies, large and never built from shards).
@@ -139,6 +146,7 @@ describe('headless runner exit codes', () => {
     expect(r.stderr).not.toMatch(STACK);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('trec_eval skipped: the run is empty (no query retrieved anything)');
+    expect(r.stdout).toContain('ties: 0 of 1 queries have a tie in the top 10\n');
     // The runner wrote its results before the (skipped) check.
     expect(readFileSync(join(out, 'empty-run-t-bm25/run.trec'), 'utf8').trim()).toBe('');
 

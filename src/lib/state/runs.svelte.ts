@@ -4,6 +4,7 @@
 import { formatQrels, formatRun, parseRun } from '../core/eval/trec';
 import { buildTaskReport, qrelsFor, reportCsv, type TaskReport } from '../core/eval/report';
 import { EXTRA_MEASURES, describeMeasures, standardMeasures } from '../core/eval/metrics';
+import { TIE_TOP_K, queriesWithTies } from '../core/eval/ties';
 import type { Run } from '../core/types';
 import {
   configKey,
@@ -289,6 +290,11 @@ export class RunStore {
         overall: r.report.overall,
         facets: r.report.facets,
         perQuery: Object.fromEntries(r.report.perQuery),
+        // Queries whose top 10 holds a tie (src/lib/core/eval/ties.ts): their measures depend on document ids.
+        ties: {
+          topK: TIE_TOP_K,
+          queries: queriesWithTies(r.run, r.report.perQuery.keys()),
+        },
       },
       null,
       2,
