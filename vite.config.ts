@@ -106,8 +106,11 @@ function demoShards(): Plugin {
   };
   return {
     name: 'loupe-demo-shards',
-    // A LOUPE_DEMO_SHARDS that is not a list of folder names fails at start, not on the first request.
-    configResolved: () => void parseDemoShards(process.env.LOUPE_DEMO_SHARDS),
+    // A bad LOUPE_DEMO_SHARDS fails at start: before the first request, before a build writes anything.
+    configResolved: (config) =>
+      void (config.command === 'build'
+        ? shardsToCopy(dataDir(), process.env.LOUPE_DEMO_SHARDS)
+        : parseDemoShards(process.env.LOUPE_DEMO_SHARDS)),
     configureServer: (server) => void server.middlewares.use(handler),
     configurePreviewServer: (server) => void server.middlewares.use(handler),
     // A static deployment has no middleware: the shards named for the build (LOUPE_DEMO_SHARDS, else the
