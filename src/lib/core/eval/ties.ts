@@ -128,9 +128,10 @@ export interface TieRange {
 
 /**
  * `evaluate` on the run with its ties broken best-first and worst-first. For the measures that only grow
- * when a more relevant document moves up (every measure of the metrics table: nDCG, recall, P, success,
- * MAP, MRR, R-prec; bpref, infAP, GMAP too) these are the highest and lowest values any tie order gives;
- * trec_eval's own order lies between them.
+ * when a more relevant document moves up (nDCG, recall, P, success, MAP, MRR, R-prec, bpref, GMAP,
+ * interpolated precision) these are the highest and lowest values any tie order gives, and trec_eval's
+ * own order lies between them (tests/unit/ties.test.ts checks every golden value, infAP's too). Judged@k
+ * counts judged documents, not relevant ones: its best and worst need not be extremes.
  */
 export function tieRange(
   qrels: Qrels,
