@@ -15,12 +15,16 @@ import { extname, join, resolve, sep } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { contentSecurityPolicy, extraConnectSources, headersFile, SITE_HEADERS } from './scripts/lib/csp.ts';
+import { isShardFolder, parseDemoShards, shardsToCopy } from './scripts/lib/demo-shards.ts';
 
 /** Cross-origin isolation (SharedArrayBuffer, threaded ORT wasm) and CORS/CORP for the embed; as in dist/_headers. */
 const ISOLATION_HEADERS = SITE_HEADERS;
 
-/** Demo shards folder; never copied into the repo or the build. */
-const DATA_DIR = resolve(process.env.LOUPE_DATA_DIR ?? resolve(import.meta.dirname, '../shared/data'));
+/**
+ * The data folder (LOUPE_DATA_DIR, default ../shared/data), read when used: scripts/bench.ts points it
+ * at the folder of the shard it was given. Only named shards are ever copied from it (shardsToCopy).
+ */
+const dataDir = () => resolve(process.env.LOUPE_DATA_DIR ?? resolve(import.meta.dirname, '../shared/data'));
 
 const MIME: Record<string, string> = {
   '.json': 'application/json',
@@ -38,20 +42,31 @@ const MIME: Record<string, string> = {
 const GENERATED_DIR = resolve(import.meta.dirname, 'generated-shards');
 
 /**
- * Shard folders under DATA_DIR: any folder holding a corpus.jsonl. URLs are relative to the page
- * (`shards/<name>/`), so the same list works at the origin root and under any sub-path.
+ * The shards served at /shards/ by the dev and preview servers: those named by LOUPE_DEMO_SHARDS when it
+ * is set, else every folder of the data folder that holds a corpus.jsonl.
  */
-function listShards(): { name: string; url: string }[] {
-  if (!existsSync(DATA_DIR)) return [];
-  return readdirSync(DATA_DIR, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && existsSync(join(DATA_DIR, d.name, 'corpus.jsonl')))
-    .map((d) => ({ name: d.name, url: `shards/${d.name}/` }))
-    .sort((a, b) => a.name.localeCompare(b.name));
+function servedShards(): string[] {
+  const dir = dataDir();
+  const named = parseDemoShards(process.env.LOUPE_DEMO_SHARDS);
+  if (named) return named.filter((n) => isShardFolder(join(dir, n)));
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && isShardFolder(join(dir, d.name)))
+    .map((d) => d.name);
 }
 
 /**
- * Serves DATA_DIR at /shards/ (dev and preview): /shards/index.json lists the bundled demo shards,
- * every other path is a file or a real 404 (never the SPA's index.html, which would parse as garbage).
+ * shards/index.json's list. URLs are relative to the page (`shards/<name>/`), so the same list works at
+ * the origin root and under any sub-path.
+ */
+function shardList(names: string[]): { name: string; url: string }[] {
+  return [...names].sort((a, b) => a.localeCompare(b)).map((name) => ({ name, url: `shards/${name}/` }));
+}
+
+/**
+ * Serves the served shards (servedShards) at /shards/ (dev and preview): /shards/index.json lists them,
+ * every other path is a file of one of them or a real 404 (never the SPA's index.html, which would parse
+ * as garbage; never a file of another folder beside them).
  */
 function demoShards(): Plugin {
   const handler = (req: IncomingMessage, res: ServerResponse, next: () => void) => {
@@ -61,15 +76,26 @@ function demoShards(): Plugin {
     for (const [k, v] of Object.entries(ISOLATION_HEADERS)) res.setHeader(k, v);
     if (url.pathname === '/shards/index.json') {
       res.setHeader('Content-Type', 'application/json');
-      res.end(JSON.stringify({ shards: listShards() }));
+      res.end(JSON.stringify({ shards: shardList(servedShards()) }));
       return;
     }
-    const root = generated ? GENERATED_DIR : DATA_DIR;
-    const rel = decodeURIComponent(
-      url.pathname.slice(generated ? '/generated-shards/'.length : '/shards/'.length),
-    );
-    const file = resolve(root, rel);
-    if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) {
+    let rel = '';
+    try {
+      rel = decodeURIComponent(
+        url.pathname.slice(generated ? '/generated-shards/'.length : '/shards/'.length),
+      );
+    } catch {
+      // A malformed escape: not found.
+    }
+    const top = rel.split('/')[0];
+    const root = generated ? GENERATED_DIR : join(dataDir(), top);
+    const file = resolve(root, generated ? rel : rel.slice(top.length + 1));
+    if (
+      (!generated && !servedShards().includes(top)) ||
+      !file.startsWith(root + sep) ||
+      !existsSync(file) ||
+      !statSync(file).isFile()
+    ) {
       res.statusCode = 404;
       res.end('not found');
       return;
@@ -80,15 +106,21 @@ function demoShards(): Plugin {
   };
   return {
     name: 'loupe-demo-shards',
+    // A bad LOUPE_DEMO_SHARDS fails at start: before the first request, before a build writes anything.
+    configResolved: (config) =>
+      void (config.command === 'build'
+        ? shardsToCopy(dataDir(), process.env.LOUPE_DEMO_SHARDS)
+        : parseDemoShards(process.env.LOUPE_DEMO_SHARDS)),
     configureServer: (server) => void server.middlewares.use(handler),
     configurePreviewServer: (server) => void server.middlewares.use(handler),
-    // A static deployment has no middleware: the shards and their index go into dist/shards/.
+    // A static deployment has no middleware: the shards named for the build (LOUPE_DEMO_SHARDS, else the
+    // demo list) and their index go into dist/shards/. Nothing else of the data folder is copied.
     writeBundle(options) {
       const out = resolve(options.dir ?? 'dist', 'shards');
-      const shards = listShards();
+      const names = shardsToCopy(dataDir(), process.env.LOUPE_DEMO_SHARDS);
       mkdirSync(out, { recursive: true });
-      for (const s of shards) cpSync(join(DATA_DIR, s.name), join(out, s.name), { recursive: true });
-      writeFileSync(join(out, 'index.json'), JSON.stringify({ shards }, null, 2) + '\n');
+      for (const n of names) cpSync(join(dataDir(), n), join(out, n), { recursive: true });
+      writeFileSync(join(out, 'index.json'), JSON.stringify({ shards: shardList(names) }, null, 2) + '\n');
     },
   };
 }

@@ -27,6 +27,7 @@ import { evaluate, measureLabel, standardMeasures } from '../src/lib/core/eval/m
 import { parseQrels, parseRun } from '../src/lib/core/eval/trec';
 import { DEFAULT_SEMANTICS, SEMANTICS, parseSemantics, type Semantics } from '../src/lib/core/eval/semantics';
 import { compareWithTrecEval } from './lib/trec-eval-output';
+import { TIE_TOP_K, queriesWithTies } from '../src/lib/core/eval/ties';
 import { readShard } from '../src/lib/core/shard/read-shard';
 import { loadNodeDicomCodecs } from './lib/node-dicom-codecs';
 import { LIMIT_OPTIONS, parseLimits } from '../src/lib/core/shard/limits';
@@ -144,8 +145,6 @@ if (!isUrl) {
     if (e instanceof ShardValidationError) invalidShard(args.shard, e.issues);
     throw e;
   }
-  // The preview server's demo-shard middleware serves LOUPE_DATA_DIR at /shards/.
-  process.env.LOUPE_DATA_DIR = dirname(folder);
 }
 const shardPath = isUrl ? args.shard : `/shards/${basename(resolve(args.shard))}/`;
 const root = resolve(import.meta.dirname, '..');
@@ -153,7 +152,15 @@ const root = resolve(import.meta.dirname, '..');
 if (!args['no-build'] || !existsSync(join(root, 'dist/index.html'))) {
   // --no-build reuses dist/: only for repeated runs right after a build (dist may be stale otherwise).
   console.log('building the site…');
+  // No data goes into dist/: not the shard given, not the demo shards, nothing beside them.
+  process.env.LOUPE_DEMO_SHARDS = '';
   await build({ root, logLevel: 'warn' });
+}
+if (!isUrl) {
+  // The preview server serves the given shard from where it is, at /shards/<name>/, and nothing else of
+  // its folder (vite.config.ts: LOUPE_DATA_DIR is its parent, LOUPE_DEMO_SHARDS its name).
+  process.env.LOUPE_DATA_DIR = dirname(resolve(args.shard));
+  process.env.LOUPE_DEMO_SHARDS = basename(resolve(args.shard));
 }
 const server = await preview({ root, preview: { port: 0, host: '127.0.0.1' }, logLevel: 'warn' });
 const address = server.httpServer.address();
@@ -395,9 +402,21 @@ try {
         '  ' + shown.map((m) => `${ui.overall[m].toFixed(4).padStart(11)}`).join(''),
         `  re-scored from run.trec: max |diff| ${worst.toExponential(1)} · ${trecEvalNote}`,
         ...languageTable(ui),
-        `  files: ${outDir}`,
       );
       if (worst > 1e-12) throw new Error(`re-scoring run.trec disagrees with the UI by ${worst}`);
+      // Ties, counted again from run.trec: the same queries as the UI's metrics.json.
+      const tied = queriesWithTies(run, Object.keys(ui.perQuery), TIE_TOP_K, SEMANTICS[semantics].options);
+      if (tied.length !== ui.ties.queries.length)
+        throw new Error(
+          `run.trec has ${tied.length} queries with a tie in the top 10, the UI ${ui.ties.queries.length}`,
+        );
+      lines.push(
+        `  ties: ${tied.length} of ${ui.queries} queries have a tie in the top 10` +
+          (tied.length
+            ? ' (ordered by document id, as trec_eval does; the UI shows the range over tie orders)'
+            : ''),
+        `  files: ${outDir}`,
+      );
     }
   }
   if (model?.local)

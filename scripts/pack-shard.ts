@@ -8,21 +8,14 @@
 // DIR/embeddings/<model-id>/<dtype>/{text,image}.npy (float16) with sidecar-{text,image}.json, and
 // listed in DIR/embeddings/index.json. DIR defaults to the shard folder itself; --demo writes under
 // --out/<shard>/ and never into the data folder.
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
 import { startDevServer } from './lib/bench-browser';
+import { shardsToCopy } from './lib/demo-shards';
 import type { PackHarness } from './lib/pack-harness';
 import {
   PRECOMPUTED_FORMAT,
@@ -63,16 +56,15 @@ const dataDir = resolve(process.env.LOUPE_DATA_DIR ?? join(ROOT, '../shared/data
 let jobs: Job[];
 if (args.demo) {
   if (!args.out) fail('--demo needs --out (e.g. dist/shards): it never writes into the data folder');
-  jobs = readdirSync(dataDir, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && existsSync(join(dataDir, d.name, 'corpus.jsonl')))
-    .map((d) => {
-      const hasImages = readFileSync(join(dataDir, d.name, 'corpus.jsonl'), 'utf8').includes('"image"');
-      return {
-        dir: join(dataDir, d.name),
-        out: join(resolve(args.out!), d.name),
-        models: hasImages ? [DEMO_IMAGE_MODEL] : [DEMO_TEXT_MODEL],
-      };
-    });
+  // The shards the build copied (LOUPE_DEMO_SHARDS, else the demo list), never the rest of the folder.
+  jobs = shardsToCopy(dataDir, process.env.LOUPE_DEMO_SHARDS).map((name) => {
+    const hasImages = readFileSync(join(dataDir, name, 'corpus.jsonl'), 'utf8').includes('"image"');
+    return {
+      dir: join(dataDir, name),
+      out: join(resolve(args.out!), name),
+      models: hasImages ? [DEMO_IMAGE_MODEL] : [DEMO_TEXT_MODEL],
+    };
+  });
 } else {
   if (!args.shard || !args.model?.length)
     fail('usage: --shard DIR --model ID [--model ID…] [--dtype fp32] [--out DIR]');
@@ -91,6 +83,10 @@ const t0 = performance.now();
 for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
   // The dev server serves LOUPE_DATA_DIR at /shards/: point it at the folder holding these shards.
   process.env.LOUPE_DATA_DIR = parent;
+  process.env.LOUPE_DEMO_SHARDS = jobs
+    .filter((j) => dirname(j.dir) === parent)
+    .map((j) => basename(j.dir))
+    .join(',');
   const { server, base } = await startDevServer();
   const profile = mkdtempSync(join(tmpdir(), 'loupe-pack-'));
   const context = await chromium.launchPersistentContext(profile, {

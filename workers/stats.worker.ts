@@ -1,9 +1,10 @@
-// Statistics worker: paired bootstrap / randomization comparisons and metric@k curves, so
-// thousands of resamples never block the page.
+// Statistics worker: paired bootstrap / randomization comparisons, metric@k curves and the range of the
+// measures over tie orders, so thousands of resamples or whole re-evaluations never block the page.
 import * as Comlink from 'comlink';
 import { compareRuns, curveMeans, type CompareInput } from '../src/lib/core/eval/compare';
 import { evaluate, type EvalOptions } from '../src/lib/core/eval/metrics';
 import type { CompareOptions } from '../src/lib/core/eval/stats';
+import { tieRange } from '../src/lib/core/eval/ties';
 import type { Qrels, Run } from '../src/lib/core/types';
 
 const api = {
@@ -33,6 +34,12 @@ const api = {
       const { perQuery } = evaluate(qrels, run, measures, options);
       return { id, curves: Object.fromEntries(families.map((f) => [f, curveMeans(perQuery, f, maxK)])) };
     });
+  },
+
+  /** The overall means with ties broken best-first and worst-first (src/lib/core/eval/ties.ts). */
+  tieRange(qrels: Qrels, run: Run, measures: string[], opts: EvalOptions) {
+    const { best, worst } = tieRange(qrels, run, measures, opts);
+    return { best: best.all, worst: worst.all };
   },
 };
 

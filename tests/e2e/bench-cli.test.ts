@@ -1,10 +1,20 @@
 // The headless runner's (scripts/bench.ts) exit codes and messages: 2 and the validation issues (file,
 // line, code, no stack trace) for an invalid shard; an empty run with TREC_EVAL set skips the cross-check
 // with a note; a failing TREC_EVAL on a non-empty run is an internal failure (1) naming it; --semantics
-// 9.0.8 reaches the metrics panel, the exports and the trec_eval call. The shards and the trec_eval
-// stand-ins are written to a temp folder at test time; the browser cases share one build.
+// 9.0.8 reaches the metrics panel, the exports and the trec_eval call; the build it makes holds no data
+// (a shard beside the one given never reaches dist/). The shards and the trec_eval stand-ins are written
+// to a temp folder at test time; the browser cases share one build.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,9 +23,9 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const tmp = mkdtempSync(join(tmpdir(), 'loupe-bench-cli-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-/** A one-task "BEIR + images" shard whose only query is `query`. */
-function writeShard(name: string, query: string, corpus?: string): string {
-  const dir = join(tmp, 'shards', name);
+/** A one-task "BEIR + images" shard whose only query is `query`, in `tmp/<parent>/<name>`. */
+function writeShard(name: string, query: string, corpus?: string, parent = 'shards'): string {
+  const dir = join(tmp, parent, name);
   mkdirSync(join(dir, 'qrels'), { recursive: true });
   const manifest = {
     name,
@@ -63,6 +73,14 @@ function bench(args: string[], env: Record<string, string> = {}) {
 
 const STACK = /^\s+at .+:\d+:\d+\)?$/m;
 
+/** Every file under `dir`, as paths relative to it with '/'. */
+function filesUnder(dir: string, prefix = ''): string[] {
+  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((e) => {
+    const rel = prefix ? `${prefix}/${e.name}` : e.name;
+    return e.isDirectory() ? filesUnder(dir, rel) : [rel];
+  });
+}
+
 describe('headless runner exit codes', () => {
   it('invalid shard: exit 2, every issue as file:line [code] message, no stack trace', () => {
     const good = JSON.stringify({ _id: 'd1', title: 'alpha', text: 'alpha' });
@@ -82,6 +100,46 @@ describe('headless runner exit codes', () => {
     expect(r.stdout).not.toContain('building the site');
   });
 
+  it('a shard beside the one given never reaches dist/: the build copies no data, the shard is served from where it is', () => {
+    // Two shards side by side in the researcher's folder; the runner is given one of them.
+    // Two documents with the same text: a tie at ranks 1-2, which the runner counts and exports.
+    const twins = ['d1', 'd2'].map((id) => JSON.stringify({ _id: id, title: 'alpha', text: 'alpha beta' }));
+    const given = writeShard('given', 'alpha', twins.join('\n') + '\n', 'side-by-side');
+    const marker = 'heldoutprivatetext';
+    const privateDocs = [{ _id: 'p1', title: marker, text: `${marker} alpha` }];
+    writeShard(
+      'private-neighbour',
+      'alpha',
+      privateDocs.map((d) => JSON.stringify(d) + '\n').join(''),
+      'side-by-side',
+    );
+    const out = join(tmp, 'out-side');
+    const r = bench(['--shard', given, '--out', out]);
+    expect(r.stderr).not.toMatch(STACK);
+    expect(r.status).toBe(0);
+    // The run used the given shard, served from its folder; the tie is in trec_eval's order (id descending).
+    expect(readFileSync(join(out, 'given-t-bm25/run.trec'), 'utf8')).toMatch(
+      /^q1 Q0 d2 1 (\S+) \S+\nq1 Q0 d1 2 \1 /,
+    );
+    expect(r.stdout).toContain('ties: 1 of 1 queries have a tie in the top 10 (ordered by document id');
+    const metrics = JSON.parse(readFileSync(join(out, 'given-t-bm25/metrics.json'), 'utf8'));
+    expect(metrics.ties).toEqual({ topK: 10, queries: ['q1'] });
+    const dist = join(ROOT, 'dist');
+    // Nothing of the neighbour: no path that names it, no file that holds its text (models/ holds only
+    // the generated models' weights and vocabularies, large and never built from shards).
+    const files = filesUnder(dist);
+    expect(files.length).toBeGreaterThan(0);
+    expect(files.filter((f) => f.includes('private-neighbour'))).toEqual([]);
+    const leaked = files
+      .filter((f) => !f.startsWith('models/'))
+      .filter((f) => readFileSync(join(dist, f)).includes(marker));
+    expect(leaked).toEqual([]);
+    // Nor of the given shard: dist/shards/ holds an empty list and no shard folder.
+    expect(JSON.parse(readFileSync(join(dist, 'shards/index.json'), 'utf8'))).toEqual({ shards: [] });
+    expect(readdirSync(join(dist, 'shards'))).toEqual(['index.json']);
+    expect(existsSync(join(dist, 'shards/given'))).toBe(false);
+  });
+
   it('empty run with TREC_EVAL set: the cross-check is skipped with a note, exit 0; a failing TREC_EVAL otherwise is exit 1', () => {
     const empty = writeShard('empty-run', 'zebra');
     const out = join(tmp, 'out');
@@ -89,6 +147,7 @@ describe('headless runner exit codes', () => {
     expect(r.stderr).not.toMatch(STACK);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('trec_eval skipped: the run is empty (no query retrieved anything)');
+    expect(r.stdout).toContain('ties: 0 of 1 queries have a tie in the top 10\n');
     // The runner wrote its results before the (skipped) check.
     expect(readFileSync(join(out, 'empty-run-t-bm25/run.trec'), 'utf8').trim()).toBe('');
 

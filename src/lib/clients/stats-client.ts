@@ -16,3 +16,8 @@ export function compareInWorker(args: Parameters<Api['compare']>[0], signal?: Ab
 export function curvesInWorker(...args: Parameters<Api['curves']>) {
   return client.run((r) => r.curves(...args));
 }
+
+/** Each measure's overall mean over tie orders (best-first, worst-first), in the stats worker. */
+export function tieRangeInWorker(...args: Parameters<Api['tieRange']>) {
+  return client.run((r) => r.tieRange(...args));
+}

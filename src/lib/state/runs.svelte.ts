@@ -5,6 +5,7 @@ import { formatQrels, formatRun, parseRun } from '../core/eval/trec';
 import { buildTaskReport, qrelsFor, reportCsv, type TaskReport } from '../core/eval/report';
 import { allTrecMeasures, EXTRA_MEASURES, describeMeasures, standardMeasures } from '../core/eval/metrics';
 import { DEFAULT_SEMANTICS, SEMANTICS, type Semantics } from '../core/eval/semantics';
+import { TIE_TOP_K, queriesWithTies } from '../core/eval/ties';
 import type { Run } from '../core/types';
 import {
   configKey,
@@ -319,6 +320,16 @@ export class RunStore {
         overall: r.report.overall,
         facets: r.report.facets,
         perQuery: Object.fromEntries(r.report.perQuery),
+        // Queries whose top 10 holds a tie (src/lib/core/eval/ties.ts): their measures depend on document ids.
+        ties: {
+          topK: TIE_TOP_K,
+          queries: queriesWithTies(
+            r.run,
+            r.report.perQuery.keys(),
+            TIE_TOP_K,
+            SEMANTICS[this.#semantics].options,
+          ),
+        },
       },
       null,
       2,

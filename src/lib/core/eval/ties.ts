@@ -1,0 +1,153 @@
+// Tied scores in a run: which documents share a score, how many queries have a tie near the top, and
+// how far each measure can move when the ties are broken another way. trec_eval breaks ties by document
+// id (descending byte order, metrics.ts rankQuery), an accident of naming: renaming documents can move a
+// query's nDCG from 1 to 0.63 (trec_eval issue #22). Pure: runs in the stats worker and in Node tests.
+import { evaluate, rankQuery, type EvalOptions, type EvalResult, type RankOptions } from './metrics';
+import type { Qrels, Run, ScoredDoc } from '../types';
+
+/** TIE_TOP_K: "a tie in the top 10" is a tie that touches ranks 1..10. */
+export const TIE_TOP_K = 10;
+
+/** A run of consecutive ranked documents sharing one score (two or more). Ranks are 1-based. */
+export interface TieGroup {
+  from: number;
+  to: number;
+  score: number;
+}
+
+/** The key scores are compared by in trec_eval's order: as double, or as float32 (9.x / pytrec_eval). */
+function scoreKey(score: number, opts: RankOptions): number {
+  return opts.float32Ties ? Math.fround(score) : score;
+}
+
+/** Whether two scores tie in trec_eval's order (NaN ties NaN, as rankQuery orders NaNs by id; 0 ties -0). */
+export function scoresTie(a: number, b: number, opts: RankOptions = {}): boolean {
+  const na = Number.isNaN(a);
+  if (na || Number.isNaN(b)) return na && Number.isNaN(b);
+  return scoreKey(a, opts) === scoreKey(b, opts);
+}
+
+/** The tie groups of a ranking already in trec_eval's order (rankQuery), by rank. */
+export function tieGroups(ranked: readonly ScoredDoc[], opts: RankOptions = {}): TieGroup[] {
+  const out: TieGroup[] = [];
+  let start = 0;
+  for (let i = 1; i <= ranked.length; i++) {
+    if (i < ranked.length && scoresTie(ranked[i].score, ranked[start].score, opts)) continue;
+    if (i - start >= 2) out.push({ from: start + 1, to: i, score: ranked[start].score });
+    start = i;
+  }
+  return out;
+}
+
+/**
+ * Whether a document ranked 1..k (trec_eval's order) shares its score with another retrieved document,
+ * inside the top k or just below it. Either can change a measure at k or above it when the tie is
+ * broken another way. Sorts the scores only: no ranking is built.
+ */
+export function hasTieInTop(docs: readonly ScoredDoc[], k = TIE_TOP_K, opts: RankOptions = {}): boolean {
+  if (scratch.length < docs.length) scratch = new Float64Array(Math.max(docs.length, 2 * scratch.length));
+  let n = 0;
+  let nans = 0;
+  for (const d of docs) {
+    if (Number.isNaN(d.score)) nans++;
+    else scratch[n++] = scoreKey(d.score, opts);
+  }
+  const sorted = scratch.subarray(0, n).sort();
+  // Ascending: rank r (1-based) is sorted[n - r]. A tie is two equal neighbours, the higher in the top k.
+  for (let r = 1; r <= Math.min(k, n - 1); r++) if (sorted[n - r] === sorted[n - r - 1]) return true;
+  // NaN scores rank last and tie each other.
+  return nans >= 2 && n < k;
+}
+
+/** Scratch space for hasTieInTop's scores (one query at a time). */
+let scratch = new Float64Array(1024);
+
+/** The queries (of `queryIds`) whose top k holds a tie, in `queryIds`' order. */
+export function queriesWithTies(
+  run: Run,
+  queryIds: Iterable<string>,
+  k = TIE_TOP_K,
+  opts: RankOptions = {},
+): string[] {
+  const out: string[] = [];
+  for (const q of queryIds) if (hasTieInTop(run.get(q) ?? [], k, opts)) out.push(q);
+  return out;
+}
+
+/** How ties are broken: trec_eval's (document id descending), or the best or worst order for the measures. */
+export type TieOrder = 'best' | 'worst';
+
+/**
+ * A query's ranking with every tie broken best-first (relevant first, higher grade first) or worst-first
+ * (the reverse), documents of the same grade in trec_eval's order; documents not in the qrels count as
+ * grade -1, below judged non-relevant ones. Scores and their order are otherwise untouched; -M is not
+ * applied here (a cut must come after the tie-break, as in trec_eval).
+ */
+export function breakTies(
+  docs: readonly ScoredDoc[],
+  judged: ReadonlyMap<string, number> | undefined,
+  order: TieOrder,
+  opts: RankOptions = {},
+): ScoredDoc[] {
+  const ranked = rankQuery(docs, { float32Ties: opts.float32Ties });
+  const grade = (d: ScoredDoc) => {
+    const g = judged?.get(d.docId);
+    return g === undefined || g < 0 ? -1 : g;
+  };
+  const sign = order === 'best' ? -1 : 1;
+  const out = ranked.slice();
+  for (const g of tieGroups(ranked, opts)) {
+    // Stable sort: equal grades keep trec_eval's order.
+    const group = out.slice(g.from - 1, g.to).sort((a, b) => sign * (grade(a) - grade(b)));
+    out.splice(g.from - 1, group.length, ...group);
+  }
+  return out;
+}
+
+/**
+ * The run with its ties broken `order`-first: each query's documents get the scores n, n-1, …, 1 in
+ * that order, so that trec_eval (or `evaluate`) ranks them exactly so.
+ */
+export function tieOrderedRun(run: Run, qrels: Qrels, order: TieOrder, opts: RankOptions = {}): Run {
+  const out: Run = new Map();
+  for (const [q, docs] of run) {
+    const ordered = breakTies(docs, qrels.get(q), order, opts);
+    out.set(
+      q,
+      ordered.map((d, i) => ({ ...d, score: ordered.length - i })),
+    );
+  }
+  return out;
+}
+
+/** Each measure over the run with ties broken best-first and worst-first: its range over tie orders. */
+export interface TieRange {
+  best: EvalResult;
+  worst: EvalResult;
+}
+
+/**
+ * `evaluate` on the run with its ties broken best-first and worst-first. For the measures that only grow
+ * when a more relevant document moves up (nDCG, recall, P, success, MAP, MRR, R-prec, bpref, GMAP,
+ * interpolated precision) these are the highest and lowest values any tie order gives, and trec_eval's
+ * own order lies between them (tests/unit/ties.test.ts checks every golden value, infAP's too). Judged@k
+ * counts judged documents, not relevant ones: its best and worst need not be extremes.
+ */
+export function tieRange(
+  qrels: Qrels,
+  run: Run,
+  measures: readonly string[],
+  opts: EvalOptions = {},
+): TieRange {
+  const evalOpts: EvalOptions = { ...opts, float32Ties: false };
+  return {
+    best: evaluate(qrels, tieOrderedRun(run, qrels, 'best', opts), measures, evalOpts),
+    worst: evaluate(qrels, tieOrderedRun(run, qrels, 'worst', opts), measures, evalOpts),
+  };
+}
+
+/** A score as the tie notes print it: 4 decimals when that is exact, else every digit needed. */
+export function formatTieScore(score: number): string {
+  const fixed = score.toFixed(4);
+  return Number(fixed) === score ? fixed : String(score);
+}
