@@ -49,9 +49,10 @@ function run(Cls: DecoderClass, encoded: Uint8Array, planarFromInterleaveMode = 
         : fi.isSigned
           ? new Int8Array(bytes.buffer)
           : bytes;
-    // JPEG-LS colour can come back plane by plane (mode 0) or line by line (mode 1): interleave it.
-    const mode = planarFromInterleaveMode && fi.componentCount > 1 ? (d.getInterleaveMode?.() ?? 2) : 2;
-    if (mode !== 2) pixels = interleave(pixels, fi.width, fi.height, fi.componentCount, mode);
+    // JPEG-LS colour: CharLS returns interleave mode 0 (none) plane by plane, and modes 1 (line) and
+    // 2 (sample) already pixel-interleaved. Only mode 0 needs interleaving here.
+    const mode = planarFromInterleaveMode && fi.componentCount > 1 ? d.getInterleaveMode?.() : undefined;
+    if (mode === 0) pixels = planarToInterleaved(pixels, fi.width, fi.height, fi.componentCount);
     return {
       pixels,
       width: fi.width,
@@ -64,20 +65,11 @@ function run(Cls: DecoderClass, encoded: Uint8Array, planarFromInterleaveMode = 
   }
 }
 
-function interleave(
-  p: CodecFrame['pixels'],
-  w: number,
-  h: number,
-  c: number,
-  mode: number,
-): CodecFrame['pixels'] {
+/** RRR…GGG…BBB… → RGBRGB…. */
+function planarToInterleaved(p: CodecFrame['pixels'], w: number, h: number, c: number): CodecFrame['pixels'] {
   const out = new (p.constructor as new (n: number) => CodecFrame['pixels'])(p.length);
-  for (let y = 0; y < h; y++)
-    for (let x = 0; x < w; x++)
-      for (let k = 0; k < c; k++) {
-        const src = mode === 0 ? k * w * h + y * w + x : y * w * c + k * w + x;
-        out[(y * w + x) * c + k] = p[src];
-      }
+  const plane = w * h;
+  for (let i = 0; i < plane; i++) for (let k = 0; k < c; k++) out[i * c + k] = p[k * plane + i];
   return out;
 }
 
