@@ -19,6 +19,9 @@ import {
   parseDicom,
   type DicomCodecs,
 } from '../../src/lib/core/media/dicom/image';
+import { MemorySource } from '../../src/lib/core/shard/memory-source';
+import { readShard } from '../../src/lib/core/shard/read-shard';
+import { ShardValidationError } from '../../src/lib/core/shard/source';
 import { DATA_DIR } from '../paths';
 
 interface Entry {
@@ -237,5 +240,63 @@ describe('corrupt pixel data: the codec says what is wrong', () => {
     for (let i = 0; i < 700; i++) expect(() => decodeFrame(parsedBad, 0, codecs)).toThrow(DicomError);
     const good = decodable.find((e) => e.variant === 'dcmcjpls +il (interleave line)' && e.base === 'rgb8')!;
     expect(diff(decodeFrame(parseDicom(bytes(good.path)), 0, codecs).values, i32(good.ref)).max).toBe(0);
+  });
+
+  it('a shard import names the file, the line that uses it, the frame and what the codec said', async () => {
+    const c = manifest.corrupt.find((x) => x.codec === 'libjpeg-turbo')!;
+    const enc = (t: string) => new TextEncoder().encode(t);
+    const files = new Map<string, Uint8Array>([
+      [
+        'shard.json',
+        enc(
+          JSON.stringify({
+            name: 'corrupt-dicom',
+            version: '1',
+            format: 'beir+images',
+            license: 'CC0-1.0',
+            tasks: [{ id: 'i2t', query_modality: 'image', corpus_modality: 'text' }],
+          }),
+        ),
+      ],
+      ['corpus.jsonl', enc(JSON.stringify({ _id: 'd1', title: '', text: 'a radiograph' }) + '\n')],
+      [
+        'queries.jsonl',
+        enc(JSON.stringify({ _id: 'q1', text: '', image: 'images/q1.dcm', task: 'i2t' }) + '\n'),
+      ],
+      ['qrels/test.tsv', enc('query-id\tcorpus-id\tscore\nq1\td1\t1\n')],
+      ['images/q1.dcm', bytes(c.path)],
+    ]);
+    const err = await readShard(new MemorySource(files), { loadDicomCodecs: async () => codecs }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ShardValidationError);
+    const [issue] = (err as ShardValidationError).issues;
+    expect(issue).toMatchObject({ file: 'images/q1.dcm', code: 'bad-dicom' });
+    expect(issue.message).toContain('referenced on queries.jsonl:1');
+    expect(issue.message).toContain(
+      `pixel data of frame 0 could not be decoded: libjpeg-turbo: ${c.said[0]}`,
+    );
+  });
+});
+
+describe('codec output', () => {
+  it("OpenJPEG's [INFO] lines stay out of a Node process's stdout (as in npm run bench's validation)", () => {
+    // A child process: emscripten binds console.log when a module loads, so a spy here would miss it.
+    const e = decodable.find((x) => x.ts === '1.2.840.10008.1.2.4.90' && x.photometric === 'RGB')!;
+    const root = join(import.meta.dirname, '../..');
+    const code = [
+      `import { readFileSync } from 'node:fs';`,
+      `import { loadNodeDicomCodecs } from ${JSON.stringify(join(root, 'scripts/lib/node-dicom-codecs.ts'))};`,
+      `import { decodeDicomImage } from ${JSON.stringify(join(root, 'src/lib/core/media/dicom/image.ts'))};`,
+      `const codecs = await loadNodeDicomCodecs();`,
+      `const img = decodeDicomImage(new Uint8Array(readFileSync(${JSON.stringify(e.path)})), { codecs });`,
+      `console.log('decoded', img.width, img.height);`,
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    expect(out).toMatch(/^decoded \d+ \d+\n$/);
   });
 });
