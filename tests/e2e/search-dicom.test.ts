@@ -1,8 +1,8 @@
 // Search with a DICOM query: a .dcm dropped into the Search view ranks like the JPEG it was made from,
 // and (the control) two different pictures do not rank alike, so the comparison can fail.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -76,4 +76,40 @@ describe('Search with a DICOM query', () => {
     expect(await top10(page, otherDcm)).toEqual(fromOther);
     expect(pageErrors(page).join('\n')).toBe('');
   }, 600_000);
+
+  test('a .dcm whose JPEG data is corrupt: the error names the file, the frame and what libjpeg said (as dcmdjpeg does)', async () => {
+    const { page } = s;
+    const good = join(dir, 'good.dcm');
+    execFileSync('img2dcm', [JPEG, good]);
+    const bytes = new Uint8Array(readFileSync(good));
+    // The JPEG stream's first DHT marker (FFC4) becomes FF02, a marker no JPEG decoder knows.
+    const soi = bytes.findIndex((b, i) => b === 0xff && bytes[i + 1] === 0xd8 && bytes[i + 2] === 0xff);
+    const dht = bytes.findIndex((b, i) => i > soi && b === 0xff && bytes[i + 1] === 0xc4);
+    expect(soi).toBeGreaterThan(0);
+    expect(dht).toBeGreaterThan(soi);
+    bytes[dht + 1] = 0x02;
+    const bad = join(dir, 'corrupt.dcm');
+    writeFileSync(bad, bytes);
+    // dcmtk (IJG libjpeg) on the same file: "F: <libjpeg's message>: decompressing file: …".
+    const ref = spawnSync('dcmdjpeg', [bad, join(dir, 'out.dcm')], { encoding: 'utf8' });
+    expect(ref.status).not.toBe(0);
+    const said = /^F: (.+?): decompressing file/m.exec(ref.stderr + ref.stdout)?.[1];
+    expect(said).toBe('Unsupported marker type 0x02');
+    await page.goto(
+      `${baseUrl}/?shard=/shards/vqa-rad/&task=image-to-image&device=wasm&dtype=fp32&search-model=loupe-test/clip-tiny-random#/search`,
+    );
+    await page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 120_000 });
+    await page.setInputFiles('[data-testid="search-image-input"]', bad);
+    const error = page.locator('[data-testid="search-error"]');
+    await error.waitFor();
+    // libjpeg's message first (turbojpeg may add its own line after it), never a number.
+    const want =
+      'corrupt.dcm: 1.2.840.10008.1.2.4.50 (JPEG Baseline (Process 1)) pixel data of frame 0 could not be ' +
+      `decoded: libjpeg-turbo: ${said}`;
+    const text = await error.innerText();
+    // libjpeg's message first; turbojpeg may add its own line after it ("; …"), never a number.
+    expect(text.slice(0, want.length)).toBe(want);
+    expect(text.slice(want.length)).toMatch(/^(; [A-Za-z].*)?$/);
+    expect(pageErrors(page).join('\n')).toBe('');
+  }, 300_000);
 });
