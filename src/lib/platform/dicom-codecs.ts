@@ -4,6 +4,12 @@
 // Vite (`?url`) and served from the site's own origin, never a CDN. Works in the page and in workers.
 
 import type { CodecFrame, DicomCodecs, FrameDecoder } from '../core/media/dicom/image';
+import {
+  CodecOutput,
+  codecFailure,
+  guardedCall,
+  type GuardableModule,
+} from '../core/media/dicom/codec-errors';
 
 /** The part of a cornerstonejs embind decoder Loupe uses. */
 interface EmDecoder {
@@ -25,18 +31,51 @@ type DecoderClass = new () => EmDecoder;
 
 /** Initialised emscripten modules of the three codecs. */
 export interface CodecModules {
-  libjpegTurbo: { JPEGDecoder: DecoderClass };
-  charls: { JpegLSDecoder: DecoderClass };
-  openjpeg: { J2KDecoder: DecoderClass };
+  libjpegTurbo: { JPEGDecoder: DecoderClass } & GuardableModule;
+  charls: { JpegLSDecoder: DecoderClass } & GuardableModule;
+  openjpeg: { J2KDecoder: DecoderClass } & GuardableModule;
 }
 
-/** Runs one embind decoder over a codestream and copies the pixels out of the wasm heap. */
-function run(Cls: DecoderClass, encoded: Uint8Array, planarFromInterleaveMode = false): CodecFrame {
+/** One collector per codec for what it prints: give each module factory its `print` as print and printErr. */
+export type CodecOutputs = Record<keyof CodecModules, CodecOutput>;
+
+/** Fresh output collectors for the three codecs. */
+export function newCodecOutputs(): CodecOutputs {
+  return { libjpegTurbo: new CodecOutput(), charls: new CodecOutput(), openjpeg: new CodecOutput() };
+}
+
+const CODEC_NAMES: Record<keyof CodecModules, string> = {
+  libjpegTurbo: 'libjpeg-turbo',
+  charls: 'CharLS',
+  openjpeg: 'OpenJPEG',
+};
+
+/**
+ * Runs one embind decoder over a codestream and copies the pixels out of the wasm heap. A failure
+ * throws an Error with what the codec said: libjpeg's message (read back from the wasm stack), CharLS's
+ * exception text, OpenJPEG's [ERROR] lines.
+ */
+function run(
+  name: keyof CodecModules,
+  mod: GuardableModule,
+  Cls: DecoderClass,
+  output: CodecOutput,
+  encoded: Uint8Array,
+  planarFromInterleaveMode = false,
+): CodecFrame {
   const d = new Cls();
   try {
     d.getEncodedBuffer(encoded.length).set(encoded);
-    d.decode();
+    output.clear();
+    const r = guardedCall(mod, () => d.decode(), name === 'libjpegTurbo');
+    const fail = (thrown: unknown): Error =>
+      new Error(codecFailure(CODEC_NAMES[name], mod, thrown, [...r.stackText, ...output.problems()]), {
+        cause: thrown,
+      });
+    if (r.failed) throw fail(r.thrown);
+    // OpenJPEG reports a failed header or tile on its error stream and returns an empty frame.
     const fi = d.getFrameInfo();
+    if (!(fi.width > 0 && fi.height > 0 && fi.componentCount > 0)) throw fail(undefined);
     const heap = d.getDecodedBuffer();
     const n = fi.width * fi.height * fi.componentCount;
     // Copy: the heap view dies with d.delete().
@@ -49,9 +88,10 @@ function run(Cls: DecoderClass, encoded: Uint8Array, planarFromInterleaveMode = 
         : fi.isSigned
           ? new Int8Array(bytes.buffer)
           : bytes;
-    // JPEG-LS colour can come back plane by plane (mode 0) or line by line (mode 1): interleave it.
-    const mode = planarFromInterleaveMode && fi.componentCount > 1 ? (d.getInterleaveMode?.() ?? 2) : 2;
-    if (mode !== 2) pixels = interleave(pixels, fi.width, fi.height, fi.componentCount, mode);
+    // JPEG-LS colour: CharLS returns interleave mode 0 (none) plane by plane, and modes 1 (line) and
+    // 2 (sample) already pixel-interleaved. Only mode 0 needs interleaving here.
+    const mode = planarFromInterleaveMode && fi.componentCount > 1 ? d.getInterleaveMode?.() : undefined;
+    if (mode === 0) pixels = planarToInterleaved(pixels, fi.width, fi.height, fi.componentCount);
     return {
       pixels,
       width: fi.width,
@@ -64,39 +104,40 @@ function run(Cls: DecoderClass, encoded: Uint8Array, planarFromInterleaveMode = 
   }
 }
 
-function interleave(
-  p: CodecFrame['pixels'],
-  w: number,
-  h: number,
-  c: number,
-  mode: number,
-): CodecFrame['pixels'] {
+/** RRR…GGG…BBB… → RGBRGB…. */
+function planarToInterleaved(p: CodecFrame['pixels'], w: number, h: number, c: number): CodecFrame['pixels'] {
   const out = new (p.constructor as new (n: number) => CodecFrame['pixels'])(p.length);
-  for (let y = 0; y < h; y++)
-    for (let x = 0; x < w; x++)
-      for (let k = 0; k < c; k++) {
-        const src = mode === 0 ? k * w * h + y * w + x : y * w * c + k * w + x;
-        out[(y * w + x) * c + k] = p[src];
-      }
+  const plane = w * h;
+  for (let i = 0; i < plane; i++) for (let k = 0; k < c; k++) out[i * c + k] = p[k * plane + i];
   return out;
 }
 
 /** DicomCodecs over already initialised modules (the browser loader below; Node tests load them directly). */
-export function codecsFromModules(m: CodecModules): DicomCodecs {
-  const jpegBaseline: FrameDecoder = (e) => run(m.libjpegTurbo.JPEGDecoder, e);
-  const jpegLs: FrameDecoder = (e) => run(m.charls.JpegLSDecoder, e, true);
-  const jpeg2000: FrameDecoder = (e) => run(m.openjpeg.J2KDecoder, e);
+export function codecsFromModules(m: CodecModules, out: CodecOutputs = newCodecOutputs()): DicomCodecs {
+  const jpegBaseline: FrameDecoder = (e) =>
+    run('libjpegTurbo', m.libjpegTurbo, m.libjpegTurbo.JPEGDecoder, out.libjpegTurbo, e);
+  const jpegLs: FrameDecoder = (e) => run('charls', m.charls, m.charls.JpegLSDecoder, out.charls, e, true);
+  const jpeg2000: FrameDecoder = (e) => run('openjpeg', m.openjpeg, m.openjpeg.J2KDecoder, out.openjpeg, e);
   return { jpegBaseline, jpegLs, jpeg2000 };
 }
 
-type Factory = (moduleArg?: { locateFile?: (path: string) => string }) => Promise<unknown>;
+type Factory = (moduleArg?: {
+  locateFile?: (path: string) => string;
+  print?: (text: unknown) => void;
+  printErr?: (text: unknown) => void;
+}) => Promise<unknown>;
 
-async function instantiate(load: () => Promise<{ default: unknown }>, wasmUrl: string): Promise<unknown> {
+async function instantiate(
+  load: () => Promise<{ default: unknown }>,
+  wasmUrl: string,
+  output: CodecOutput,
+): Promise<unknown> {
   const mod = await load();
   // CommonJS through Vite: the factory is the default export (sometimes wrapped once more).
   const d = mod.default as Factory | { default: Factory };
   const factory = typeof d === 'function' ? d : d.default;
-  return factory({ locateFile: () => wasmUrl });
+  // The codec's printed lines (OpenJPEG's [INFO] …) are kept for error messages, never sent to the console.
+  return factory({ locateFile: () => wasmUrl, print: output.print, printErr: output.print });
 }
 
 let cached: Promise<DicomCodecs> | null = null;
@@ -112,12 +153,17 @@ export function loadDicomCodecs(): Promise<DicomCodecs> {
       import('@cornerstonejs/codec-charls/decodewasm?url'),
       import('@cornerstonejs/codec-openjpeg/decodewasm?url'),
     ]);
+    const out = newCodecOutputs();
     const [libjpegTurbo, charls, openjpeg] = await Promise.all([
-      instantiate(() => import('@cornerstonejs/codec-libjpeg-turbo-8bit/decodewasmjs'), jpegUrl.default),
-      instantiate(() => import('@cornerstonejs/codec-charls/decodewasmjs'), lsUrl.default),
-      instantiate(() => import('@cornerstonejs/codec-openjpeg/decodewasmjs'), j2kUrl.default),
+      instantiate(
+        () => import('@cornerstonejs/codec-libjpeg-turbo-8bit/decodewasmjs'),
+        jpegUrl.default,
+        out.libjpegTurbo,
+      ),
+      instantiate(() => import('@cornerstonejs/codec-charls/decodewasmjs'), lsUrl.default, out.charls),
+      instantiate(() => import('@cornerstonejs/codec-openjpeg/decodewasmjs'), j2kUrl.default, out.openjpeg),
     ]);
-    return codecsFromModules({ libjpegTurbo, charls, openjpeg } as CodecModules);
+    return codecsFromModules({ libjpegTurbo, charls, openjpeg } as CodecModules, out);
   })();
   cached.catch(() => (cached = null));
   return cached;

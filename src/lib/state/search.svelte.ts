@@ -54,6 +54,8 @@ export interface SearchOutcome {
   terms: Set<string> | null;
   ms: number;
   randomWeights: boolean;
+  /** Counts the queries run on this page: tells one query's results from the previous one's. */
+  seq: number;
 }
 
 export class SearchState {
@@ -67,6 +69,7 @@ export class SearchState {
   /** `bm25` or a model id; null = the shard's default (see `defaultRetriever`). */
   #retriever = $state<string | null>(null);
   #outcome = $state.raw<SearchOutcome | null>(null);
+  #seq = 0;
   /**
    * Shown while a query runs, once it has taken longer than SEARCHING_SHOWN_AFTER_MS: a quick query
    * changes nothing on the page until its results (no flash, no repaint of the page at its start).
@@ -315,6 +318,7 @@ export class SearchState {
         terms: spec ? null : new Set(analyze(text)),
         ms: performance.now() - t0,
         randomWeights: !!spec?.id.startsWith('loupe-test/'),
+        seq: ++this.#seq,
       };
     } catch (e) {
       this.error = `Search failed: ${e instanceof Error ? e.message : String(e)}`;

@@ -51,10 +51,27 @@ export const jpegLosslessDecoder: FrameDecoder = (encoded) => {
   const d = new JpegLosslessDecoder();
   // Byte depth comes from the frame header's precision; the decoder wants it up front.
   const precision = sofPrecision(encoded);
-  const copy = encoded.slice();
+  const copy = padBeforeEoi(encoded);
   const out = d.decode(copy.buffer, 0, copy.length, precision > 8 ? 2 : 1) as Uint8Array | Uint16Array;
   return { pixels: out, width: d.xDim, height: d.yDim, components: d.numComp };
 };
+
+/**
+ * A copy of a JPEG codestream with four zero bytes inserted before its final EOI marker (FFD9).
+ * jpeg-lossless-decoder-js 2.1.2 drops the last pixel (leaves it 0) when that pixel's Huffman code ends
+ * within 8 bits of the EOI marker: its getHuffmanValue() sees the marker in its look-ahead and returns
+ * it before the pixel is stored (its getn() has an isLastPixel() guard for this; getHuffmanValue() has
+ * none). Bits after the last pixel are never decoded, so padding the scan only moves the marker away.
+ */
+export function padBeforeEoi(b: Uint8Array): Uint8Array<ArrayBuffer> {
+  let end = b.length;
+  while (end > 2 && b[end - 1] === 0) end--; // a fragment's trailing pad byte
+  if (end < 4 || b[end - 2] !== 0xff || b[end - 1] !== 0xd9) return b.slice();
+  const out = new Uint8Array(b.length + 4);
+  out.set(b.subarray(0, end - 2));
+  out.set(b.subarray(end - 2), end + 2);
+  return out;
+}
 
 /** Sample precision in a JPEG frame header (SOF0–SOF15), or 8 when none is found. */
 function sofPrecision(b: Uint8Array): number {
@@ -159,24 +176,29 @@ function nativeFrame(parsed: ParsedDicom, el: Element, frame: number): DecodedFr
     );
   const bytes = dataSet.byteArray as Uint8Array;
   const values = allocate(bits, signed, pixels * spp);
+  const little = !info.transferSyntax.bigEndian;
+  // Big endian OW holds 16-bit words: 1- and 8-bit samples packed into them have each byte pair
+  // swapped relative to their order (PS3.5 7.3, annex A.3). OB (or little endian) keeps byte order.
+  const swapPairs = !little && bits <= 8 && (el.vr ?? 'OW') === 'OW';
+  const byteAt = (p: number): number => bytes[el.dataOffset + (swapPairs ? p ^ 1 : p)];
   if (bits === 1) {
     // Bit-packed, least significant bit first, frames not byte-aligned.
     const start = frame * frameBits;
     for (let i = 0; i < samplesPerFrame; i++) {
       const b = start + i;
-      values[i] = (bytes[el.dataOffset + (b >> 3)] >> (b & 7)) & 1;
+      values[i] = (byteAt(b >> 3) >> (b & 7)) & 1;
     }
   } else {
     const bpv = bits / 8;
     const off = el.dataOffset + (frame * frameBits) / 8;
     const view = new DataView(bytes.buffer, bytes.byteOffset + off, samplesPerFrame * bpv);
-    const little = !info.transferSyntax.bigEndian;
     const raw = sub422 ? allocate(bits, signed, samplesPerFrame) : values;
+    const start8 = (frame * frameBits) / 8;
     const get =
       bits === 8
         ? signed
-          ? (i: number) => view.getInt8(i)
-          : (i: number) => view.getUint8(i)
+          ? (i: number) => (byteAt(start8 + i) << 24) >> 24
+          : (i: number) => byteAt(start8 + i)
         : bits === 16
           ? signed
             ? (i: number) => view.getInt16(i * 2, little)
