@@ -83,19 +83,28 @@ LIBDIR=$T/debroot/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export XDG_RUNTIME_DIR=$T/xdg
 if [ -z "${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-}" ]; then
-  found=$(ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json /usr/local/share/vulkan/icd.d/*.json 2> /dev/null | head -1)
-  if [ -z "$found" ]; then
+  # The loader searches /usr/share, /usr/local/share and /etc vulkan/icd.d itself; NVIDIA's json
+  # elsewhere (the container runtime's /usr/local/nvidia) has to be named.
+  standard=no
+  for f in /usr/share/vulkan/icd.d/nvidia*.json /usr/local/share/vulkan/icd.d/nvidia*.json \
+    /etc/vulkan/icd.d/nvidia*.json; do
+    [ -f "$f" ] && standard=yes
+  done
+  if [ "$standard" = no ]; then
     for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/icd.d/nvidia_icd.json \
-      /etc/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json; do
-      if [ -f "$icd" ]; then export VK_DRIVER_FILES=$icd; break; fi
+      /usr/local/nvidia/etc/vulkan/icd.d/nvidia_icd.json; do
+      if [ -f "$icd" ]; then
+        export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd # the second for older loaders
+        break
+      fi
     done
   fi
 fi
 {
   echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-} VK_ICD_FILENAMES=${VK_ICD_FILENAMES:-}"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-  ls -l /usr/share/vulkan/icd.d /etc/vulkan/icd.d /usr/local/nvidia/share/vulkan/icd.d 2>&1
-  for f in $(echo "${VK_DRIVER_FILES:-}:${VK_ICD_FILENAMES:-}" | tr ':' ' '); do echo "== $f"; cat "$f" 2>&1; done
+  ls -l /usr/share/vulkan/icd.d /usr/local/share/vulkan/icd.d /etc/vulkan/icd.d /usr/local/nvidia/share/vulkan/icd.d 2>&1
+  for f in $(echo "${VK_DRIVER_FILES:-${VK_ICD_FILENAMES:-}}" | tr ':' ' '); do echo "== $f"; cat "$f" 2>&1; done
   ldconfig -p 2> /dev/null | grep -E 'libvulkan|libGLX_nvidia|libEGL' || true
 } > "$OUT/vulkan.txt" 2>&1
 say "Vulkan: VK_DRIVER_FILES=${VK_DRIVER_FILES:-(loader default)}"
@@ -107,6 +116,9 @@ say "bench-gpu $*"
 timeout -k 10 "$LIMIT_S" "$NODE" --no-liftoff bench-gpu.mjs --models-dir "$T/models" \
   --out "$OUT/bench-gpu.json" "$@"
 rc=$?
-[ "$rc" = 124 ] && say "stopped after ${LIMIT_S} s: the table holds what was measured until then"
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+  say "stopped after ${LIMIT_S} s: the table holds what was measured until then"
+  cat "$OUT/bench-gpu.md" 2> /dev/null
+fi
 say "exit $rc; wrote $(ls "$OUT" | tr '\n' ' ')"
 finish "$rc"
