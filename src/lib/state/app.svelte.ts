@@ -1,7 +1,6 @@
 // The page's state, composed of small rune classes, one per concern: the shard library with the one
 // (shard, task) every panel derives from; stored runs; retrievers; comparison; the Search view; jobs
 // and messages. Components read these and call their methods; they never touch a worker.
-import type { Dtype } from '../core/retrieval/models';
 import { Messages } from './messages.svelte';
 import { Jobs } from './jobs.svelte';
 import { Library } from './library.svelte';
@@ -12,6 +11,8 @@ import { CompareState } from './compare.svelte';
 import { SearchState } from './search.svelte';
 import { StorageState } from './storage.svelte';
 import { openPermalink } from './links.svelte';
+import { readView, ROUTES, type Route, type ViewShard } from './view-url';
+import { applyViewSettings, openLinkShard, startUrlSync } from './url-sync.svelte';
 import type { SourceDescriptor } from '../clients/shard-client';
 import type { ParquetMapping } from '../core/media/parquet/mapping';
 import { isolationStatus, type IsolationStatus } from '../platform/isolation';
@@ -23,14 +24,16 @@ export type { RunResult } from './runs.svelte';
 
 export type { AppPhase } from './phase';
 
-/** The views, each its own route (`#/search`, `#/benchmark`, `#/shards`); `home` is the landing page. */
-export type Route = 'home' | 'search' | 'benchmark' | 'shards';
-export const ROUTES: readonly Route[] = ['home', 'search', 'benchmark', 'shards'];
+export { ROUTES, type Route } from './view-url';
 
 export class App {
   /** What the page is doing; tests and the headless runner wait on it (`data-phase`). */
   phase = $state<AppPhase>('starting');
   route = $state<Route>('home');
+  /** The shard a link named that could not be opened (it stays in the URL; a reload tries again). */
+  unopenedLink = $state.raw<ViewShard | null>(null);
+  /** A link's own route is kept while its shard opens (the landing page with a shard: `#/`). */
+  #keepRoute = false;
   readonly messages = new Messages();
   readonly jobs = new Jobs(this.messages);
   readonly library = new Library(this.messages, this.jobs);
@@ -47,7 +50,7 @@ export class App {
     this.library.onShardChange(
       (s) => {
         this.phase = 'idle';
-        if (s && (this.route === 'home' || this.route === 'shards')) this.go('search');
+        if (s && !this.#keepRoute && (this.route === 'home' || this.route === 'shards')) this.go('search');
         if (!s && this.route !== 'shards') this.go('home');
       },
       { first: true },
@@ -105,11 +108,9 @@ export class App {
     return this.messages.errors.length ? 'error' : 'idle';
   }
 
-  /** Shows a view; the URL's hash follows (so a permalink restores it). */
+  /** Shows a view (the landing page too while a shard is open); the URL follows (url-sync.svelte.ts). */
   go(route: Route) {
-    this.route = route === 'home' && this.library.shard ? 'search' : route;
-    const hash = `#/${this.route === 'home' ? '' : this.route}`;
-    if (location.hash !== hash) history.replaceState(history.state, '', hash);
+    this.route = route;
   }
 
   /** The route a hash names (unknown hashes: none). */
@@ -137,19 +138,20 @@ export class App {
     if (Number.isFinite(num('k1'))) r.bm25.k1 = num('k1');
     if (Number.isFinite(num('b'))) r.bm25.b = num('b');
     if (Number.isInteger(num('depth')) && num('depth') > 0) r.depth = num('depth');
-    if (params.get('retriever') === 'dense') r.kind = 'dense';
     r.simulateWebGpuFailure = params.get('simulate-webgpu-failure') === '1';
-    const model = params.get('model');
-    if (model) r.denseModelId = model;
-    else if (!this.storage.online) {
+    // The view the URL names (the same parameters the page writes back: view-url.ts).
+    const u = new URL(location.href);
+    u.search = params.toString();
+    u.hash = hash;
+    const view = readView(
+      u.href,
+      lib.demoShards.map((d) => d.name),
+    );
+    if (!view.model && !this.storage.online) {
       // Offline: a model that loads without the hub is the default (an explicit one is kept).
       const usable = this.storage.usable(r.denseSpec ?? undefined);
       if (usable) r.denseModelId = usable.id;
     }
-    const device = params.get('device');
-    if (device === 'webgpu' || device === 'wasm' || device === 'auto') r.device = device;
-    const dtype = params.get('dtype');
-    if (dtype) r.dtype = dtype as Dtype;
     const fusion = params.get('fusion');
     if (fusion === 'score' || fusion === 'feature' || fusion === 'both') r.fusionMode = fusion;
     if (params.get('index') === 'hnsw') r.denseSearch = 'hnsw';
@@ -165,32 +167,19 @@ export class App {
     if (images === 'first' || images === 'mean' || images === 'max') r.multiImageMode = images;
     if (Number.isInteger(num('overlap')) && num('overlap') >= 0) r.chunking.overlap = num('overlap');
 
-    const url = params.get('shard');
-    const cachedHash = params.get('cached');
-    if (cachedHash && !url) {
-      if (!lib.cached.some((c) => c.hash === cachedHash)) {
-        this.messages.error(
-          'The shard of this link is not cached in this browser: load the same shard (folder or .zip) first, then open the link again.',
-          'page',
-        );
-        return;
-      }
-      await lib.open(cachedHash);
-    } else if (url) {
-      const absolute = new URL(url, location.href).href;
-      const hit = lib.cached.find((s) => s.sourceLabel === absolute);
-      if (hit) await lib.open(hit.hash);
-      else await this.importFrom({ kind: 'url', url: absolute });
+    // A link to the landing page with its shard open says `#/` (a link without a hash: the shard's view).
+    this.#keepRoute = hash === '#/' || hash === '#';
+    try {
+      if (view.shard) await openLinkShard(this, view.shard);
+    } finally {
+      this.#keepRoute = false;
     }
     if (wanted) this.route = wanted;
+    // The task, retrievers and the Search view's query and model (after the shard opened: opening
+    // resets them); from here on the URL follows the state.
+    applyViewSettings(this, view);
+    startUrlSync(this);
     if (!lib.shard) return;
-    const task = params.get('task');
-    if (task) lib.selectTask(task);
-    // The Search view's query and retriever (after the shard opened: opening resets them).
-    const q = params.get('q');
-    if (q) this.search.text = q;
-    const searchModel = params.get('search-model');
-    if (searchModel) this.search.retriever = searchModel;
     if (!(await r.prepare())) return;
     if (params.has('runs')) await openPermalink(this, params);
     // `phase` changed inside the awaits above; TypeScript's narrowing from `= 'idle'` does not know.
