@@ -14,6 +14,7 @@ import {
 import { extname, join, resolve, sep } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { modelIndex } from './scripts/lib/model-index.ts';
 import { contentSecurityPolicy, extraConnectSources, headersFile, SITE_HEADERS } from './scripts/lib/csp.ts';
 import { isShardFolder, parseDemoShards, shardsToCopy } from './scripts/lib/demo-shards.ts';
 
@@ -155,6 +156,12 @@ function modelFiles(): Plugin {
     } catch {
       rel = '';
     }
+    if (rel === 'index.json') {
+      // The served model folders, listed now (a model generated while the server runs is included).
+      res.setHeader('Content-Type', 'application/json');
+      res.setHeader('Cache-Control', 'no-cache');
+      return void res.end(req.method === 'HEAD' ? undefined : JSON.stringify(modelIndex(MODELS_DIR)));
+    }
     const file = resolve(MODELS_DIR, rel);
     if (!rel || !file.startsWith(MODELS_DIR + sep) || !existsSync(file) || !statSync(file).isFile()) {
       res.statusCode = 404;
@@ -178,6 +185,9 @@ function modelFiles(): Plugin {
       const out = resolve(options.dir ?? 'dist', 'models');
       for (const e of existsSync(MODELS_DIR) ? readdirSync(MODELS_DIR, { withFileTypes: true }) : [])
         if (e.isDirectory()) cpSync(join(MODELS_DIR, e.name), join(out, e.name), { recursive: true });
+      // The model folders it copied, listed once for the page (no HEAD probe per model).
+      mkdirSync(out, { recursive: true });
+      writeFileSync(join(out, 'index.json'), JSON.stringify(modelIndex(out), null, 2) + '\n');
     },
   };
 }
@@ -206,7 +216,9 @@ function precacheList(): Plugin {
     // After every writeBundle (shards and models are copied there).
     closeBundle() {
       const files = filesUnder(outDir)
-        .filter((f) => !/^(shards|models)\//.test(f) || f === 'shards/index.json')
+        .filter(
+          (f) => !/^(shards|models)\//.test(f) || f === 'shards/index.json' || f === 'models/index.json',
+        )
         .filter((f) => !f.endsWith('.map') && f !== 'sw.js' && f !== 'sw-precache.json' && f !== '_headers')
         .sort();
       const hash = createHash('sha256');

@@ -5,7 +5,7 @@
 // 2. Offline after one visit: the app shell (index.html, assets/, manifest) and the ONNX Runtime wasm
 //    are cached; hashed assets are served cache-first, the rest network-first with the cache as a
 //    fallback. Shards, runs and embeddings live in IndexedDB and model files in transformers.js's
-//    own browser cache, so shards/ and models/ are not cached here (except shards/index.json).
+//    own browser cache, so shards/ and models/ are not cached here (except shards/index.json and models/index.json).
 // Plain JavaScript on purpose: public/ is copied verbatim, at a fixed URL, for every host.
 /* eslint-env serviceworker */
 'use strict';
@@ -51,7 +51,7 @@ async function shellCache() {
 /** Whether a response for this path is worth keeping for offline use. */
 function cacheable(rel, req) {
   if (req.mode === 'navigate') return true;
-  if (rel.startsWith('models/')) return false;
+  if (rel.startsWith('models/')) return rel === 'models/index.json';
   if (rel.startsWith('shards/')) return rel === 'shards/index.json';
   return true;
 }

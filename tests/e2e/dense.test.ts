@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
+import { isHubProbe } from './offsite';
 import { DATA_DIR } from '../paths';
 import { parseRun } from '../../src/lib/core/eval/trec';
 
@@ -28,6 +29,7 @@ describe('dense retrieval in the UI', () => {
     s = await launch();
     s.page.on('request', (r) => {
       if (
+        !isHubProbe(r) &&
         !r.url().startsWith('http://127.0.0.1') &&
         !r.url().startsWith('blob:') &&
         !r.url().startsWith('data:')

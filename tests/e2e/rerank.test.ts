@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
+import { isHubProbe } from './offsite';
 import { evaluate, rankQuery, standardMeasures } from '../../src/lib/core/eval/metrics';
 import { parseQrels, parseRun } from '../../src/lib/core/eval/trec';
 
@@ -32,7 +33,12 @@ describe('cross-encoder reranking in the UI', () => {
     s = await launch();
     s.page.on('request', (r) => {
       const u = r.url();
-      if (!u.startsWith('http://127.0.0.1') && !u.startsWith('blob:') && !u.startsWith('data:'))
+      if (
+        !isHubProbe(r) &&
+        !u.startsWith('http://127.0.0.1') &&
+        !u.startsWith('blob:') &&
+        !u.startsWith('data:')
+      )
         offsite.push(u);
     });
   });

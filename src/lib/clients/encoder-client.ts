@@ -54,11 +54,14 @@ function isWebGpuFailure(e: unknown): e is Error {
  * A model file that could not be downloaded: the worker's message (model, file, host, kinds of
  * offline choices) plus the registry models that load offline in this browser right now.
  */
-async function withOfflineChoices(e: unknown): Promise<unknown> {
+async function withOfflineChoices(e: unknown, spec: ModelSpec): Promise<unknown> {
   if ((e as { name?: string } | null)?.name !== MODEL_FETCH_FAILED) return e;
   try {
-    const { offlineModels } = await import('../platform/offline');
-    const list = (await offlineModels()).map((m) => `${m.spec.id} (${m.source})`);
+    const { offlineModels, modelRole } = await import('../platform/offline');
+    // Models that could stand in for this one (image–text for an image–text model, and so on).
+    const list = (await offlineModels())
+      .filter((m) => modelRole(m.spec) === modelRole(spec))
+      .map((m) => `${m.spec.id} (${m.source})`);
     const err = new Error(
       `${(e as Error).message} ${list.length ? `Available offline here: ${list.join(', ')}.` : 'No model is available offline here.'}`,
     );
@@ -106,12 +109,12 @@ async function load(
     lastLoad = { key, generation: client.generation, info };
     return info;
   } catch (e) {
-    if (!isWebGpuFailure(e)) throw await withOfflineChoices(e);
+    if (!isWebGpuFailure(e)) throw await withOfflineChoices(e, spec);
     client.terminate();
     const retry = wasmRetry(opts, e.message);
     const info = await client
       .run((r) => r.load(spec, retry, proxyProgress(onProgress)), signal)
-      .catch(async (e2: unknown) => Promise.reject(await withOfflineChoices(e2)));
+      .catch(async (e2: unknown) => Promise.reject(await withOfflineChoices(e2, spec)));
     active = { spec, opts: retry, dtype: info.dtype };
     return info;
   }
@@ -219,7 +222,7 @@ export async function embedCorpus(
   try {
     return done(req, await run(req));
   } catch (e) {
-    if (!isWebGpuFailure(e)) throw await withOfflineChoices(e);
+    if (!isWebGpuFailure(e)) throw await withOfflineChoices(e, req.spec);
     client.terminate();
     active = null;
     const retry = { ...req, load: wasmRetry(req.load ?? {}, e.message) };

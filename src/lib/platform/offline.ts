@@ -4,7 +4,8 @@
 // which registry models work without the hub.
 import type { ModelSpec } from '../core/retrieval/models';
 import { openShardStore } from './shard-store';
-import { MODEL_REGISTRY } from './model-registry';
+import { MODEL_REGISTRY, RERANKER_REGISTRY } from './model-registry';
+import { modelFolder, servedModelFolders } from './model-index';
 
 /** TRANSFORMERS_CACHE: the Cache Storage name transformers.js keeps model files in (env.cacheKey). */
 export const TRANSFORMERS_CACHE = 'transformers-cache';
@@ -138,49 +139,43 @@ export async function requestPersistentStorage(): Promise<{ granted: boolean; al
   return { granted: await storage.persist().catch(() => false), already: false };
 }
 
-/** Whether `models/<folder>/config.json` is served by this site (a self-hosted copy of a hub model). */
-async function selfHosted(folder: string): Promise<boolean> {
-  try {
-    const res = await fetch(new URL(`models/${folder}/config.json`, document.baseURI), {
-      method: 'HEAD',
-      cache: 'no-cache',
-    });
-    // An SPA fallback answers every path with index.html: only a JSON answer counts.
-    return res.ok && !/text\/html/.test(res.headers.get('content-type') ?? '');
-  } catch {
-    return false;
-  }
-}
-
 /**
- * The registry's embedding models that load without the hub: generated test models (served from
- * models/generated), self-hosted copies under models/<owner>/<name>/, and models whose config is in
- * transformers.js's browser cache. Generated ones are only listed when their files are served.
+ * The registry's models that load without the hub: generated test models and self-hosted copies of
+ * hub models that this site serves (models/index.json lists them: no request per model), and models
+ * whose files are in transformers.js's browser cache.
  */
 export async function offlineModels(
-  models: readonly ModelSpec[] = MODEL_REGISTRY.models,
+  models: readonly ModelSpec[] = [...MODEL_REGISTRY.models, ...RERANKER_REGISTRY],
 ): Promise<OfflineModel[]> {
   const cached = new Set((await cachedModels().catch(() => [])).map((m) => m.model));
+  const served = await servedModelFolders();
   const out: OfflineModel[] = [];
   for (const spec of models) {
-    const folder = spec.local ? (spec.localPath ?? spec.hubId) : spec.hubId;
+    const folder = modelFolder(spec);
     if (cached.has(folder) || cached.has(`generated/${folder}`)) out.push({ spec, source: 'cached' });
-    else if (spec.local) {
-      if (await selfHosted(folder)) out.push({ spec, source: 'generated' });
-    } else if (await selfHosted(folder)) out.push({ spec, source: 'self-hosted' });
+    else if (served?.has(folder)) out.push({ spec, source: spec.local ? 'generated' : 'self-hosted' });
   }
   return out;
 }
 
+/** What a model can stand in for: a cross-encoder, an image–text model or a text embedding model. */
+export function modelRole(s: ModelSpec): 'reranker' | 'image' | 'text' {
+  return s.kind === 'cross-encoder'
+    ? 'reranker'
+    : s.kind === 'clip' || s.kind === 'siglip'
+      ? 'image'
+      : 'text';
+}
+
 /**
- * The model the picker should default to when the hub is unreachable: `preferred` when it loads
- * offline, else the first offline model of the same kind (text or image–text), else any; null if none.
+ * The model a picker should default to when the hub is unreachable: `preferred` when it loads
+ * offline, else the first offline model of the same role (reranker, image–text or text); null when
+ * none does.
  */
 export function offlineDefault(available: readonly OfflineModel[], preferred?: ModelSpec): ModelSpec | null {
   if (preferred && available.some((m) => m.spec.id === preferred.id)) return preferred;
-  const multimodal = (s: ModelSpec) => s.kind === 'clip' || s.kind === 'siglip';
-  const same = preferred ? available.find((m) => multimodal(m.spec) === multimodal(preferred)) : undefined;
-  return (same ?? available[0])?.spec ?? null;
+  if (!preferred) return available.find((m) => modelRole(m.spec) !== 'reranker')?.spec ?? null;
+  return available.find((m) => modelRole(m.spec) === modelRole(preferred))?.spec ?? null;
 }
 
 /** Whether the browser believes it is online (a false `true` is caught by the model load's own error). */

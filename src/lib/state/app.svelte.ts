@@ -147,11 +147,6 @@ export class App {
       u.href,
       lib.demoShards.map((d) => d.name),
     );
-    if (!view.model && !this.storage.online) {
-      // Offline: a model that loads without the hub is the default (an explicit one is kept).
-      const usable = this.storage.usable(r.denseSpec ?? undefined);
-      if (usable) r.denseModelId = usable.id;
-    }
     const fusion = params.get('fusion');
     if (fusion === 'score' || fusion === 'feature' || fusion === 'both') r.fusionMode = fusion;
     if (params.get('index') === 'hnsw') r.denseSearch = 'hnsw';

@@ -1,5 +1,5 @@
 // Comparing and fusing runs of the selected task. Picks, baseline and the computed comparison are
-// kept per task; a comparison is shown only while its task is selected and its runs are exactly the
+// kept per (shard, task), for the page's lifetime (switching to another shard and back finds them); a comparison is shown only while its task is selected and its runs are exactly the
 // picked ones, so a task switch can never leave another task's comparison, plots or link on screen.
 import type { Comparison } from '../core/eval/compare';
 import { queryFacets, qrelsFor } from '../core/eval/report';
@@ -42,18 +42,17 @@ export class CompareState {
   /** The last comparison computed for each task (task id → comparison). */
   #computed = $state.raw<Record<string, ComputedComparison>>({});
 
-  constructor(private app: CompareHost) {
-    app.library.onShardChange(() => {
-      this.#picks = {};
-      this.#baseline = {};
-      this.#computed = {};
-    });
+  constructor(private app: CompareHost) {}
+
+  /** Where picks, baseline and comparison are kept: the open shard's content hash and the task. */
+  get #key(): string {
+    return `${this.app.library.shard?.summary.hash ?? ''}|${this.app.library.taskId}`;
   }
 
   /** Picked run ids of the selected task (only ids of its existing runs). */
   get pickedIds(): string[] {
     const runs = new Set(this.app.runs.taskRuns.map((r) => r.meta.id));
-    return (this.#picks[this.app.library.taskId] ?? []).filter((id) => runs.has(id));
+    return (this.#picks[this.#key] ?? []).filter((id) => runs.has(id));
   }
 
   /** Picked runs of the selected task, in run-list order. */
@@ -67,29 +66,28 @@ export class CompareState {
   }
 
   setPicked(id: string, on: boolean) {
-    const t = this.app.library.taskId;
     const now = this.pickedIds.filter((x) => x !== id);
-    this.#picks[t] = on ? [...now, id] : now;
+    this.#picks[this.#key] = on ? [...now, id] : now;
   }
 
   setPicks(ids: string[]) {
-    this.#picks[this.app.library.taskId] = [...ids];
+    this.#picks[this.#key] = [...ids];
   }
 
   /** The baseline among the picked runs (default: the oldest picked). */
   get baselineId(): string | null {
     const picked = this.picked;
-    const want = this.#baseline[this.app.library.taskId];
+    const want = this.#baseline[this.#key];
     return picked.find((r) => r.meta.id === want)?.meta.id ?? picked.at(-1)?.meta.id ?? null;
   }
 
   set baselineId(id: string | null) {
-    if (id) this.#baseline[this.app.library.taskId] = id;
+    if (id) this.#baseline[this.#key] = id;
   }
 
   /** The comparison of exactly the picked runs of the selected task, if it was computed. */
   get current(): ComputedComparison | null {
-    const c = this.#computed[this.app.library.taskId];
+    const c = this.#computed[this.#key];
     if (!c) return null;
     if (c.key !== [...this.pickedIds].sort().join(',')) return null;
     if (c.result.baselineId !== this.baselineId) return null;
@@ -105,6 +103,7 @@ export class CompareState {
   async compare() {
     const s = this.app.library.shard;
     const taskId = this.app.library.taskId;
+    const where = this.#key;
     const picked = this.picked;
     const baselineId = this.baselineId;
     if (!s || picked.length < 2 || !baselineId) {
@@ -146,8 +145,7 @@ export class CompareState {
           100,
           SEMANTICS[semantics].options,
         );
-        if (this.app.library.shard === s)
-          this.#computed = { ...this.#computed, [taskId]: { taskId, key, semantics, result, curves } };
+        this.#computed = { ...this.#computed, [where]: { taskId, key, semantics, result, curves } };
         performance.mark('loupe:compared');
       },
     );

@@ -16,6 +16,7 @@ import type { Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
 import type { Retrievers } from './retrievers.svelte';
 import type { RunStore } from './runs.svelte';
+import type { StorageState } from './storage.svelte';
 import type { AppPhase } from './phase';
 import type { RunResult } from './runs.svelte';
 
@@ -28,14 +29,24 @@ export interface RerankHost {
   readonly messages: Messages;
   readonly retrievers: Retrievers;
   readonly runs: RunStore;
+  readonly storage: StorageState;
 }
 
 export class Reranker {
   /** Cross-encoder (registry id) and how many documents per query it reorders. */
-  modelId = $state(RERANKER_REGISTRY[0]?.id ?? '');
+  #modelId = $state<string | null>(null);
   topN = $state(20);
 
   constructor(private app: RerankHost) {}
+
+  /** The cross-encoder: the one picked, else the registry's first that can load now (hub or not). */
+  get modelId(): string {
+    return this.#modelId ?? this.app.storage.usable(RERANKER_REGISTRY[0])?.id ?? '';
+  }
+
+  set modelId(id: string) {
+    this.#modelId = id;
+  }
 
   /**
    * Why a run cannot be reranked with a cross-encoder (null when it can): cross-encoders read

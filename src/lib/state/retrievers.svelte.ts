@@ -4,7 +4,7 @@
 import type { Bm25Params } from '../core/retrieval/bm25';
 import type { Run, TaskInfo } from '../core/types';
 import type { RetrieverConfig } from '../core/retrieval/runs';
-import type { Dtype, ModelSpec } from '../core/retrieval/models';
+import { supportsPart, type Dtype, type ModelSpec } from '../core/retrieval/models';
 import { specMatches, type RunSpec } from '../core/eval/permalink';
 import type { Device } from '../platform/backend';
 import { prepareBm25, runBm25Task } from '../clients/retrieval-client';
@@ -18,6 +18,7 @@ import {
 } from '../core/retrieval/chunking';
 import { describeMultiImage, hasMultiImageItems, type MultiImage } from '../core/retrieval/multi-image';
 import { densePlan, denseTask, type DenseSettings } from './dense';
+import { hubFallback } from './hub-fallback';
 import type { Jobs } from './jobs.svelte';
 import type { Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
@@ -52,7 +53,8 @@ export class Retrievers {
   indexedDocs = $state<number | null>(null);
   readyMs = $state<number | null>(null);
   /** Dense settings: model (registry id or a custom entry), backend, dtype, query fusion. */
-  denseModelId = $state(MODEL_REGISTRY.models[0]?.id ?? '');
+  /** The model the user picked (a link, the picker); null: the default for the task (`denseModelId`). */
+  #denseModelId = $state<string | null>(null);
   device = $state<'auto' | Device>('auto');
   dtype = $state<'auto' | Dtype>('auto');
   textWeight = $state(0.5);
@@ -84,6 +86,33 @@ export class Retrievers {
   get bm25Key(): string | null {
     const s = this.app.library.shard;
     return s ? `${s.summary.hash}|${this.bm25.k1}|${this.bm25.b}|${this.bm25.lossyLengths}` : null;
+  }
+
+  /**
+   * The dense model: the one picked, else the registry's first model of the kind the selected task
+   * needs (image–text when its queries or documents are images), or, when that cannot load now (no
+   * hub, files not served), one of the same kind that can.
+   */
+  get denseModelId(): string {
+    return this.#denseModelId ?? this.defaultDenseModel(this.app.library.task)?.id ?? '';
+  }
+
+  /** Picks a model ('' goes back to the default). */
+  set denseModelId(id: string) {
+    this.#denseModelId = id || null;
+  }
+
+  /** The model picked by the user (null while the default is shown). */
+  get pickedDenseModel(): string | null {
+    return this.#denseModelId;
+  }
+
+  /** The default dense model for a task (see `denseModelId`). */
+  defaultDenseModel(task: TaskInfo | null): ModelSpec | null {
+    const images = !!task && (task.queryModality !== 'text' || task.corpusModality !== 'text');
+    const models = MODEL_REGISTRY.models;
+    const preferred = images ? models.find((m) => supportsPart(m, 'image')) : models[0];
+    return this.app.storage.usable(preferred);
   }
 
   /** The dense model picked (registry or custom), if any. */
@@ -149,14 +178,49 @@ export class Retrievers {
     return this.kind === 'dense' ? this.runDense(taskId) : this.runBm25(taskId);
   }
 
-  /** Runs the selected retriever on every task it can serve, one after another. */
+  /**
+   * Runs the selected retriever on every task it can serve, one after another (each task is shown
+   * while it runs); then the view is back on the user's task, and one line says which tasks ran and
+   * which were skipped, with the reason.
+   */
   async runAll() {
-    for (const t of this.app.library.tasks) {
-      if (this.blocker(t)) continue;
-      this.app.library.selectTask(t.id);
+    const lib = this.app.library;
+    const home = lib.taskId;
+    // One model for every task (a default would follow each task's kind).
+    if (this.kind === 'dense' && this.denseModelId) this.denseModelId = this.denseModelId;
+    const name = this.kind === 'bm25' ? 'BM25' : (this.denseSpec?.label ?? this.denseModelId);
+    const ran: string[] = [];
+    const skipped: string[] = [];
+    let stopped: string | null = null;
+    for (const t of lib.tasks) {
+      const why = this.blocker(t);
+      if (why) {
+        skipped.push(`${t.id} (${why.replace(/\.$/, '')})`);
+        continue;
+      }
+      lib.selectTask(t.id);
       await this.run(t.id);
-      if (this.app.phase !== 'done') return;
+      if (this.app.phase !== 'done') {
+        stopped = t.id;
+        break;
+      }
+      ran.push(t.id);
     }
+    if (lib.taskId !== home) {
+      const phase = this.app.phase;
+      // Back on the user's task; a failed run's error stays on screen.
+      const errors = this.app.messages.list.filter((m) => m.kind === 'error');
+      lib.selectTask(home);
+      for (const m of errors) if (!this.app.messages.list.includes(m)) this.app.messages.post(m.kind, m.text);
+      this.app.phase = phase;
+    }
+    const list = (xs: string[]) => (xs.length ? xs.join(', ') : 'none');
+    this.app.messages.post(
+      stopped ? 'warning' : 'info',
+      `Run all tasks with ${name}: ran ${list(ran)}` +
+        (stopped ? `; stopped at ${stopped} (it did not finish)` : '') +
+        `; skipped ${list(skipped)}.`,
+    );
   }
 
   /** The stored run of this configuration, shown instead of running it again. */
@@ -252,7 +316,7 @@ export class Retrievers {
    * cached), queries embedded, exact cosine ranking; for image + text queries one run per fusion
    * (one when both fusions rank identically), and with HNSW an approximate run beside the exact one.
    */
-  async runDense(taskId = this.app.library.taskId) {
+  async runDense(taskId = this.app.library.taskId, fellBack = false): Promise<void> {
     const s = this.app.library.shard;
     const task = s?.summary.manifest.tasks.find((t) => t.id === taskId);
     const spec = this.denseSpec;
@@ -272,6 +336,7 @@ export class Retrievers {
     }
     this.app.phase = 'running';
     const t0 = performance.now();
+    let retry = false;
     const ok = await this.app.jobs.run(
       `Dense retrieval with ${spec.label ?? spec.id}`,
       `Dense retrieval with ${spec.label ?? spec.id}`,
@@ -291,16 +356,26 @@ export class Retrievers {
             ? { multiImage: this.multiImage, multiImageDocs: hasMultiImageItems(s.docs) }
             : {}),
         };
-        const out = await denseTask({
-          shardHash: s.summary.hash,
-          task,
-          queries: s.queries.filter((q) => q.task === taskId),
-          docImageRow,
-          settings,
-          job: { signal: job.signal, onProgress: job.onProgress },
-          onEncoder: (e) => (this.encoder = e),
-          onWarning: (text) => this.app.messages.warn(text),
-        });
+        let out: Awaited<ReturnType<typeof denseTask>>;
+        try {
+          out = await denseTask({
+            shardHash: s.summary.hash,
+            task,
+            queries: s.queries.filter((q) => q.task === taskId),
+            docImageRow,
+            settings,
+            job: { signal: job.signal, onProgress: job.onProgress },
+            onEncoder: (e) => (this.encoder = e),
+            onWarning: (text) => this.app.messages.warn(text),
+          });
+        } catch (e) {
+          // The hub did not answer: once, the same run with a model that loads without it.
+          const alt = fellBack ? null : await hubFallback(this.app.storage, e, spec);
+          if (!alt) throw e;
+          if (this.#denseModelId !== null) this.#denseModelId = alt.id;
+          retry = true;
+          return false;
+        }
         this.encoder = out.encoder;
         const outRuns = collapseIdenticalFusions(out.runs);
         let added = 0;
@@ -369,6 +444,8 @@ export class Retrievers {
       },
       { cancelled: 'Dense run cancelled; the corpus batches embedded so far are kept and reused next time.' },
     );
+    if (retry) return this.runDense(taskId, true);
+    if (ok) this.app.storage.succeeded({ fellBack });
     this.app.phase = ok ? 'done' : this.app.failedPhase();
   }
 }

@@ -11,8 +11,9 @@ import { describeChunking, isChunked } from '../core/retrieval/chunking';
 import type { OpenedDicom } from '../platform/dicom-image';
 import { hasMultiImageItems } from '../core/retrieval/multi-image';
 import { modelSpec } from './retrievers.svelte';
+import { hubFallback } from './hub-fallback';
 import { beginQuery, resultsSet, timeStage } from '../platform/query-timing';
-import type { Jobs } from './jobs.svelte';
+import type { Job, Jobs } from './jobs.svelte';
 import type { Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
 import type { Retrievers } from './retrievers.svelte';
@@ -96,9 +97,9 @@ export class SearchState {
     });
   }
 
-  /** Image-capable registry models (CLIP, SigLIP), hub first. */
+  /** Image-capable registry models (CLIP, SigLIP) whose files can be had, hub first. */
   get imageModels(): ModelSpec[] {
-    return MODEL_REGISTRY.models.filter((m) => supportsPart(m, 'image'));
+    return MODEL_REGISTRY.models.filter((m) => supportsPart(m, 'image') && this.app.storage.offered(m));
   }
 
   /**
@@ -116,8 +117,14 @@ export class SearchState {
     return this.#retriever ?? this.defaultRetriever;
   }
 
+  /** The retriever the user picked (null while the shard's default is shown). */
+  get pickedRetriever(): string | null {
+    return this.#retriever;
+  }
+
+  /** Picks a retriever ('' goes back to the shard's default). */
   set retriever(v: string) {
-    this.#retriever = v;
+    this.#retriever = v || null;
   }
 
   get spec(): ModelSpec | undefined {
@@ -152,12 +159,11 @@ export class SearchState {
     this.imageUrl = URL.createObjectURL(image);
     this.dicom = dicom?.image.info ?? null;
     this.dicomWindow = dicom?.image.window ?? null;
-    if (!this.acceptsImage && this.imageModels[0]) {
+    const imageModel = this.app.storage.usable(this.imageModels[0]);
+    if (!this.acceptsImage && imageModel) {
       const from = this.retriever === 'bm25' ? 'BM25' : (this.spec?.label ?? this.retriever);
-      this.retriever = this.imageModels[0].id;
-      this.app.messages.info(
-        `${from} cannot read images: switched to ${this.imageModels[0].label ?? this.imageModels[0].id}.`,
-      );
+      this.retriever = imageModel.id;
+      this.app.messages.info(`${from} cannot read images: switched to ${imageModel.label ?? imageModel.id}.`);
     }
   }
 
@@ -258,56 +264,72 @@ export class SearchState {
     const t0 = performance.now();
     beginQuery();
     try {
-      const spec = this.spec;
+      let spec = this.spec;
+      let fellBack = false;
       let columns: ResultColumn[];
       if (!spec) {
         if (!(await this.app.retrievers.prepare())) throw new Error('the BM25 index could not be built');
         columns = [{ label: 'BM25', hits: await timeStage('search', () => searchBm25Adhoc(text, this.k)) }];
       } else {
         const r = this.app.retrievers;
+        const query = (model: ModelSpec, job: Job) =>
+          denseAdhoc({
+            shardHash: lib.shard!.summary.hash,
+            task: lib.task!,
+            text,
+            image,
+            moreImages,
+            settings: {
+              spec: model,
+              device: r.device,
+              dtype: r.dtype,
+              textWeight: r.textWeight,
+              fusion: 'both',
+              depth: this.k,
+              simulateWebGpuFailure: r.simulateWebGpuFailure,
+              // Long texts as the Benchmark's dense options say (a long pasted case is chunked too).
+              ...(isChunked(r.chunking) ? { chunking: $state.snapshot(r.chunking) } : {}),
+              // Several images (the query's or the documents'): as the dense options say; a
+              // multi-image query on a shard of single images: the mean of its images.
+              ...(multiImage ? { multiImage, multiImageDocs: hasMultiImageItems(lib.shard!.docs) } : {}),
+            },
+            k: this.k,
+            job: { signal: job.signal, onProgress: job.onProgress },
+            onEncoder: (e) => {
+              // The same model again (every query): no new object, nothing re-derived.
+              if (JSON.stringify(e) !== JSON.stringify(r.encoder)) r.encoder = e;
+            },
+            onWarning: (text) => this.app.messages.warn(text),
+          });
         const res = await this.app.jobs.run(
           `Searching with ${spec.label ?? spec.id}`,
           `Searching with ${spec.label ?? spec.id}`,
-          (job) =>
-            denseAdhoc({
-              shardHash: lib.shard!.summary.hash,
-              task: lib.task!,
-              text,
-              image,
-              moreImages,
-              settings: {
-                spec,
-                device: r.device,
-                dtype: r.dtype,
-                textWeight: r.textWeight,
-                fusion: 'both',
-                depth: this.k,
-                simulateWebGpuFailure: r.simulateWebGpuFailure,
-                // Long texts as the Benchmark's dense options say (a long pasted case is chunked too).
-                ...(isChunked(r.chunking) ? { chunking: $state.snapshot(r.chunking) } : {}),
-                // Several images (the query's or the documents'): as the dense options say; a
-                // multi-image query on a shard of single images: the mean of its images.
-                ...(multiImage ? { multiImage, multiImageDocs: hasMultiImageItems(lib.shard!.docs) } : {}),
-              },
-              k: this.k,
-              job: { signal: job.signal, onProgress: job.onProgress },
-              onEncoder: (e) => {
-                // The same model again (every query): no new object, nothing re-derived.
-                if (JSON.stringify(e) !== JSON.stringify(r.encoder)) r.encoder = e;
-              },
-              onWarning: (text) => this.app.messages.warn(text),
-            }),
+          async (job) => {
+            try {
+              return await query(spec!, job);
+            } catch (e) {
+              // The hub did not answer: once, the same query with a model that loads without it.
+              const alt = await hubFallback(this.app.storage, e, spec!);
+              if (!alt) throw e;
+              if (this.#retriever !== null) this.#retriever = alt.id;
+              spec = alt;
+              fellBack = true;
+              return await query(alt, job);
+            }
+          },
           // A query takes tens of milliseconds: its bar appears only if it takes long (loading a
           // model, embedding the corpus), so quick queries do not shift the page.
           { revealAfterMs: 400 },
         );
         if (!res) return;
         const chunks = isChunked(r.chunking) ? ` · ${describeChunking(r.chunking)}` : '';
-        columns = await timeStage('fuse', () => fusionColumns(res, `${spec.label ?? spec.id}${chunks}`));
+        const used = spec!;
+        columns = await timeStage('fuse', () => fusionColumns(res, `${used.label ?? used.id}${chunks}`));
       }
       // The shard or task changed while this query ran: its results belong to neither.
       if (lib.shard !== shard || lib.taskId !== taskId) return;
       resultsSet();
+      this.app.storage.succeeded({ fellBack });
       this.#outcome = {
         taskId,
         text,

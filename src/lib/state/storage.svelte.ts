@@ -14,6 +14,7 @@ import {
   type StorageReport,
 } from '../platform/offline';
 import type { ModelSpec } from '../core/retrieval/models';
+import { hubAnswers, modelFolder, servedModelFolders } from '../platform/model-index';
 import type { Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
 
@@ -23,29 +24,85 @@ export class StorageState {
   /** The answer to the last persistence request (null: not asked in this session). */
   persistAnswer = $state.raw<{ granted: boolean; already: boolean } | null>(null);
   #asked = false;
-  /** Whether the browser is online (the hub may still be unreachable: a model load then says so). */
+  /** Whether the browser is online (the hub may still be unreachable: see `hub`). */
   online = $state(browserOnline());
-  /** The registry models that load without the network (listed when the browser goes offline). */
+  /**
+   * Whether the Hugging Face hub answers: `unknown` until the probe at page start (or a model
+   * download) tells; `down` after a failed probe or a model file that could not be downloaded.
+   */
+  hub = $state<'unknown' | 'up' | 'down'>('unknown');
+  /** The model folders this site serves (models/index.json); null when it lists none. */
+  served = $state.raw<Set<string> | null>(null);
+  /** The registry models that load without the hub (listed when the hub is out of reach). */
   offline = $state.raw<OfflineModel[] | null>(null);
+  /** The one-line note of a fallback to a model that loads without the hub (its message id). */
+  #fallbackNote: number | null = null;
 
   constructor(
     private library: Library,
     private messages: Messages,
   ) {}
 
+  /** The hub cannot be used now (the browser is offline, or the hub did not answer). */
+  get hubless(): boolean {
+    return !this.online || this.hub === 'down';
+  }
+
   /**
-   * Follows the browser's online state; offline, lists the models that load without the hub (so the
-   * pickers mark them and default to one). Resolves once that list is known.
+   * Follows the browser's online state; without the hub, lists the models that load without it (so
+   * the pickers mark them and default to one). Resolves once the site's model list and, offline,
+   * that list are known.
    */
   async watchNetwork(): Promise<void> {
     if (typeof window === 'undefined') return;
+    this.served = await servedModelFolders();
     const update = async () => {
       this.online = browserOnline();
-      if (!this.online) this.offline = await offlineModels().catch(() => []);
+      if (this.hubless) await this.#listOffline();
     };
-    window.addEventListener('online', () => void update());
+    window.addEventListener('online', () => {
+      // Back online: the hub is asked again the next time a hub model would be the default.
+      this.hub = 'unknown';
+      void update();
+    });
     window.addEventListener('offline', () => void update());
     await update();
+  }
+
+  #probing = false;
+
+  /**
+   * Asks the hub once whether it answers (only when a hub model would be a picker's default: a page
+   * that uses generated models only never contacts it). The defaults follow the answer.
+   */
+  #probe(spec: ModelSpec) {
+    if (this.#probing || this.hub !== 'unknown' || !this.online) return;
+    this.#probing = true;
+    void hubAnswers(spec).then(async (up) => {
+      this.#probing = false;
+      // A download that failed meanwhile has the last word.
+      if (this.hub !== 'unknown') return;
+      this.hub = up ? 'up' : 'down';
+      if (!up) await this.#listOffline();
+    });
+  }
+
+  async #listOffline() {
+    this.offline = await offlineModels().catch(() => []);
+  }
+
+  /** A model file could not be downloaded from the hub: the hub counts as down from now on. */
+  async hubFailed(): Promise<void> {
+    this.hub = 'down';
+    await this.#listOffline();
+  }
+
+  /**
+   * Whether a model is offered at all: a generated model only when this site serves its files
+   * (a registry entry whose files were never generated cannot load).
+   */
+  offered(spec: ModelSpec): boolean {
+    return !spec.local || !this.served || this.served.has(modelFolder(spec));
   }
 
   /** Where `id` loads from without the network ('cached', 'generated', 'self-hosted'), if it does. */
@@ -54,19 +111,46 @@ export class StorageState {
   }
 
   /**
-   * Offline: `preferred` when it loads without the network, else one of the same kind that does (null
-   * when none does). Online: `preferred`.
+   * The model to default to, given the registry's `preferred` one: `preferred` while the hub can be
+   * used (and its files are offered); without the hub, `preferred` when it loads anyway, else one of
+   * the same role that does (null when none does).
    */
   usable(preferred: ModelSpec | undefined): ModelSpec | null {
-    if (this.online || !this.offline || !preferred) return preferred ?? null;
+    if (!preferred) return null;
+    if (!preferred.local && this.hub === 'unknown') this.#probe(preferred);
+    if (!this.hubless) return this.offered(preferred) ? preferred : null;
+    if (!this.offline) return preferred;
     return offlineDefault(this.offline, preferred);
   }
 
-  /** What a model picker adds to a model's name while the browser is offline. */
+  /** What a model picker adds to a model's name while the hub cannot be used. */
   offlineLabel(id: string): string {
-    if (this.online || !this.offline) return '';
+    if (!this.hubless || !this.offline) return '';
     const source = this.offlineSource(id);
     return source ? ` · offline (${source})` : ' · needs the network';
+  }
+
+  /**
+   * Says in one line that `from` could not be downloaded and `to` is used instead. The line goes when
+   * a later action succeeds (`succeeded`).
+   */
+  fellBack(from: ModelSpec, to: ModelSpec) {
+    if (this.#fallbackNote !== null) this.messages.dismiss(this.#fallbackNote);
+    const where = this.offlineSource(to.id);
+    const name = from.label ?? from.id;
+    this.#fallbackNote = this.messages.warn(
+      `${name} could not be downloaded (huggingface.co did not answer): using ` +
+        `${to.label ?? to.id}${where ? ` (${where})` : ''} instead. To use ${name} without the hub, ` +
+        `self-host its files under models/${modelFolder(from)}/.`,
+      'page',
+    ).id;
+  }
+
+  /** An action that used a model succeeded: a fallback note from an earlier action goes. */
+  succeeded(opts: { fellBack?: boolean } = {}) {
+    if (opts.fellBack || this.#fallbackNote === null) return;
+    this.messages.dismiss(this.#fallbackNote);
+    this.#fallbackNote = null;
   }
 
   /** Lists what is stored now. */

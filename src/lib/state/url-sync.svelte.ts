@@ -61,10 +61,11 @@ export function currentView(app: UrlHost): View {
     shard: viewShardOf(app),
     task: open ? lib.taskId : '',
     retriever: r.kind,
-    model: r.denseModelId,
+    // The models the user picked (defaults follow what can load where the link is opened).
+    model: r.pickedDenseModel ?? '',
     device: r.device,
     dtype: r.dtype,
-    searchModel: open ? app.search.retriever : '',
+    searchModel: open ? (app.search.pickedRetriever ?? '') : '',
     q: open ? app.search.text.trim() : '',
   };
 }
@@ -74,8 +75,14 @@ function demoNames(app: UrlHost): string[] {
   return app.library.demoShards.map((d) => d.name);
 }
 
-function sameShard(a: ViewShard | null, b: ViewShard | null): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+/** Whether the open shard is the one `s` names (a demo named by its URL is that demo too). */
+function isOpen(app: UrlHost, s: ViewShard | null): boolean {
+  const open = app.library.shard;
+  if (!open || !s) return !open && JSON.stringify(app.unopenedLink) === JSON.stringify(s);
+  if (s.kind === 'cached') return open.summary.hash === s.hash;
+  if (s.kind === 'url') return open.summary.sourceLabel === s.url;
+  const d = app.library.demoShards.find((x) => x.name === s.name);
+  return !!d && open.summary.sourceLabel === new URL(d.url, document.baseURI).href;
 }
 
 /** How a view's shard is named in messages. */
@@ -101,7 +108,7 @@ export async function openLinkShard(app: UrlHost, s: ViewShard): Promise<boolean
     if (hit) await lib.open(hit.hash);
     else await app.importFrom({ kind: 'url', url: s.url });
   }
-  if (lib.shard && sameShard(viewShardOf(app), s)) {
+  if (lib.shard && isOpen(app, s)) {
     app.unopenedLink = null;
     return true;
   }
@@ -139,7 +146,7 @@ function routeOf(v: View): Route | null {
 export async function applyView(app: UrlHost, v: View, from?: View) {
   const lib = app.library;
   const differs = <K extends keyof View>(k: K) => !from || JSON.stringify(from[k]) !== JSON.stringify(v[k]);
-  const newShard = differs('shard') && !sameShard(viewShardOf(app), v.shard);
+  const newShard = differs('shard') && !isOpen(app, v.shard);
   if (newShard) {
     if (v.shard) await openLinkShard(app, v.shard);
     else {
@@ -160,12 +167,12 @@ export function applyViewSettings(app: UrlHost, v: View, from?: View) {
   const r = app.retrievers;
   if (v.task && lib.shard && differs('task')) lib.selectTask(v.task);
   if (differs('retriever')) r.kind = v.retriever;
-  if (v.model && differs('model')) r.denseModelId = v.model;
+  if (differs('model')) r.denseModelId = v.model;
   if (differs('device') && (v.device === 'webgpu' || v.device === 'wasm' || v.device === 'auto'))
     r.device = v.device as Device;
   if (differs('dtype') && v.dtype) r.dtype = v.dtype as Dtype | 'auto';
   if (lib.shard) {
-    if (v.searchModel && differs('searchModel')) app.search.retriever = v.searchModel;
+    if (differs('searchModel')) app.search.retriever = v.searchModel;
     if (differs('q')) app.search.text = v.q;
   }
 }
