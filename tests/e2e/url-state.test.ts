@@ -53,9 +53,17 @@ describe('the URL is the state (static build under a sub-path)', () => {
   test('a demo opened from the landing page, its task, model and query: reload, back/forward and a pasted link reopen them', async () => {
     const { page } = s;
     await page.goto(server.url);
+    // The 2-document R2MED sample says what it is on its card.
+    expect(
+      await page.locator('[data-testid="demo-shards"] button[data-shard="r2med-demo"]').innerText(),
+    ).toMatch(/Format sample, not a benchmark/);
     await page.click('[data-testid="demo-shards"] button[data-shard="vqa-rad"]');
     await phase(page, 'ready');
     expect(await route(page)).toBe('search');
+    // The search box has the focus (not <body>).
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe(
+      'search-input',
+    );
     // The shard is named by its demo name, under the sub-path.
     expect(new URL(page.url()).pathname).toBe(PREFIX);
     expect(new URL(page.url()).searchParams.get('shard')).toBe('vqa-rad');

@@ -510,13 +510,18 @@ describe('defects: exact file, line and code', () => {
     const [i] = await expectIssues(withFiles(tiny(), { 'corpus.jsonl': bytes }), [
       { file: 'corpus.jsonl', line: 4, code: 'invalid-utf8' },
     ]);
-    expect(i.message).toContain(`byte ${prefix.length} of the file`);
+    // Both offsets count from 1: the bad byte follows the prefix's bytes.
+    expect(i.message).toContain(
+      `byte ${prefix.length + 1} of the file (byte 40 of the line; bytes counted from 1)`,
+    );
   });
 
   it('empty corpus, no queries', async () => {
     const noDocs = await issuesOf(withFiles(tiny(), { 'corpus.jsonl': '' }));
     expect(noDocs.map(where)).toContainEqual({ file: 'corpus.jsonl', line: undefined, code: 'empty-corpus' });
     expect(noDocs[0].code).toBe('empty-corpus');
+    // Its judgements name no document: the corpus is the problem, not the qrels file.
+    expect(noDocs.map((i) => i.code)).not.toContain('empty-qrels');
     await expectIssues(
       withFiles(tiny(), { 'queries.jsonl': '', 'qrels/test.tsv': 'query-id\tcorpus-id\tscore\n' }),
       [{ file: 'queries.jsonl', line: undefined, code: 'no-queries' }],
@@ -977,7 +982,7 @@ describe('multi-image items (images: [...])', () => {
       [
         { images: [] },
         'wrong-type',
-        'field "images" must be a non-empty list of {"path", "caption", "role"}',
+        'field "images" must be a non-empty list of {"path", "caption", "role"}, found an empty list',
       ],
       [{ images: 'images/a.jpg' }, 'wrong-type', 'field "images" must be a non-empty list'],
       [{ images: [{ caption: 'x' }] }, 'wrong-type', 'images[0].path must be a string path'],

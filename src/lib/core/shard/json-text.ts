@@ -15,7 +15,7 @@ export function isObject(v: unknown): v is Json {
 /** Short human description of a JSON value, for "found …" in messages. */
 export function describe(v: unknown): string {
   if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
+  if (Array.isArray(v)) return v.length ? 'a list' : 'an empty list';
   switch (typeof v) {
     case 'string':
       return `the string ${JSON.stringify(truncate(v, 40))}`;

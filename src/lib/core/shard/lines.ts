@@ -130,7 +130,7 @@ export async function* readLines(
         file,
         line: lineNo,
         code: 'invalid-utf8',
-        message: `invalid UTF-8 at byte ${start + at} of the file (byte ${at + 1} of the line); the file must be UTF-8 encoded`,
+        message: `invalid UTF-8 at byte ${start + at + 1} of the file (byte ${at + 1} of the line; bytes counted from 1); the file must be UTF-8 encoded`,
       });
       return null;
     }

@@ -46,7 +46,7 @@ export async function readManifest(ctx: ShardReadContext): Promise<void> {
       file,
       line: lineAtByte(bytes, at),
       code: 'invalid-utf8',
-      message: `invalid UTF-8 at byte ${at}; the file must be UTF-8 encoded`,
+      message: `invalid UTF-8 at byte ${at + 1} (bytes counted from 1); the file must be UTF-8 encoded`,
     });
   }
   let raw: unknown;

@@ -20,14 +20,14 @@ export async function readNotice(ctx: ShardReadContext): Promise<string | undefi
         file,
         line: lineAtByte(bytes, at),
         code: 'invalid-utf8',
-        message: `invalid UTF-8 at byte ${at}; the file must be UTF-8 encoded`,
+        message: `invalid UTF-8 at byte ${at + 1} (bytes counted from 1); the file must be UTF-8 encoded`,
       });
       return undefined;
     }
     ctx.warnings.push({
       file,
       code: 'invalid-utf8',
-      message: `invalid UTF-8 at byte ${at}; undecodable bytes were replaced`,
+      message: `invalid UTF-8 at byte ${at + 1} (bytes counted from 1); undecodable bytes were replaced`,
     });
     return new TextDecoder('utf-8').decode(bytes);
   }
