@@ -150,6 +150,8 @@ export class EmbedState {
     if (set.query !== undefined) o.query = set.query;
     if (set.image !== undefined) o.image = set.image || undefined;
     if (set.mode !== undefined) o.mode = set.mode;
+    // An image given without a mode is searched with the text (a text-only mode would drop it).
+    else if (set.image && o.mode === 'text') o.mode = 'image+text';
     if (set.k !== undefined && Number.isInteger(set.k) && set.k >= 1) this.app.search.k = o.k = set.k;
     this.options = o;
     if (set.model !== undefined) this.#setModel(set.model);

@@ -133,11 +133,23 @@ export async function ensureIsolation(opts: { register?: boolean } = {}): Promis
   sessionFlag('clear');
   status = none(
     controlled
-      ? 'the page stayed not cross-origin isolated under the service worker (an iframe without allow="cross-origin-isolated"?)'
+      ? framed()
+        ? // A frame is isolated only when the page around it is: the cause is the embedding page.
+          'the page that embeds Loupe is not cross-origin isolated (a frame gets WASM threads only when the page around it sends COOP/COEP)'
+        : 'the page stayed not cross-origin isolated under the service worker'
       : 'the service worker did not take control of the page',
     controlled,
   );
   return status;
+}
+
+/** Whether this page is shown inside another page's frame. */
+function framed(): boolean {
+  try {
+    return window.self !== window.top;
+  } catch {
+    return true;
+  }
 }
 
 /** The status found by ensureIsolation (before it ran: what the page alone says). */
