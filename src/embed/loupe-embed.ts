@@ -11,7 +11,8 @@
 // other. Attributes become embed.html's parameters; later changes of the query's attributes are
 // sent to the running embed (no reload). The embed's events come back as DOM events on the element
 // (`loupe-ready`, `loupe-results`, `loupe-error`, bubbling and composed, with `detail`), taken only
-// from that iframe and from Loupe's origin.
+// from that iframe and from Loupe's origin. Without a `height` attribute the frame is as tall as
+// the embed's content (it sends its height as it changes: resize.ts).
 import { EMBED_PARAMS, EMBED_SOURCE, isEmbedEvent, type EmbedCommand } from './protocol';
 
 /** The Loupe site this module came from (the dev server serves it from src/embed/). */
@@ -41,6 +42,14 @@ export class LoupeSearch extends HTMLElement {
     if (!this.#frame || e.source !== this.#frame.contentWindow || e.origin !== this.loupe.origin) return;
     if (!isEmbedEvent(e.data)) return;
     if (e.data.type === 'loupe-ready') this.#ready = true;
+    // The frame follows its content's height, unless the page set one (`height`).
+    if (e.data.type === 'loupe-resize') {
+      const f = this.#frame;
+      // The content's height plus the frame's own borders.
+      if (!this.hasAttribute('height') && f)
+        f.style.height = `${e.data.detail.height + f.offsetHeight - f.clientHeight}px`;
+      return;
+    }
     this.dispatchEvent(
       new CustomEvent(e.data.type, { detail: e.data.detail, bubbles: true, composed: true }),
     );

@@ -140,7 +140,9 @@ export type EmbedEvent =
         randomWeights: boolean;
       };
     }
-  | { type: 'loupe-error'; detail: { message: string } };
+  | { type: 'loupe-error'; detail: { message: string } }
+  /** The embed's content height in CSS pixels (sent whenever it changes: resize.ts). */
+  | { type: 'loupe-resize'; detail: { height: number } };
 
 /** What a host page may ask the iframe (the element does it for its attributes). */
 export type EmbedCommand = {
@@ -157,7 +159,10 @@ export function isEmbedEvent(data: unknown): data is EmbedEvent & { source: type
   return (
     !!d &&
     d.source === EMBED_SOURCE &&
-    (d.type === 'loupe-ready' || d.type === 'loupe-results' || d.type === 'loupe-error')
+    (d.type === 'loupe-ready' ||
+      d.type === 'loupe-results' ||
+      d.type === 'loupe-error' ||
+      d.type === 'loupe-resize')
   );
 }
 

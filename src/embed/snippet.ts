@@ -13,7 +13,7 @@ export interface SnippetOptions {
   query?: string;
   mode?: EmbedMode;
   k?: number;
-  /** Pixels. */
+  /** The iframe's height in pixels (the element sizes itself to its content). */
   height?: number;
 }
 
@@ -38,10 +38,10 @@ function attrs(o: SnippetOptions): [string, string][] {
   return list;
 }
 
-/** `<script type=module>` + `<loupe-search …>` + a listener. */
+/** `<script type=module>` + `<loupe-search …>` + a listener (no height: the element fits its content). */
 export function elementSnippet(o: SnippetOptions): string {
   const loupe = new URL(o.loupe);
-  const a = [...attrs(o), ['height', String(o.height ?? 520)]]
+  const a = attrs(o)
     .map(([k, v]) => `${k}="${escapeAttr(v)}"`)
     .join(' ');
   return [

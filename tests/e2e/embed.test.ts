@@ -285,6 +285,80 @@ describe('the embed: <loupe-search> and embed.html on a course page of another o
     await course.close();
   });
 
+  test('the element fits its content; the embed sends H5P- and Embedly-style resize messages; the dialog warns on a host without CORS', async () => {
+    const loupeOrigin = new URL(loupe.url).origin;
+    writeFileSync(
+      join(hostDir, 'fit.html'),
+      `<!doctype html><html><body>
+<script type="module" src="${loupe.url}loupe-embed.js"></script>
+<loupe-search shard="shards/vqa-rad/" model="bm25" query="effusion" k="3"></loupe-search>
+<iframe id="f" src="${loupe.url}embed.html?shard=shards/vqa-rad/&amp;model=bm25&amp;query=effusion&amp;k=3"></iframe>
+<script>
+  window.raw = [];
+  addEventListener('message', (e) => {
+    if (e.origin === ${JSON.stringify(loupeOrigin)} && e.source === document.getElementById('f').contentWindow)
+      raw.push(e.data);
+  });
+</script></body></html>`,
+    );
+    const page = await s.context.newPage();
+    await page.goto(`${host.url}fit.html`);
+    const frame = (await (await page.locator('loupe-search iframe').elementHandle())!.contentFrame())!;
+    await frame.waitForSelector('[data-testid="results"] li', { timeout: 120_000 });
+    // The element's frame is as tall as what it shows: no scrolling inside, no fixed 480 px.
+    const fit = async () => {
+      const inner = await frame.evaluate(() => [document.documentElement.scrollHeight, innerHeight]);
+      const outer = await page.evaluate(
+        () => document.querySelector('loupe-search')!.shadowRoot!.querySelector('iframe')!.clientHeight,
+      );
+      return { fits: Math.abs(inner[0] - inner[1]) <= 1 && outer === inner[1], outer };
+    };
+    await expect.poll(async () => (await fit()).fits, { timeout: 30_000 }).toBe(true);
+    expect((await fit()).outer).not.toBe(480);
+    // More results: the frame grows with them.
+    const before = (await fit()).outer;
+    await page.evaluate(() => document.querySelector('loupe-search')!.setAttribute('k', '12'));
+    await expect.poll(async () => (await fit()).outer, { timeout: 60_000 }).toBeGreaterThan(before);
+    await expect.poll(async () => (await fit()).fits, { timeout: 30_000 }).toBe(true);
+    // The pasted iframe tells its height in the forms H5P's and Embedly's resizers read
+    const raw = () => page.evaluate(() => (window as unknown as { raw: unknown[] }).raw);
+    // (the last of each form: the height once the results are shown).
+    const last = async () => {
+      const all = await raw();
+      const h5p = all.filter((m) => (m as { context?: string }).context === 'h5p').at(-1) as
+        { action: string; scrollHeight: number } | undefined;
+      const embedly = all.filter((m) => typeof m === 'string' && m.includes('iframe.resize')).at(-1) as
+        string | undefined;
+      return { h5p, embedly: embedly ? JSON.parse(embedly) : undefined };
+    };
+    await expect
+      .poll(async () => (await last()).h5p?.scrollHeight ?? 0, { timeout: 60_000 })
+      .toBeGreaterThan(100);
+    const { h5p, embedly } = await last();
+    expect(h5p!.action).toBe('resize');
+    expect(embedly).toMatchObject({ context: 'iframe.resize', height: h5p!.scrollHeight });
+    await page.close();
+
+    // The Embed dialog on a Loupe host without CORS says the element cannot load there; with CORS it does not.
+    const noCors = await serveStatic(OUT, PREFIX);
+    try {
+      for (const [url, warned] of [
+        [noCors.url, 1],
+        [loupe.url, 0],
+      ] as const) {
+        await s.page.goto(`${url}?shard=shards/vqa-rad/&search-model=bm25#/search`);
+        await s.page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 120_000 });
+        await s.page.click('[data-testid="embed-this"]');
+        await s.page.waitForSelector('[data-testid="embed-snippet-element"]');
+        await s.page.waitForTimeout(1000);
+        expect(await s.page.locator('[data-testid="embed-no-cors"]').count()).toBe(warned);
+      }
+      expect(await s.page.locator('[data-testid="embed-no-cors"]').count()).toBe(0);
+    } finally {
+      await noCors.close();
+    }
+  });
+
   test('events go only to the page that embeds: a wrong origin= gets nothing; commands from another window are ignored', async () => {
     const loupeOrigin = new URL(loupe.url).origin;
     writeFileSync(
