@@ -188,7 +188,6 @@ export class Retrievers {
     const home = lib.taskId;
     // One model for every task (a default would follow each task's kind).
     if (this.kind === 'dense' && this.denseModelId) this.denseModelId = this.denseModelId;
-    const name = this.kind === 'bm25' ? 'BM25' : (this.denseSpec?.label ?? this.denseModelId);
     const ran: string[] = [];
     const skipped: string[] = [];
     let stopped: string | null = null;
@@ -214,6 +213,8 @@ export class Retrievers {
       for (const m of errors) if (!this.app.messages.list.includes(m)) this.app.messages.post(m.kind, m.text);
       this.app.phase = phase;
     }
+    // Named after the runs: a model that could not be downloaded was replaced by the first of them.
+    const name = this.kind === 'bm25' ? 'BM25' : (this.denseSpec?.label ?? this.denseModelId);
     const list = (xs: string[]) => (xs.length ? xs.join(', ') : 'none');
     this.app.messages.post(
       stopped ? 'warning' : 'info',
