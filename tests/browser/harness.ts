@@ -46,7 +46,8 @@ export interface Edit {
 export interface ImportOptions {
   /** Cancel when a progress tick of this kind arrives (for `store`, once `done >= minDone`). */
   cancelOn?: Progress['kind'];
-  minDone?: number;
+  /** For `store`: cancel once this many batches are written; `last`: on the last batch's tick. */
+  minDone?: number | 'last';
   /**
    * `abort`: the app's cancel (AbortSignal: terminate, then sweep what the worker left).
    * `kill`: only terminate the worker, so its half-written records stay until the next sweep.
@@ -98,7 +99,7 @@ async function run(desc: SourceDescriptor, opts: ImportOptions = {}): Promise<Ou
   let cancelled = false;
   const onProgress = (p: Progress) => {
     progress.push(p.kind === 'store' ? `store:${p.done}/${p.total}` : p.kind);
-    if (p.kind === opts.reloadOn && (p.kind !== 'store' || p.done >= (opts.minDone ?? 0))) {
+    if (p.kind === opts.reloadOn && (p.kind !== 'store' || p.done >= Number(opts.minDone ?? 0))) {
       // The tab goes away mid-job, as a reload or a closed tab would (the test waits for the new page).
       // The worker is stopped at once, as the unload will: otherwise it may finish before the page goes.
       stopShardWorker();
@@ -106,7 +107,7 @@ async function run(desc: SourceDescriptor, opts: ImportOptions = {}): Promise<Ou
       return;
     }
     if (cancelled || p.kind !== opts.cancelOn) return;
-    if (p.kind === 'store' && p.done < (opts.minDone ?? 0)) return;
+    if (p.kind === 'store' && p.done < (opts.minDone === 'last' ? p.total : (opts.minDone ?? 0))) return;
     cancelled = true;
     if (opts.cancelHow === 'kill') stopShardWorker();
     else ac.abort();

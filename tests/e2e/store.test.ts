@@ -203,6 +203,23 @@ describe('shard cache (IndexedDB) in Chromium', () => {
     // No reload, no waiting: the cancel itself removed the half-written records.
     expect(await call(page, 'counts')).toEqual(before);
     expect((await call(page, 'list')).map((s) => s.hash)).toEqual([medquad]);
+
+    // A cancel on the last batch races the worker's commit: whichever wins, an AbortError means that
+    // nothing is left (a shard committed just before the abort landed is removed too).
+    const atTheEnd = await call(page, 'importUrl', '/shards/vqa-rad/', {
+      cancelOn: 'store',
+      minDone: 'last',
+    });
+    if (!atTheEnd.ok && 'error' in atTheEnd) {
+      expect(atTheEnd.error.name).toBe('AbortError');
+      expect(await call(page, 'counts')).toEqual(before);
+      expect((await call(page, 'list')).map((s) => s.hash)).toEqual([medquad]);
+    } else {
+      expect(atTheEnd.ok).toBe(true);
+      expect((await call(page, 'list')).length).toBe(2);
+      await call(page, 'delete', (await call(page, 'list')).find((s) => s.hash !== medquad)!.hash);
+      expect(await call(page, 'counts')).toEqual(before);
+    }
   });
 
   it('rejects an invalid shard, naming the file and line, and stores nothing', async () => {

@@ -92,9 +92,40 @@ export function importShard(source: SourceDescriptor, opts: ImportShardOptions =
     limits = fromPage.limits;
   }
   const options = { limits, skipPreflight, ...(parquet ? { parquet } : {}) };
-  return call<ImportResult>(opts.signal, (api) =>
-    api.importShard(source, onProgress ? Comlink.proxy(onProgress) : undefined, options),
+  // The shards cached before this import: a cancel that lands after the worker committed the shard
+  // (its last progress tick and the commit race the abort) removes it too, so a cancel always leaves
+  // nothing behind.
+  const before = committedHashes();
+  return call<ImportResult>(
+    opts.signal,
+    async (api) => {
+      await before;
+      return api.importShard(source, onProgress ? Comlink.proxy(onProgress) : undefined, options);
+    },
+    async () => removeShardsNotIn(await before),
   );
+}
+
+async function committedHashes(): Promise<Set<string> | null> {
+  try {
+    const store = await openShardStore({ sweep: false });
+    const hashes = new Set((await store.list()).map((s) => s.hash));
+    await store.close();
+    return hashes;
+  } catch {
+    return null;
+  }
+}
+
+/** After a cancel: deletes every shard committed since `before` was taken (none when it is unknown). */
+async function removeShardsNotIn(before: Set<string> | null): Promise<void> {
+  if (!before) return;
+  const store = await openShardStore({ sweep: false });
+  try {
+    for (const s of await store.list()) if (!before.has(s.hash)) await store.delete(s.hash);
+  } finally {
+    await store.close();
+  }
 }
 
 /**
@@ -123,6 +154,7 @@ export function inspectIfParquet(
 function call<T>(
   signal: AbortSignal | undefined,
   invoke: (api: Comlink.Remote<ShardWorkerApi>) => Promise<T>,
+  afterCancel?: () => Promise<void>,
 ): Promise<T> {
   if (signal?.aborted) return Promise.reject(abortError());
   const api = connect();
@@ -144,7 +176,10 @@ function call<T>(
       stop(w, new Error('the shard worker was stopped because another import was cancelled'));
       // The killed worker's Web Lock is released by the browser; wait for it, then sweep the
       // uncommitted records it left (see shard-store.ts), so a cancel leaves nothing behind.
-      void sweepAfterCancel().finally(() => reject(abortError()));
+      void sweepAfterCancel()
+        .then(() => afterCancel?.())
+        .catch((e) => console.warn('loupe: cleaning up a cancelled import failed', e))
+        .finally(() => reject(abortError()));
     };
     pending.add(reject1);
     signal?.addEventListener('abort', onAbort, { once: true });
