@@ -174,9 +174,6 @@ describe('Loupe in Chromium', () => {
     await page.click('[data-testid="runs-table"] tr.current [data-testid="delete-run"]');
     await count(page.locator('[data-testid="runs-table"] tbody tr'), 1);
     await page.reload();
-    await phase(page, 'idle');
-    await view(page, 'shards');
-    await page.click('[data-testid="cached-shards"] li[data-name="medquad"] button:has-text("Open")');
     await opened(page, 'medquad');
     await view(page, 'benchmark');
     await containsText(page.locator('[data-testid="run-name"]'), 'baseline <b>bm25</b>');
