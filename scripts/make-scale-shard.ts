@@ -271,6 +271,8 @@ const manifest = {
     },
   ],
   counts: { corpus: N, queries: Q, qrels, images: images.length },
+  // Read over HTTP, the shard's embeddings are asked for only when named here.
+  ...(vectorNote ? { embeddings: 'embeddings/index.json' } : {}),
 };
 writeFileSync(join(OUT, 'shard.json'), JSON.stringify(manifest, null, 2) + '\n');
 writeFileSync(

@@ -78,6 +78,25 @@ if (
 )
   fail('the generated test models are missing: run npm run models');
 
+/**
+ * Names embeddings/index.json in the packed shard's shard.json (`"embeddings"`): a shard read over
+ * HTTP asks for its embeddings only then (no 404 for shards without). When DIR has no shard.json of
+ * its own (embeddings written beside a shard elsewhere), says what to add.
+ */
+function declareEmbeddings(job: Job): void {
+  const file = join(job.out, 'shard.json');
+  if (!existsSync(file)) {
+    console.log(
+      `pack-shard: ${job.out} has no shard.json: add "embeddings": "${PRECOMPUTED_INDEX}" to the shard's shard.json`,
+    );
+    return;
+  }
+  const text = readFileSync(file, 'utf8');
+  const manifest = JSON.parse(text) as Record<string, unknown>;
+  if (manifest.embeddings === PRECOMPUTED_INDEX) return;
+  writeFileSync(file, JSON.stringify({ ...manifest, embeddings: PRECOMPUTED_INDEX }, null, 2) + '\n');
+}
+
 const call = harnessCaller<PackHarness>('packHarness');
 const t0 = performance.now();
 for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
@@ -128,6 +147,7 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
           { model_id: model, dtype, path },
         ];
         writeFileSync(indexFile, JSON.stringify({ format: PRECOMPUTED_FORMAT, sets }, null, 2) + '\n');
+        declareEmbeddings(job);
         const rows = parts
           .map((p) => `${p.sidecar.part} ${p.sidecar.doc_ids.length}×${p.sidecar.dim}`)
           .join(', ');

@@ -37,7 +37,12 @@ function storageIssue(message: string): ShardIssue {
 }
 import { loadDicomCodecs } from '../src/lib/platform/dicom-codecs';
 import { isDicom } from '../src/lib/core/media/dicom/image';
-import { PRECOMPUTED_KIND, precomputedKey, readPrecomputed } from '../src/lib/core/shard/precomputed';
+import {
+  PRECOMPUTED_INDEX,
+  PRECOMPUTED_KIND,
+  precomputedKey,
+  readPrecomputed,
+} from '../src/lib/core/shard/precomputed';
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
 export type ImportResult =
@@ -180,7 +185,11 @@ const api = {
       const summary = await store.put(parsed, images, source.label, report);
       // Precomputed corpus embeddings: checked against the documents, kept with the shard. They are
       // not part of the shard's content hash (the same data with or without them is one shard).
-      const pre = await readPrecomputed(source, parsed.docs);
+      const pre = await readPrecomputed(
+        source,
+        parsed.docs,
+        parsed.manifest.embeddings === PRECOMPUTED_INDEX,
+      );
       const stored: string[] = [];
       for (const set of pre.sets) {
         const key = precomputedKey(set.sidecar.model_id, set.sidecar.dtype, set.sidecar.part);

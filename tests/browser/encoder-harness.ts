@@ -52,6 +52,8 @@ function progressLabel(p: Progress): string {
       return `embed:${p.done}/${p.total}`;
     case 'status':
       return `status:${p.message}`;
+    case 'compile':
+      return `compile:${p.model}:${p.device}`;
     default:
       return p.kind;
   }

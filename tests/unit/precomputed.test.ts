@@ -53,7 +53,7 @@ function sidecar(over: Partial<PrecomputedSidecar> = {}): PrecomputedSidecar {
   };
 }
 
-function shard(side: unknown, npy: Uint8Array) {
+function shard(side: unknown, npy: Uint8Array, listable = true) {
   const dir = 'embeddings/loupe-test/bert-tiny-random/fp32/';
   return new MemorySource(
     {
@@ -64,7 +64,7 @@ function shard(side: unknown, npy: Uint8Array) {
       [`${dir}sidecar-text.json`]: JSON.stringify(side),
       [`${dir}text.npy`]: npy,
     },
-    { listable: false, chunkSize: 7 },
+    { listable, chunkSize: 7 },
   );
 }
 
@@ -82,6 +82,18 @@ describe('precomputed embeddings', () => {
 
   it('a shard without embeddings/ has no sets and no problems', async () => {
     expect(await readPrecomputed(new MemorySource({}), docs)).toEqual({ sets: [], problems: [] });
+  });
+
+  it('a shard read over HTTP (no listing) is asked for embeddings/index.json only when shard.json names it', async () => {
+    const remote = shard(sidecar(), writeNpyF16(rows, 2, 2), false);
+    expect(await readPrecomputed(remote, docs)).toEqual({ sets: [], problems: [] });
+    expect(remote.opens.get(PRECOMPUTED_INDEX)).toBeUndefined();
+    const named = await readPrecomputed(remote, docs, true);
+    expect(named.sets).toHaveLength(1);
+    expect(remote.opens.get(PRECOMPUTED_INDEX)).toBe(1);
+    const missing = await readPrecomputed(new MemorySource({}, { listable: false }), docs, true);
+    expect(missing.sets).toEqual([]);
+    expect(missing.problems[0]).toMatch(/shard\.json names embeddings\/index\.json .* no such file/);
   });
 
   it('names the file and the difference when the rows are not the shard documents', async () => {

@@ -570,6 +570,16 @@ describe('defects: exact file, line and code', () => {
     );
     expect(de.manifest.language).toBe('de-AT');
     expect((await readShard(new MemorySource(tiny()))).manifest.language).toBeUndefined();
+    // "embeddings" names the precomputed sets' index, and nothing else.
+    const emb = JSON.stringify({ ...MANIFEST, embeddings: 'embeddings/index.json' });
+    expect(
+      (await readShard(new MemorySource(withFiles(tiny(), { 'shard.json': emb })))).manifest.embeddings,
+    ).toBe('embeddings/index.json');
+    const [ei] = await expectIssues(
+      withFiles(tiny(), { 'shard.json': JSON.stringify({ ...MANIFEST, embeddings: 'vectors.npy' }) }),
+      [{ file: 'shard.json', line: 1, code: 'wrong-value' }],
+    );
+    expect(ei.message).toContain('"vectors.npy"');
     await expectIssues(withFiles(tiny(), { 'shard.json': '[1]' }), [
       { file: 'shard.json', line: undefined, code: 'not-object' },
     ]);

@@ -227,7 +227,8 @@ export async function embedCorpus(
     // Texts by length within a padded-token budget; images all cost the same: shard order.
     tokenBudget = part === 'text' ? (req.tokenBudget ?? DEFAULT_TOKEN_BUDGET) : Infinity;
     let lengths: Uint32Array;
-    if (part === 'text') {
+    // With the shard's precomputed rows nothing is embedded: batches in shard order, no tokenizing.
+    if (part === 'text' && !pre) {
       report({ kind: 'status', message: 'Counting tokens' });
       const texts = rows.map((r) => docText(docs[r]));
       // Chunked: a document costs the tokens of all its windows; batches group documents of
@@ -312,6 +313,8 @@ export async function embedCorpus(
   let done = 0;
   let computedDocs = 0;
   let computeMs = 0;
+  let precomputedDocs = 0;
+  let reusedDocs = 0;
   const tick = () => {
     const docsPerSec = computeMs > 0 ? (computedDocs / computeMs) * 1000 : 0;
     const remaining = rows.length - done;
@@ -321,6 +324,9 @@ export async function embedCorpus(
       total: rows.length,
       docsPerSec,
       ...(docsPerSec > 0 ? { etaSeconds: remaining / docsPerSec } : {}),
+      ...(pre ? { from: 'precomputed' as const } : {}),
+      precomputed: precomputedDocs,
+      reused: reusedDocs,
     });
   };
   tick();
@@ -340,6 +346,7 @@ export async function embedCorpus(
       vectors = rec.vectors;
       if (multiRow) chunkInfo = { chunks: rec.chunks!, spans: rec.spans! };
       reusedBatches++;
+      reusedDocs += ids.length;
       counters.batchesReused++;
     } else if (pre) {
       // float16 rows of the shard's precomputed set (row p = rows[p], shard order), stored as a
@@ -351,6 +358,7 @@ export async function embedCorpus(
       });
       await saveBatch(recKey, b, ids, vectors);
       precomputedBatches++;
+      precomputedDocs += ids.length;
       counters.precomputedRows += ids.length;
     } else {
       const tb = performance.now();

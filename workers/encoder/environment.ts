@@ -39,7 +39,7 @@ export function resetFetchFailures(): void {
  * Sets up transformers.js for this worker on the first call (ORT's self-hosted files, threads, the
  * fetch hook); every call sets the models/ folder and whether the hub may be asked.
  */
-export function configureEnv(allowRemoteModels: boolean, base?: string): void {
+export function configureEnv(allowRemoteModels: boolean, base?: string, allowLocalModels = true): void {
   if (base) modelsBase = base;
   if (!configured) {
     const wasm = env.backends.onnx.wasm;
@@ -54,7 +54,6 @@ export function configureEnv(allowRemoteModels: boolean, base?: string): void {
     // Otherwise transformers.js copies ORT's .mjs into the Cache API and imports it from a blob: URL,
     // which the site's Content-Security-Policy (script-src 'self') refuses; the files are self-hosted.
     env.useWasmCache = false;
-    env.allowLocalModels = true;
     // A path, not a URL: with a full URL the tokenizer files silently fail to load. Hub ids
     // (`owner/name`) are looked up here first, so a hub model can also be self-hosted under /models/.
     env.localModelPath = modelsBase;
@@ -72,8 +71,9 @@ export function configureEnv(allowRemoteModels: boolean, base?: string): void {
     configured = true;
   }
   env.localModelPath = modelsBase;
-  // Global to transformers.js: the last load's setting applies to loads running at the same time.
+  // Global to transformers.js: the last load's settings apply to loads running at the same time.
   env.allowRemoteModels = allowRemoteModels;
+  env.allowLocalModels = allowLocalModels || !allowRemoteModels;
 }
 
 /** A thrown value's message. */

@@ -101,7 +101,7 @@ async function createEncoder(
   try {
     if (device === 'webgpu') await watchDevice(enc);
     // Warm-up: the first run compiles kernels (WebGPU shaders, WASM code paths) and checks the output size.
-    report({ kind: 'status', message: `Warming up ${spec.label ?? spec.id} on ${device.toUpperCase()}` });
+    report({ kind: 'compile', model: spec.label ?? spec.id, device: device.toUpperCase() });
     if (spec.kind === 'cross-encoder') {
       const ids = tokenizer('warm up', { text_pair: 'warm up' }).input_ids as Tensor;
       enc.pairEnd = (ids.data as BigInt64Array).at(-1);
@@ -153,7 +153,11 @@ export async function load(
 ): Promise<LoadedEncoder> {
   const report = phased(onProgress);
   const t0 = performance.now();
-  configureEnv(spec.local ? false : (opts.allowRemoteModels ?? true), opts.modelsBase);
+  configureEnv(
+    spec.local ? false : (opts.allowRemoteModels ?? true),
+    opts.modelsBase,
+    spec.local || (opts.allowLocalModels ?? true),
+  );
   resetFetchFailures();
   probePromise ??= probeBackend();
   const probe = await probePromise;

@@ -17,6 +17,11 @@ export interface LoadOptions {
   /** Fetch from the Hugging Face hub when a file is not under /models/ (default: true unless the spec is local). */
   allowRemoteModels?: boolean;
   /**
+   * Look under the app's models/ folder first (default: true). The page sets false for a hub model
+   * that models/index.json does not list, so its load asks the hub directly (no 404 per file).
+   */
+  allowLocalModels?: boolean;
+  /**
    * URL path of the app's models/ folder (`/course/loupe/models/`); default: `models/` beside the
    * folder this worker's script is in (dev: /workers/, build: assets/), i.e. the app's root.
    */

@@ -30,6 +30,7 @@ import {
 } from '../core/retrieval/models';
 import type { ProgressFn } from '../core/types';
 import { MODEL_REGISTRY, RERANKER_REGISTRY, registryModel, rerankerModel } from '../platform/model-registry';
+import { modelFolder, servedModelFolders } from '../platform/model-index';
 import { WorkerClient, isAbortError, proxyProgress, type JobOptions } from './worker-client';
 
 export type { EmbedCorpusRequest, EmbedCorpusResult, LoadOptions, LoadedEncoder };
@@ -93,12 +94,24 @@ function loadKey(spec: ModelSpec, opts: LoadOptions): string {
   return JSON.stringify([modelPath(spec), spec.revision, spec.kind, spec.dtypes, opts]);
 }
 
+/**
+ * A hub model that models/index.json does not list is asked of the hub directly: transformers.js
+ * would otherwise try every file under models/ first (one 404 each). Without an index (a site built
+ * without one), models/ is looked at first as before.
+ */
+async function localFirst(spec: ModelSpec, opts: LoadOptions): Promise<LoadOptions> {
+  if (spec.local || opts.allowLocalModels !== undefined || typeof document === 'undefined') return opts;
+  const served = await servedModelFolders();
+  return served && !served.has(modelFolder(spec)) ? { ...opts, allowLocalModels: false } : opts;
+}
+
 async function load(
   spec: ModelSpec,
-  opts: LoadOptions,
+  options: LoadOptions,
   onProgress?: ProgressFn,
   signal?: AbortSignal,
 ): Promise<LoadedEncoder> {
+  const opts = await localFirst(spec, options);
   const key = loadKey(spec, opts);
   if (lastLoad && lastLoad.key === key && lastLoad.generation === client.generation && isActive(spec))
     return { ...lastLoad.info, cached: true, loadMs: 0 };
@@ -137,6 +150,25 @@ async function onActiveModel<T>(
     await load(spec, wasmRetry(opts, e.message, dtype), undefined, signal);
     return client.run(call, signal);
   }
+}
+
+/**
+ * The worker's active encoder, as a key that changes with the model, its load options and the
+ * worker (a restart or a cancel gives another): what a prefetched query vector was embedded with.
+ */
+export function activeEncoderKey(): string | null {
+  return lastLoad && lastLoad.generation === client.generation
+    ? `${lastLoad.key}#${lastLoad.generation}`
+    : null;
+}
+
+/**
+ * activeEncoderKey() when loading `spec` with `opts` would answer at once (the worker holds it,
+ * active), else null: a query vector embedded now is then the one a query would embed.
+ */
+export async function loadedEncoderKey(spec: ModelSpec, opts: LoadOptions): Promise<string | null> {
+  const key = loadKey(spec, await localFirst(spec, opts));
+  return lastLoad?.key === key && isActive(spec) ? activeEncoderKey() : null;
 }
 
 /** Loads a model in the encoder worker (WebGPU when it works, else WASM) and makes it the active one. */
@@ -215,11 +247,20 @@ export async function embedCorpus(
   // embedCorpus makes its model the worker's active one.
   const done = (q: EmbedCorpusRequest, r: EmbedCorpusResult) => {
     active = { spec: q.spec, opts: q.load ?? {}, dtype: r.backend.dtype };
-    // Its load options may differ from the last load()'s: the next load() asks the worker.
-    lastLoad = null;
+    // Its load options may differ from the last load()'s: the next load() asks the worker, unless
+    // the model, device and dtype are the ones that load() answered with (an ad-hoc query's corpus
+    // embedded right after its load: the same encoder stays active).
+    const same =
+      lastLoad?.generation === client.generation &&
+      lastLoad.info.modelId === q.spec.id &&
+      lastLoad.info.device === r.backend.device &&
+      lastLoad.info.dtype === r.backend.dtype &&
+      !r.backend.fallbackReason;
+    if (!same) lastLoad = null;
     return r;
   };
   try {
+    req = { ...req, load: await localFirst(req.spec, req.load ?? {}) };
     return done(req, await run(req));
   } catch (e) {
     if (!isWebGpuFailure(e)) throw await withOfflineChoices(e, req.spec);

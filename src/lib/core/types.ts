@@ -32,6 +32,11 @@ export interface ShardManifest {
   relevance?: Record<string, string>;
   /** The documents' language (`language` in shard.json), for those without their own `language`. */
   language?: string;
+  /**
+   * `embeddings/index.json` when the shard carries precomputed corpus embeddings (`embeddings` in
+   * shard.json, written by pack-shard): a shard read over HTTP asks for that file only then.
+   */
+  embeddings?: string;
   tasks: TaskInfo[];
 }
 
@@ -114,8 +119,24 @@ export type Progress =
   | { kind: 'search'; done: number; total: number }
   /** Model file bytes fetched (or read from the browser cache); `total` when the server sends a length. */
   | { kind: 'download'; file: string; loaded: number; total?: number }
-  /** Documents embedded (stored or reused) of `total`; rate over this run's computed documents. */
-  | { kind: 'embed'; done: number; total: number; docsPerSec: number; etaSeconds?: number }
+  /**
+   * Documents embedded (stored or reused) of `total`; rate over this run's computed documents.
+   * `precomputed` / `reused`: how many of `done` came from the shard's precomputed embeddings or from
+   * batches stored by an earlier run (nothing computed for them); `from: 'precomputed'`: the run
+   * takes its rows from the shard's precomputed set (said before the first batch).
+   */
+  | {
+      kind: 'embed';
+      done: number;
+      total: number;
+      docsPerSec: number;
+      etaSeconds?: number;
+      precomputed?: number;
+      reused?: number;
+      from?: 'precomputed';
+    }
+  /** The model's first run on its device (kernel compilation, shader builds, the output check). */
+  | { kind: 'compile'; model: string; device: string }
   | { kind: 'status'; message: string };
 
 export type ProgressFn = (p: Progress) => void;

@@ -544,9 +544,8 @@ function isHubHost(host: string): boolean {
 /**
  * A shard served over HTTP(S) at `baseUrl` (`/shards/medquad/`, `https://host/shard/`). Bodies are
  * streamed; a 404 (or 410) means the file does not exist; any other failure is an Error naming the
- * status and URL. Only URLs under the given base, on its origin, are ever fetched (a Hugging Face
- * URL may be redirected to the hub's own file storage); the listing is `files` when given, else
- * unknown (list() → null), so the reader asks for the files the format names.
+ * status and URL. Only URLs under the given base, on its origin, are fetched (a Hugging Face URL may
+ * be redirected to the hub's storage); the listing is `files` when given, else unknown (`remote`).
  */
 export function urlSource(baseUrl: string, files?: string[]): ShardSource {
   const here = (globalThis as { location?: { href: string } }).location?.href;
@@ -615,6 +614,7 @@ export function urlSource(baseUrl: string, files?: string[]): ShardSource {
   return {
     label: base.href,
     list: async () => (files ? [...files] : null),
+    remote: !files,
     open: async (path) => {
       const res = await request(path, 'GET');
       if (!res) return null;

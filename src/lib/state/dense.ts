@@ -20,7 +20,9 @@ import {
 } from '../core/retrieval/models';
 import type { Device } from '../platform/backend';
 import { openShardStore } from '../platform/shard-store';
+import type { PrefetchLookup } from './query-prefetch';
 import {
+  activeEncoderKey,
   embedCorpus,
   embedImages,
   embedQuery,
@@ -133,6 +135,8 @@ interface DenseTaskArgs {
   onEncoder?: (e: LoadedEncoder) => void;
   /** Told what could not be saved (the browser's storage is full); the run itself goes on. */
   onWarning?: (text: string) => void;
+  /** An ad-hoc query's parts embedded ahead (Search: the image as added, the text on a pause). */
+  prefetch?: PrefetchLookup;
 }
 
 async function denseTaskWith(
@@ -463,21 +467,43 @@ async function rankQueries(
   }
   if (adhoc && qs.length === 1) {
     // One worker call for the text and the image, with the time of each stage.
-    const text = queryParts.includes('text') && qs[0].text && !q.text ? qs[0].text : null;
-    const image = queryParts.includes('image') ? adhocImage : null;
-    const t0 = performance.now();
-    const r = await embedQuery(text, image, args.job);
-    const s = r.stages;
-    stageTook('tokenize', t0, s.tokenizeMs);
-    stageTook('preprocess', t0 + s.tokenizeMs, s.preprocessMs);
-    stageTook('encode', t0 + s.tokenizeMs + s.preprocessMs, s.encodeMs);
-    if (r.text) {
-      q.text = r.text;
-      q.hasText[0] = 1;
+    let text = queryParts.includes('text') && qs[0].text && !q.text ? qs[0].text : null;
+    let image = queryParts.includes('image') ? adhocImage : null;
+    // Parts embedded ahead by the same encoder (the image as it was added, the text on a pause).
+    const encoderKey = activeEncoderKey();
+    if (args.prefetch && encoderKey) {
+      const ahead = args.prefetch.take(encoderKey, text, image);
+      if (ahead.text || ahead.image) {
+        const [t, i] = await timeStage('encode', () => Promise.all([ahead.text, ahead.image]));
+        if (t) {
+          q.text = t;
+          q.hasText[0] = 1;
+          text = null;
+        }
+        if (i) {
+          q.image = i;
+          q.hasImage[0] = 1;
+          image = null;
+        }
+      }
+      await args.prefetch.settled();
     }
-    if (r.image) {
-      q.image = r.image;
-      q.hasImage[0] = 1;
+    if (text || image) {
+      const t0 = performance.now();
+      const r = await embedQuery(text, image, args.job);
+      const s = r.stages;
+      // Only the stages of the parts embedded now (a part embedded ahead has none here).
+      if (text) stageTook('tokenize', t0, s.tokenizeMs);
+      if (image) stageTook('preprocess', t0 + s.tokenizeMs, s.preprocessMs);
+      stageTook('encode', t0 + s.tokenizeMs + s.preprocessMs, s.encodeMs);
+      if (r.text) {
+        q.text = r.text;
+        q.hasText[0] = 1;
+      }
+      if (r.image) {
+        q.image = r.image;
+        q.hasImage[0] = 1;
+      }
     }
   } else if (queryParts.includes('text') && !q.text) {
     const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
@@ -609,6 +635,7 @@ export async function denseAdhoc(args: {
   job: JobOptions;
   onEncoder?: (e: LoadedEncoder) => void;
   onWarning?: (text: string) => void;
+  prefetch?: PrefetchLookup;
 }) {
   const hasImage = !!args.image && supportsPart(args.settings.spec, 'image');
   const hasText = !!args.text.trim();

@@ -1,4 +1,5 @@
 import type { Progress } from '../core/types';
+import { formatBytes, phaseOf, progressText, type DownloadSample, type JobPhase } from './progress-story';
 import { isAbortError } from '../clients/worker-client';
 import type { Messages } from './messages.svelte';
 
@@ -19,9 +20,26 @@ export class Job {
     return this.#controller.signal;
   }
 
+  /** When the current download's rate is measured from (its file's first tick). */
+  #download: DownloadSample | null = null;
+  /** The time of the last tick (the rate and the time left are computed as of it). */
+  #at = 0;
+  #phase: { name: JobPhase; start: number } | null = null;
+
   /** Progress callback to hand to a worker client. */
   onProgress = (p: Progress) => {
+    const now = performance.now();
+    if (p.kind === 'download' && this.#download?.file !== p.file)
+      this.#download = { file: p.file, at: now, loaded: p.loaded };
+    this.#at = now;
+    const phase = phaseOf(p);
+    if (this.#phase?.name !== phase) {
+      this.endPhase(now);
+      this.#phase = { name: phase, start: now };
+    }
     this.progress = p;
+    // A query that loads a model or embeds the corpus is not a quick one: its story shows at once.
+    if (!this.shown && phase !== 'search' && phase !== 'other') this.shown = true;
   };
 
   cancel() {
@@ -33,33 +51,31 @@ export class Job {
     const p = this.progress;
     if (!p) return null;
     if (p.kind === 'read') return p.totalBytes ? p.bytes / p.totalBytes : null;
-    if (p.kind === 'store' || p.kind === 'index' || p.kind === 'search')
+    if (p.kind === 'download') return p.total ? p.loaded / p.total : null;
+    if (p.kind === 'store' || p.kind === 'index' || p.kind === 'search' || p.kind === 'embed')
       return p.total ? p.done / p.total : null;
     return null;
   }
 
   get text(): string {
     const p = this.progress;
-    if (!p) return this.label;
-    switch (p.kind) {
-      case 'read':
-        return `Reading ${p.file}: ${formatBytes(p.bytes)}${p.totalBytes ? ` of ${formatBytes(p.totalBytes)}` : ''}`;
-      case 'parse':
-        return `Parsing ${p.file}: line ${p.lines.toLocaleString('en')}`;
-      case 'store':
-        return `Caching in IndexedDB: ${p.done.toLocaleString('en')} / ${p.total.toLocaleString('en')}`;
-      case 'index':
-        return `Indexing: ${p.done.toLocaleString('en')} / ${p.total.toLocaleString('en')} documents`;
-      case 'search':
-        return `Searching: ${p.done.toLocaleString('en')} / ${p.total.toLocaleString('en')} queries`;
-      case 'download':
-        return `Downloading ${p.file}: ${formatBytes(p.loaded)}${p.total ? ` of ${formatBytes(p.total)}` : ''}`;
-      case 'embed': {
-        const eta = p.docsPerSec > 0 ? Math.ceil((p.total - p.done) / p.docsPerSec) : null;
-        return `Embedding: ${p.done.toLocaleString('en')} / ${p.total.toLocaleString('en')} · ${p.docsPerSec.toFixed(1)} docs/s${eta !== null ? ` · ${eta} s left` : ''}`;
-      }
-      case 'status':
-        return p.message;
+    return p ? progressText(p, this.#download, this.#at) : this.label;
+  }
+
+  /** The phase the job is in (what its progress says it does), or null before its first tick. */
+  get phase(): JobPhase | null {
+    return this.#phase?.name ?? null;
+  }
+
+  /** Ends the current phase's `loupe:phase:<name>` measure (called as each phase ends, and at the job's end). */
+  endPhase(now = performance.now()) {
+    const cur = this.#phase;
+    if (!cur) return;
+    this.#phase = null;
+    try {
+      performance.measure(`loupe:phase:${cur.name}`, { start: cur.start, end: now });
+    } catch {
+      // A page without the User Timing API: the line works without the timings.
     }
   }
 }
@@ -111,6 +127,7 @@ export class Jobs {
       return undefined;
     } finally {
       clearTimeout(reveal);
+      job.endPhase();
       if (this.current === job) this.current = null;
     }
   }
@@ -120,16 +137,6 @@ export class Jobs {
   }
 }
 
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
-}
+export { formatBytes };
 
 export { isAbortError };

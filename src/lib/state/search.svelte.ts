@@ -4,9 +4,10 @@
 import type { ScoredDoc } from '../core/types';
 import { supportsPart, type ModelSpec } from '../core/retrieval/models';
 import { analyze } from '../core/retrieval/analyzer';
-import { MODEL_REGISTRY } from '../clients/encoder-client';
 import { searchBm25Adhoc } from '../clients/retrieval-client';
 import { denseAdhoc } from './dense';
+import { QueryPrefetch } from './query-prefetch';
+import { MODEL_REGISTRY, loadedEncoderKey } from '../clients/encoder-client';
 import { describeChunking, isChunked } from '../core/retrieval/chunking';
 import type { OpenedDicom } from '../platform/dicom-image';
 import { hasMultiImageItems } from '../core/retrieval/multi-image';
@@ -59,8 +60,25 @@ export interface SearchOutcome {
   seq: number;
 }
 
+/** The typing pause after which the query text is embedded ahead (QueryPrefetch). */
+export const TEXT_PREFETCH_PAUSE_MS = 300;
+
 export class SearchState {
-  text = $state('');
+  #text = $state('');
+  #typing: ReturnType<typeof setTimeout> | undefined;
+  /** The query's image and text, embedded ahead by the loaded model (latency hidden). */
+  readonly prefetch = new QueryPrefetch();
+
+  /** The query text; a pause in typing embeds it ahead. */
+  get text(): string {
+    return this.#text;
+  }
+
+  set text(v: string) {
+    this.#text = v;
+    clearTimeout(this.#typing);
+    this.#typing = setTimeout(() => void this.#prefetchText(), TEXT_PREFETCH_PAUSE_MS);
+  }
   /** Results per column (the embed may ask for fewer). */
   k = $state(SEARCH_K);
   image = $state.raw<Blob | null>(null);
@@ -90,6 +108,7 @@ export class SearchState {
 
   constructor(private app: SearchHost) {
     app.library.onShardChange(() => {
+      this.prefetch.clear();
       this.#outcome = null;
       this.error = null;
       this.openDocId = null;
@@ -165,6 +184,36 @@ export class SearchState {
       this.retriever = imageModel.id;
       this.app.messages.info(`${from} cannot read images: switched to ${imageModel.label ?? imageModel.id}.`);
     }
+    void this.#prefetchImage();
+  }
+
+  /** The load options a query passes for the chosen model (the same, so the same encoder answers). */
+  #loadOptions() {
+    const r = this.app.retrievers;
+    return { device: r.device, dtype: r.dtype, simulateWebGpuFailure: r.simulateWebGpuFailure };
+  }
+
+  /** The loaded encoder's key when the chosen model is loaded and nothing else runs, else null. */
+  async #readyEncoder(): Promise<string | null> {
+    const spec = this.spec;
+    if (!spec || this.#inFlight || this.app.jobs.current) return null;
+    return loadedEncoderKey(spec, this.#loadOptions());
+  }
+
+  /** Embeds the query image ahead, when the chosen model reads images and is loaded. */
+  async #prefetchImage() {
+    const image = this.image;
+    if (!image || !this.acceptsImage) return;
+    const key = await this.#readyEncoder();
+    if (key && this.image === image) this.prefetch.image(image, key);
+  }
+
+  /** Embeds the query text ahead (not for chunked long texts, which are embedded window by window). */
+  async #prefetchText() {
+    const text = this.#text.trim();
+    if (!text || isChunked(this.app.retrievers.chunking)) return;
+    const key = await this.#readyEncoder();
+    if (key && this.#text.trim() === text) this.prefetch.text(text, key);
   }
 
   /**
@@ -300,6 +349,7 @@ export class SearchState {
               if (JSON.stringify(e) !== JSON.stringify(r.encoder)) r.encoder = e;
             },
             onWarning: (text) => this.app.messages.warn(text),
+            prefetch: this.prefetch,
           });
         const res = await this.app.jobs.run(
           `Searching with ${spec.label ?? spec.id}`,

@@ -22,6 +22,8 @@ export class MemorySource implements ShardSource {
   readonly opens = new Map<string, number>();
   private readonly chunkSize: number;
   private readonly listable: boolean;
+  /** Unlistable (like a URL source): optional files are asked for only when named. */
+  readonly remote: boolean;
 
   constructor(
     files: Map<string, Uint8Array | string> | Record<string, Uint8Array | string>,
@@ -33,6 +35,7 @@ export class MemorySource implements ShardSource {
     this.label = opts.label ?? 'memory';
     this.chunkSize = Math.max(1, Math.floor(opts.chunkSize ?? 64 * 1024));
     this.listable = opts.listable ?? true;
+    this.remote = !this.listable;
   }
 
   async list(): Promise<string[] | null> {

@@ -186,13 +186,22 @@ function halfBits(bytes: Uint8Array, file: string, n: number, dim: number): Uint
  * Reads and checks every precomputed set of a shard: each sidecar against the shard's documents
  * (the rows must be exactly its documents that have the part, in shard order) and each .npy against
  * the sidecar. A set that fails is left out with a problem naming the file and what is wrong.
+ * `declared`: shard.json names embeddings/index.json. A source that cannot list its files (a URL) is
+ * asked for it only then, so opening a shard without embeddings requests no file it does not have.
  */
 export async function readPrecomputed(
   source: ShardSource,
   docs: readonly { id: string; title?: string; text?: string; image?: string }[],
+  declared = false,
 ): Promise<{ sets: PrecomputedSet[]; problems: string[] }> {
+  if (!declared && source.remote) return { sets: [], problems: [] };
   const indexBytes = await readAll(source, PRECOMPUTED_INDEX);
-  if (!indexBytes) return { sets: [], problems: [] };
+  if (!indexBytes && !declared) return { sets: [], problems: [] };
+  if (!indexBytes)
+    return {
+      sets: [],
+      problems: [`shard.json names ${PRECOMPUTED_INDEX} ("embeddings"), but the shard has no such file`],
+    };
   const sets: PrecomputedSet[] = [];
   const problems: string[] = [];
   let entries: PrecomputedEntry[];

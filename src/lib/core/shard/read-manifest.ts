@@ -3,6 +3,7 @@
 // read, its informative `counts` and each task's query_modality checked against what the files hold.
 
 import { ShardValidationError } from './source';
+import { PRECOMPUTED_INDEX } from './precomputed';
 import type { Modality, TaskInfo } from '../types';
 import {
   EXAMPLES,
@@ -115,6 +116,17 @@ export async function readManifest(ctx: ShardReadContext): Promise<void> {
         message: '"relevance" must be an object mapping grades to strings',
       });
     }
+  }
+
+  let embeddings = optString('embeddings');
+  if (embeddings !== undefined && embeddings !== PRECOMPUTED_INDEX) {
+    ctx.issue({
+      file,
+      line: at('"embeddings"'),
+      code: 'wrong-value',
+      message: `"embeddings" must be "${PRECOMPUTED_INDEX}" (the list of precomputed embedding sets), found ${describe(embeddings)}`,
+    });
+    embeddings = undefined;
   }
 
   const tasks: TaskInfo[] = [];
@@ -233,6 +245,7 @@ export async function readManifest(ctx: ShardReadContext): Promise<void> {
       citation: optString('citation'),
       source: optString('source'),
       relevance,
+      embeddings,
     }),
   };
   ctx.counts = m.counts;

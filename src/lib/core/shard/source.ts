@@ -7,6 +7,11 @@ export interface ShardSource {
   readonly label: string;
   /** Every file path in the source, or null when it cannot be enumerated (a URL). */
   list(): Promise<string[] | null>;
+  /**
+   * Files come over the network without a listing (a URL): asking for a file that is not there costs
+   * a request and a 404, so optional files are asked for only when the manifest names them.
+   */
+  readonly remote?: boolean;
   /** The file's bytes as a stream of chunks, or null when the file does not exist. */
   open(path: string): Promise<AsyncIterable<Uint8Array> | null>;
   /** The file's size in bytes when known without reading it. */

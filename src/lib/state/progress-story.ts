@@ -1,0 +1,108 @@
+// The words of a job's progress line: what it does now (downloading a model file with its rate and
+// the time left, compiling, embedding the corpus or using the shard's precomputed embeddings,
+// searching…), and the phase each progress tick belongs to, for the timing of each phase.
+import type { Progress } from '../core/types';
+
+/** A job's phases, as timed (`loupe:phase:<name>` measures) and as `bench:first-query` reports them. */
+export type JobPhase =
+  | 'read'
+  | 'parse'
+  | 'store'
+  | 'index'
+  | 'search'
+  | 'download'
+  | 'load'
+  | 'compile'
+  | 'embed'
+  | 'precomputed'
+  | 'reuse'
+  | 'other';
+
+/** The phase a progress tick belongs to. */
+export function phaseOf(p: Progress): JobPhase {
+  switch (p.kind) {
+    case 'read':
+    case 'parse':
+    case 'store':
+    case 'index':
+    case 'search':
+    case 'download':
+    case 'compile':
+      return p.kind;
+    case 'embed':
+      return p.from === 'precomputed' ? 'precomputed' : p.done > 0 && p.reused === p.done ? 'reuse' : 'embed';
+    case 'status':
+      return /^Loading /.test(p.message) ? 'load' : 'other';
+  }
+}
+
+/** A download's first sample (per file): its rate is measured from there. */
+export interface DownloadSample {
+  file: string;
+  at: number;
+  loaded: number;
+}
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}
+
+/** Seconds as the line shows them: "4 s", "2 min 5 s". */
+export function formatSeconds(s: number): string {
+  const n = Math.max(1, Math.ceil(s));
+  return n < 60 ? `${n} s` : `${Math.floor(n / 60)} min ${n % 60} s`;
+}
+
+const count = (n: number) => n.toLocaleString('en');
+
+/**
+ * The progress line. `since`: the download's first sample of this file (the rate is measured from
+ * it once a quarter second has passed), `now`: the time of this tick.
+ */
+export function progressText(p: Progress, since: DownloadSample | null, now: number): string {
+  switch (p.kind) {
+    case 'read':
+      return `Reading ${p.file}: ${formatBytes(p.bytes)}${p.totalBytes ? ` of ${formatBytes(p.totalBytes)}` : ''}`;
+    case 'parse':
+      return `Parsing ${p.file}: line ${count(p.lines)}`;
+    case 'store':
+      return `Caching in IndexedDB: ${count(p.done)} / ${count(p.total)}`;
+    case 'index':
+      return `Indexing: ${count(p.done)} / ${count(p.total)} documents`;
+    case 'search':
+      return `Searching: ${count(p.done)} / ${count(p.total)} queries`;
+    case 'download': {
+      let line = `Downloading ${p.file}: ${formatBytes(p.loaded)}${p.total ? ` of ${formatBytes(p.total)}` : ''}`;
+      const dt = since && since.file === p.file ? (now - since.at) / 1000 : 0;
+      if (dt >= 0.25 && p.loaded > since!.loaded) {
+        const rate = (p.loaded - since!.loaded) / dt;
+        line += ` · ${formatBytes(rate)}/s`;
+        if (p.total && p.total > p.loaded) line += ` · ${formatSeconds((p.total - p.loaded) / rate)} left`;
+      }
+      return line;
+    }
+    case 'compile':
+      return `Compiling ${p.model} for ${p.device} (its first run)`;
+    case 'embed': {
+      const of = `${count(p.done)} / ${count(p.total)} documents`;
+      if (p.from === 'precomputed') return `Using the shard's precomputed embeddings: ${of}`;
+      if (p.done > 0 && p.reused === p.done) return `Reading the stored corpus embeddings: ${of}`;
+      const eta = p.etaSeconds ?? (p.docsPerSec > 0 ? (p.total - p.done) / p.docsPerSec : null);
+      return (
+        `Embedding the corpus: ${of}` +
+        (p.docsPerSec > 0 ? ` · ${p.docsPerSec.toFixed(1)} docs/s` : '') +
+        (eta !== null && p.done < p.total ? ` · ${formatSeconds(eta)} left` : '')
+      );
+    }
+    case 'status':
+      return p.message;
+  }
+}

@@ -1,0 +1,184 @@
+// The first query tells its story (issue 20): one progress line that says what happens — each model
+// file downloading with its rate and the time left, compiling, embedding the corpus n of N — each
+// phase timed, with a cancel that works; no 404 on the way. Then latency hidden: the query image is
+// embedded as it is added and the text on a typing pause, so pressing Search embeds neither again,
+// and the results equal those of the same query embedded at once.
+import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { launch, type Session } from './browser';
+import { DATA_DIR } from '../paths';
+
+const baseUrl = inject('baseUrl');
+const TASK = 'image-question-to-passage';
+const IMAGE = join(DATA_DIR, 'vqa-rad/images/synpic100132.jpg');
+const QUESTION = 'is there a pneumothorax?';
+const URL_ = `${baseUrl}/?shard=/shards/vqa-rad/&task=${TASK}&search-model=loupe-test/clip-tiny-random&device=wasm#/search`;
+
+async function ready(page: Page) {
+  await page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 150_000 });
+}
+
+/** Records every text the progress line shows (and its phase), from now on. */
+async function recordStory(page: Page) {
+  await page.evaluate(() => {
+    const w = window as unknown as { story: { text: string; phase: string | null }[] };
+    w.story = [];
+    const seen = () => {
+      const el = document.querySelector('[data-testid="job"]');
+      const text = el?.querySelector('.text')?.textContent?.trim();
+      if (text && w.story.at(-1)?.text !== text)
+        w.story.push({ text, phase: el!.getAttribute('data-phase') });
+    };
+    new MutationObserver(seen).observe(document.body, {
+      subtree: true,
+      childList: true,
+      characterData: true,
+    });
+  });
+}
+
+const story = (page: Page) =>
+  page.evaluate(() => (window as unknown as { story: { text: string; phase: string | null }[] }).story);
+
+async function addImage(page: Page) {
+  const remove = page.getByRole('button', { name: 'remove image' });
+  if (await remove.count()) await remove.click();
+  await page.setInputFiles('[data-testid="search-image-input"]', IMAGE);
+  await page.waitForSelector('[data-testid="search-image-preview"]');
+}
+
+/** Presses Search and waits for a new query's results (data-seq moves on). */
+async function submit(page: Page): Promise<string[]> {
+  const before = await page
+    .locator('[data-testid="search-summary"]')
+    .getAttribute('data-seq')
+    .catch(() => null);
+  await page.click('[data-testid="search-submit"]');
+  await page.waitForFunction(
+    (prev) =>
+      !!document.querySelector('[data-testid="search-error"]') ||
+      (document.querySelector('[data-testid="search-summary"]')?.getAttribute('data-seq') ?? null) !== prev,
+    before,
+    { timeout: 240_000 },
+  );
+  expect(await page.locator('[data-testid="search-error"]').count()).toBe(0);
+  return page.locator('[data-testid="results"] li').allInnerTexts();
+}
+
+/** The stages the last query measured (loupe:tokenize, loupe:preprocess, loupe:encode…). */
+const stages = (page: Page) =>
+  page.evaluate(() =>
+    performance
+      .getEntriesByType('measure')
+      .filter((e) => /^loupe:(tokenize|preprocess|encode|search)$/.test(e.name))
+      .map((e) => e.name.slice(6)),
+  );
+
+describe('the first query tells its story', () => {
+  let s: Session;
+  const notFound: string[] = [];
+  beforeEach(async () => {
+    s = await launch();
+    notFound.length = 0;
+    s.page.on('response', (r) => {
+      if (r.status() === 404) notFound.push(r.url());
+    });
+  });
+  afterEach(async () => {
+    await s?.dispose();
+  });
+
+  test('download (rate, time left), compiling, embedding n of N, each phase timed; then the image and text embedded ahead', async () => {
+    const { page, context } = s;
+    await page.goto(URL_);
+    await ready(page);
+    await recordStory(page);
+    // Model files at 6 MiB/s (the page's and its workers' requests): a download long enough to be seen.
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Network.enable');
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 0,
+      downloadThroughput: 6 * 1024 * 1024,
+      uploadThroughput: -1,
+    });
+    await addImage(page);
+    await page.fill('[data-testid="search-input"]', QUESTION);
+    const cold = await submit(page);
+    expect(cold.length).toBeGreaterThan(0);
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 0,
+      downloadThroughput: -1,
+      uploadThroughput: -1,
+    });
+    const lines = await story(page);
+    const at = (re: RegExp) => lines.findIndex((l) => re.test(l.text));
+    const download = at(/^Downloading \S+: [\d.]+ [KM]iB of [\d.]+ [KM]iB · [\d.]+ [KM]iB\/s · \d+ s left$/);
+    const compile = at(/^Compiling CLIP tiny.* for WASM \(its first run\)$/);
+    const embed = at(/^Embedding the corpus: [\d,]+ \/ 314 documents/);
+    expect(download, JSON.stringify(lines)).toBeGreaterThanOrEqual(0);
+    expect(compile, JSON.stringify(lines)).toBeGreaterThan(download);
+    expect(embed, JSON.stringify(lines)).toBeGreaterThan(compile);
+    expect(lines[download].phase).toBe('download');
+    expect(lines[compile].phase).toBe('compile');
+    expect(lines[embed].phase).toBe('embed');
+    // Each phase is timed (performance measures the first-query benchmark reads).
+    const phases = await page.evaluate(() =>
+      performance
+        .getEntriesByType('measure')
+        .filter((e) => e.name.startsWith('loupe:phase:'))
+        .map((e) => [e.name.slice(12), e.duration] as const),
+    );
+    for (const p of ['download', 'compile', 'embed'])
+      expect(
+        phases.some(([n, d]) => n === p && d > 0),
+        JSON.stringify(phases),
+      ).toBe(true);
+
+    // Latency hidden: the same image added again (a new file object) and the same question typed, a
+    // pause, then Search: neither part is embedded when Search is pressed…
+    await addImage(page);
+    await page.fill('[data-testid="search-input"]', '');
+    await page.fill('[data-testid="search-input"]', QUESTION);
+    await page.waitForTimeout(1500);
+    const hidden = await submit(page);
+    const measured = await stages(page);
+    expect(measured).not.toContain('tokenize');
+    expect(measured).not.toContain('preprocess');
+    expect(measured).toContain('search');
+    // …and the ranking is the one the query embedded at once gave.
+    expect(hidden).toEqual(cold);
+    // A new question without a pause: its text is embedded when Search is pressed, the image is not.
+    await page.fill('[data-testid="search-input"]', 'which organ is shown?');
+    await submit(page);
+    const mixed = await stages(page);
+    expect(mixed).toContain('tokenize');
+    expect(mixed).not.toContain('preprocess');
+    // Nothing on the way was a 404 (no probe of model files, no embeddings/index.json for a shard without).
+    expect(notFound).toEqual([]);
+  });
+
+  test('cancel during the first query stops it; the next query loads again and succeeds', async () => {
+    const { page } = s;
+    await page.goto(URL_);
+    await ready(page);
+    await addImage(page);
+    await page.fill('[data-testid="search-input"]', QUESTION);
+    await page.click('[data-testid="search-submit"]');
+    await page.waitForSelector(
+      '[data-testid="job"][data-phase="load"], [data-testid="job"][data-phase="download"], [data-testid="job"][data-phase="compile"], [data-testid="job"][data-phase="embed"]',
+      { timeout: 120_000 },
+    );
+    await page.click('[data-testid="job"] [data-testid="cancel"]');
+    await page.waitForSelector('[data-testid="job"]', { state: 'detached', timeout: 60_000 });
+    expect(await page.locator('[data-testid="message"][data-kind="info"]').allInnerTexts()).toEqual([
+      expect.stringMatching(/cancelled/),
+    ]);
+    expect(await page.locator('[data-testid="results"] li').count()).toBe(0);
+    expect(await page.locator('[data-testid="search-error"]').count()).toBe(0);
+    const results = await submit(page);
+    expect(results.length).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,70 @@
+// The first query's progress line: each model file's bytes with the rate and the time left once
+// measurable, compiling, the corpus embedded (with its rate and time left) or taken from the shard's
+// precomputed embeddings or the stored batches, and the phase each tick is timed as.
+import { describe, expect, it } from 'vitest';
+import { formatSeconds, phaseOf, progressText } from '../../src/lib/state/progress-story';
+
+const MiB = 1024 * 1024;
+
+describe('progress line', () => {
+  it('a download shows bytes, then its rate and time left once a quarter second has passed', () => {
+    const p = { kind: 'download' as const, file: 'onnx/model.onnx', loaded: 2 * MiB, total: 10 * MiB };
+    expect(progressText(p, null, 0)).toBe('Downloading onnx/model.onnx: 2.0 MiB of 10 MiB');
+    // Too soon after the first sample: no rate yet.
+    const first = { file: 'onnx/model.onnx', at: 1000, loaded: 0 };
+    expect(progressText(p, first, 1100)).not.toMatch(/\/s/);
+    // 2 MiB in 1 s: 2 MiB/s, 8 MiB left: 4 s.
+    expect(progressText(p, first, 2000)).toBe(
+      'Downloading onnx/model.onnx: 2.0 MiB of 10 MiB · 2.0 MiB/s · 4 s left',
+    );
+    // Another file's sample does not give this one a rate.
+    expect(progressText(p, { ...first, file: 'tokenizer.json' }, 2000)).not.toMatch(/\/s/);
+    // Without a length from the server: the rate, no time left.
+    expect(progressText({ ...p, total: undefined }, first, 2000)).toBe(
+      'Downloading onnx/model.onnx: 2.0 MiB · 2.0 MiB/s',
+    );
+  });
+
+  it('compiling, embedding, precomputed and stored embeddings say which', () => {
+    expect(progressText({ kind: 'compile', model: 'CLIP tiny', device: 'WASM' }, null, 0)).toBe(
+      'Compiling CLIP tiny for WASM (its first run)',
+    );
+    const embed = {
+      kind: 'embed' as const,
+      done: 64,
+      total: 3000,
+      docsPerSec: 32,
+      reused: 0,
+      precomputed: 0,
+    };
+    expect(progressText(embed, null, 0)).toBe(
+      'Embedding the corpus: 64 / 3,000 documents · 32.0 docs/s · 1 min 32 s left',
+    );
+    expect(progressText({ ...embed, from: 'precomputed', precomputed: 64 }, null, 0)).toBe(
+      "Using the shard's precomputed embeddings: 64 / 3,000 documents",
+    );
+    expect(progressText({ ...embed, reused: 64, docsPerSec: 0 }, null, 0)).toBe(
+      'Reading the stored corpus embeddings: 64 / 3,000 documents',
+    );
+    expect(progressText({ ...embed, done: 3000 }, null, 0)).toBe(
+      'Embedding the corpus: 3,000 / 3,000 documents · 32.0 docs/s',
+    );
+  });
+
+  it('each tick belongs to a phase', () => {
+    expect(phaseOf({ kind: 'download', file: 'a', loaded: 1 })).toBe('download');
+    expect(phaseOf({ kind: 'status', message: 'Loading CLIP tiny for WASM (fp32)' })).toBe('load');
+    expect(phaseOf({ kind: 'status', message: 'Reading shard from IndexedDB' })).toBe('other');
+    expect(phaseOf({ kind: 'compile', model: 'm', device: 'WASM' })).toBe('compile');
+    const embed = { kind: 'embed' as const, done: 0, total: 10, docsPerSec: 0 };
+    expect(phaseOf(embed)).toBe('embed');
+    expect(phaseOf({ ...embed, from: 'precomputed' })).toBe('precomputed');
+    expect(phaseOf({ ...embed, done: 5, reused: 5 })).toBe('reuse');
+  });
+
+  it('seconds read as a person says them', () => {
+    expect(formatSeconds(0.2)).toBe('1 s');
+    expect(formatSeconds(59.5)).toBe('1 min 0 s');
+    expect(formatSeconds(125)).toBe('2 min 5 s');
+  });
+});
