@@ -8,7 +8,9 @@
 // (image decode + resize), encode, search, fuse, render, and `query` end to end (submit to results
 // painted). `other` is what no stage covers (worker round trips, the job bar, state). The first query
 // of a scenario embeds the corpus (or reuses precomputed embeddings) and is reported apart; two
-// more warm-up queries are not counted. Prints p50/p95 per stage and writes bench-results/latency.json;
+// more warm-up queries are not counted. The counted queries alternate cold (Search pressed right
+// after the image and text are in) and hidden (pressed 1 s later: the app has embedded the image as it
+// was added and the text on the typing pause), and both are reported. Prints p50/p95 per stage and writes bench-results/latency.json;
 // --write-benchmarks replaces the bench:latency section of BENCHMARKS.md.
 //
 //   npm run bench:latency [-- --queries 100] [--only text|image+text] [--no-build] [--write-benchmarks]
@@ -41,6 +43,10 @@ const { values: argv } = parseArgs({
   },
 });
 const N = Number(argv.queries);
+/** Image + text p50 from pressing Search with the image and text embedded ahead (issue 20). */
+const HIDDEN_TARGET_MS = 100;
+/** The pause before Search in the hidden rows (the issue's "image added ≥ 1 s before"). */
+const HIDDEN_PAUSE_MS = 1000;
 
 interface Scenario {
   name: 'text' | 'image+text';
@@ -100,8 +106,12 @@ async function timings(page: Page): Promise<Row> {
   );
 }
 
-/** Types the query (and picks its image), submits, and waits until its results are painted. */
-async function ask(page: Page, q: Scenario['queries'][number]): Promise<Row> {
+/**
+ * Types the query (and picks its image), submits, and waits until its results are painted. `hidden`:
+ * as a person who adds the image, types and pauses: Search is pressed HIDDEN_PAUSE_MS after the image
+ * and the text are in (the app embeds both ahead); otherwise right after (cold).
+ */
+async function ask(page: Page, q: Scenario['queries'][number], hidden = false): Promise<Row> {
   if (q.image) {
     // As a user replaces the image: remove the previous one, pick the next.
     const remove = page.getByRole('button', { name: 'remove image' });
@@ -110,6 +120,7 @@ async function ask(page: Page, q: Scenario['queries'][number]): Promise<Row> {
     await page.waitForSelector('[data-testid="search-image-preview"]');
   }
   await page.fill('[data-testid="search-input"]', q.text);
+  if (hidden) await page.waitForTimeout(HIDDEN_PAUSE_MS);
   await page.evaluate(() => performance.clearMeasures('loupe:query'));
   await page.press('[data-testid="search-input"]', 'Enter');
   await page.waitForFunction(
@@ -149,6 +160,7 @@ const results: {
   firstQueryMs: number;
   threads: string;
   rows: Row[];
+  hiddenRows: Row[];
 }[] = [];
 
 for (const sc of scenarios) {
@@ -190,9 +202,12 @@ for (const sc of scenarios) {
       () =>
         `${crossOriginIsolated ? 'cross-origin isolated' : 'not isolated'}, ${navigator.hardwareConcurrency} cores`,
     );
+    // Cold and hidden alternate query by query (the same conditions for both).
     const rows: Row[] = [];
+    const hiddenRows: Row[] = [];
     for (const [i, q] of queries.slice(3).entries()) {
-      rows.push(await ask(page, q));
+      if (i % 2 === 0) rows.push(await ask(page, q));
+      else hiddenRows.push(await ask(page, q, true));
       if ((i + 1) % 25 === 0) console.log(`  ${i + 1}/${N}`);
     }
     const med = (k: string) =>
@@ -212,6 +227,7 @@ for (const sc of scenarios) {
       firstQueryMs: first.query,
       threads,
       rows,
+      hiddenRows,
     });
   } finally {
     await context.close();
@@ -228,20 +244,28 @@ for (const r of results) {
     r.rows.map((x) => x.query),
     0.5,
   );
+  const hp50 = quantile(
+    r.hiddenRows.map((x) => x.query),
+    0.5,
+  );
+  const hiddenTarget = r.scenario === 'image+text' ? HIDDEN_TARGET_MS : r.target;
   lines.push(
-    `**${r.scenario}** (${r.model}, q8, WASM; ${r.threads}): ${r.rows.length} queries, end-to-end p50 ` +
-      `**${fmt(p50)} ms** (target ≤ ${r.target} ms: ${p50 <= r.target ? 'met' : 'missed'}); ` +
-      `first query ${fmt(r.firstQueryMs)} ms (model load and corpus embedding or reuse).`,
+    `**${r.scenario}** (${r.model}, q8, WASM; ${r.threads}): ${r.rows.length} cold + ${r.hiddenRows.length} hidden ` +
+      `queries, alternating. End-to-end p50 from pressing Search: cold **${fmt(p50)} ms** (target ≤ ${r.target} ms: ` +
+      `${p50 <= r.target ? 'met' : 'missed'}), hidden **${fmt(hp50)} ms** (target ≤ ${hiddenTarget} ms: ` +
+      `${hp50 <= hiddenTarget ? 'met' : 'missed'}); first query ${fmt(r.firstQueryMs)} ms (model load and corpus ` +
+      'embedding or reuse). Cold: Search pressed right after the image and text are in; hidden: ' +
+      `${HIDDEN_PAUSE_MS} ms later (the image was embedded as it was added, the text on the typing pause).`,
     '',
-    '| stage | p50 ms | p95 ms | mean ms |',
-    '| --- | ---: | ---: | ---: |',
+    '| stage | cold p50 ms | cold p95 ms | hidden p50 ms | hidden p95 ms |',
+    '| --- | ---: | ---: | ---: | ---: |',
   );
   for (const s of [...STAGES, 'other', 'query'] as const) {
     const xs = r.rows.map((x) => x[s]);
+    const hs = r.hiddenRows.map((x) => x[s]);
     lines.push(
-      `| ${s === 'query' ? 'end to end' : s} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.95))} | ${fmt(
-        xs.reduce((a, b) => a + b, 0) / xs.length,
-      )} |`,
+      `| ${s === 'query' ? 'end to end' : s} | ${fmt(quantile(xs, 0.5))} | ${fmt(quantile(xs, 0.95))} | ` +
+        `${fmt(quantile(hs, 0.5))} | ${fmt(quantile(hs, 0.95))} |`,
     );
   }
   lines.push('');

@@ -349,14 +349,13 @@ export async function embedCorpus(
       reusedDocs += ids.length;
       counters.batchesReused++;
     } else if (pre) {
-      // float16 rows of the shard's precomputed set (row p = rows[p], shard order), stored as a
-      // batch like computed ones.
+      // float16 rows of the shard's precomputed set (row p = rows[p], shard order). Not stored again
+      // as a batch: the set itself is in the shard cache, and the next run reads it the same way.
       const set = pre;
       vectors = new Float32Array(ids.length * dim);
       plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]).forEach((p, i) => {
         for (let j = 0; j < dim; j++) vectors[i * dim + j] = f16ToF32(set.f16[p * dim + j]);
       });
-      await saveBatch(recKey, b, ids, vectors);
       precomputedBatches++;
       precomputedDocs += ids.length;
       counters.precomputedRows += ids.length;

@@ -6,15 +6,43 @@ import { DicomError, decodeDicomImage, isDicom, parseDicom, type DicomCodecs } f
 import { imageDimensions, LIMIT_OPTIONS } from './limits';
 import type { ShardReadContext } from './read-context';
 
+/** Images asked for at once from a remote source (HTTP requests in flight). */
+const READ_AHEAD = 8;
+
 /** Reads and checks every referenced image; returns the paths that passed. */
 export async function readImages(ctx: ShardReadContext): Promise<string[]> {
   const paths = [...ctx.imageRefs.keys()].sort();
   const images: string[] = [];
   let done = 0;
-  for (const path of paths) {
+  // Over HTTP each image is a request: the next few are asked for while one is checked, so the
+  // import waits for one round trip per window, not per image. Local sources read one at a time.
+  const ahead = ctx.source.remote ? READ_AHEAD : 1;
+  const opening = new Map<string, Promise<AsyncIterable<Uint8Array> | null>>();
+  const openFrom = (i: number) => {
+    for (let j = i; j < Math.min(paths.length, i + ahead); j++)
+      if (!opening.has(paths[j])) {
+        const p = ctx.open(paths[j]);
+        p.catch(() => undefined); // awaited in order below, where a failure is thrown
+        opening.set(paths[j], p);
+      }
+  };
+  try {
+    for (const [i, path] of paths.entries()) {
+      openFrom(i);
+      await checkImage(path, opening.get(path)!);
+      opening.delete(path);
+    }
+  } finally {
+    // Cancelled or stopped at a fatal issue: the streams asked for ahead are closed unread.
+    for (const p of opening.values())
+      void p.then((s) => s?.[Symbol.asyncIterator]().return?.()).catch(() => undefined);
+  }
+  return images;
+
+  async function checkImage(path: string, opened: Promise<AsyncIterable<Uint8Array> | null>) {
     ctx.checkCancelled();
     const ref = ctx.imageRefs.get(path)!;
-    const stream = await ctx.open(path);
+    const stream = await opened;
     if (!stream) {
       ctx.issue({
         file: ref.file,
@@ -22,7 +50,7 @@ export async function readImages(ctx: ShardReadContext): Promise<string[]> {
         code: 'missing-image',
         message: `${ref.field ? `${ref.field} ` : 'image '}${JSON.stringify(path)} is not in the shard`,
       });
-      continue;
+      return;
     }
     const bytes = await ctx.readWhole(path, stream, true);
     const kind = sniffImage(bytes) ?? (isDicom(bytes, path) ? 'dicom' : null);
@@ -33,7 +61,7 @@ export async function readImages(ctx: ShardReadContext): Promise<string[]> {
         code: 'not-an-image',
         message: `${path} (referenced on ${ref.file}:${ref.line}${ref.field ? ` as ${ref.field}` : ''}) is not a JPEG, PNG, WebP or DICOM image (it starts with ${head || 'nothing'})`,
       });
-      continue;
+      return;
     }
     // Decompression bombs: refuse by the header's dimensions, before anything decodes the image.
     const dims = imageDimensions(bytes);
@@ -46,7 +74,7 @@ export async function readImages(ctx: ShardReadContext): Promise<string[]> {
           `limit of ${ctx.limits.maxImagePixels / 1e6} megapixels. Downscale it, or raise the limit with ` +
           `${LIMIT_OPTIONS.maxImagePixels.name}=<megapixels>`,
       });
-      continue;
+      return;
     }
     if (kind === 'dicom') {
       const problem = await checkDicom(ctx, bytes);
@@ -56,7 +84,7 @@ export async function readImages(ctx: ShardReadContext): Promise<string[]> {
           code: problem.code,
           message: `${path} (referenced on ${ref.file}:${ref.line}${ref.field ? ` as ${ref.field}` : ''}) ${problem.message}`,
         });
-        continue;
+        return;
       }
     }
     if (ctx.issues.length === 0 && ctx.opts.onImage) await ctx.opts.onImage(path, bytes);
@@ -67,7 +95,6 @@ export async function readImages(ctx: ShardReadContext): Promise<string[]> {
       message: `Checked ${done} of ${paths.length} images`,
     });
   }
-  return images;
 }
 
 /**
