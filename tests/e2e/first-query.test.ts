@@ -107,6 +107,11 @@ describe('the first query tells its story', () => {
     await page.fill('[data-testid="search-input"]', QUESTION);
     const cold = await submit(page);
     expect(cold.length).toBeGreaterThan(0);
+    // The time shown says what the first query's time included.
+    const summary = page.locator('[data-testid="search-summary"]');
+    expect(await summary.innerText()).toMatch(
+      /in [\d.]+ (ms|s) \(first query: loading the model and embedding the corpus\)/,
+    );
     await cdp.send('Network.emulateNetworkConditions', {
       offline: false,
       latency: 0,
@@ -144,6 +149,7 @@ describe('the first query tells its story', () => {
     await page.fill('[data-testid="search-input"]', QUESTION);
     await page.waitForTimeout(1500);
     const hidden = await submit(page);
+    expect(await summary.innerText()).not.toMatch(/first query/);
     const measured = await stages(page);
     expect(measured).not.toContain('tokenize');
     expect(measured).not.toContain('preprocess');

@@ -25,6 +25,8 @@ export class Job {
   /** The time of the last tick (the rate and the time left are computed as of it). */
   #at = 0;
   #phase: { name: JobPhase; start: number } | null = null;
+  /** Every phase the job went through (a query that loaded its model says so with its time). */
+  readonly phases = new Set<JobPhase>();
 
   /** Progress callback to hand to a worker client. */
   onProgress = (p: Progress) => {
@@ -33,6 +35,7 @@ export class Job {
       this.#download = { file: p.file, at: now, loaded: p.loaded };
     this.#at = now;
     const phase = phaseOf(p);
+    this.phases.add(phase);
     if (this.#phase?.name !== phase) {
       this.endPhase(now);
       this.#phase = { name: phase, start: now };

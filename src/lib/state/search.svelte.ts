@@ -55,6 +55,8 @@ export interface SearchOutcome {
   /** Analyzed query terms, for highlighting (BM25 only). */
   terms: Set<string> | null;
   ms: number;
+  /** What else the query's time includes (a first query: loading the model, embedding the corpus). */
+  setup?: string;
   randomWeights: boolean;
   /** Counts the queries run on this page: tells one query's results from the previous one's. */
   seq: number;
@@ -311,6 +313,7 @@ export class SearchState {
     this.error = null;
     this.openDocId = null;
     const t0 = performance.now();
+    let ranAs: Job | undefined;
     beginQuery();
     try {
       let spec = this.spec;
@@ -355,6 +358,7 @@ export class SearchState {
           `Searching with ${spec.label ?? spec.id}`,
           `Searching with ${spec.label ?? spec.id}`,
           async (job) => {
+            ranAs = job;
             try {
               return await query(spec!, job);
             } catch (e) {
@@ -389,6 +393,7 @@ export class SearchState {
         columns,
         terms: spec ? null : new Set(analyze(text)),
         ms: performance.now() - t0,
+        ...(ranAs ? { setup: setupOf(ranAs) } : {}),
         randomWeights: !!spec?.id.startsWith('loupe-test/'),
         seq: ++this.#seq,
       };
@@ -400,6 +405,18 @@ export class SearchState {
       this.searching = false;
     }
   }
+}
+
+/** What a query's time included besides the query (undefined: nothing, a warm query). */
+function setupOf(job: Job): string | undefined {
+  const parts = [
+    job.phases.has('download') || job.phases.has('load') || job.phases.has('compile')
+      ? 'loading the model'
+      : '',
+    job.phases.has('embed') ? 'embedding the corpus' : '',
+    job.phases.has('precomputed') ? "reading the shard's precomputed embeddings" : '',
+  ].filter(Boolean);
+  return parts.length ? parts.join(' and ') : undefined;
 }
 
 /** Result columns of a dense search: one per fusion, or one when both fusions rank identically. */
