@@ -17,10 +17,14 @@
 // --models-dir when missing or stale; random weights, real shapes). Prints a markdown table and writes
 // --out (JSON: adapter info, machine, options, every run) and the same path with .md.
 //
-//   npm run bench:gpu -- [--out bench-results/gpu.json] [--models-dir models/generated] [--threads 2]
+//   npm run bench:gpu -- [--browser [--chromium-flag F]…] [--out bench-results/gpu.json] [--models-dir models/generated] [--threads 2]
 //     [--repeats 3] [--warmup 1] [--batch 32] [--tokens 128] [--query-tokens 16] [--images 8]
 //     [--vectors 100000] [--queries 1000] [--dtypes fp32,fp16,q8] [--no-text] [--no-vision]
 //     [--no-exact] [--dawn-flag backend=vulkan]… [--text-model id] [--vision-model id]
+//
+// --browser runs the same measurements (scripts/lib/gpu-measure.ts) in headless Chromium instead, with
+// its own adapter and the app's onnxruntime-web build (scripts/lib/gpu-browser.ts); here that adapter
+// is SwiftShader, so the table is for correctness only and says so.
 //
 // Dawn needs a Vulkan driver: VK_DRIVER_FILES may point at one (e.g. Chromium's SwiftShader,
 // /usr/lib/chromium/vk_swiftshader_icd.json, or NVIDIA's nvidia_icd.json). Run with --no-liftoff (the
@@ -32,24 +36,29 @@ import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type * as OrtNS from 'onnxruntime-web';
-import {
-  clusteredVectors,
-  exactSearch,
-  normalizeRows,
-  type KnnResult,
-  type Matrix,
-} from '../src/lib/core/retrieval/exact';
 import { softwareAdapter } from '../src/lib/platform/backend';
-import { createGpuExact } from '../src/lib/platform/gpu-exact';
 import { DEFAULT_OUT, generateModels } from './generate-models';
-import { describeAdapter, installNodeWebGpu, type AdapterReport } from './lib/node-webgpu';
+import {
+  GPU_DTYPES,
+  fmtCos,
+  fmtMs,
+  measureEncoder,
+  measureExact,
+  type AdapterReport,
+  type EncoderCase,
+  type EncoderRow,
+  type ExactRow,
+} from './lib/gpu-measure';
+import { describeAdapter, installNodeWebGpu } from './lib/node-webgpu';
+import { runInBrowser } from './lib/gpu-browser';
 
 const TEXT_MODEL_DEFAULT = 'loupe-test/minilm-l6-random';
 const VISION_MODEL_DEFAULT = 'loupe-test/clip-vit-b16-random';
 const DIM = 384;
 const K = 10;
-const ALL_DTYPES = ['fp32', 'fp16', 'q8'] as const;
+const ALL_DTYPES = GPU_DTYPES;
 type Dtype = (typeof ALL_DTYPES)[number];
+type Ort = typeof OrtNS;
 
 const { values: argv } = parseArgs({
   options: {
@@ -69,6 +78,9 @@ const { values: argv } = parseArgs({
     'no-vision': { type: 'boolean', default: false },
     'no-exact': { type: 'boolean', default: false },
     'dawn-flag': { type: 'string', multiple: true, default: [] },
+    /** Headless Chromium's own WebGPU instead of Dawn for Node (scripts/lib/gpu-browser.ts). */
+    browser: { type: 'boolean', default: false },
+    'chromium-flag': { type: 'string', multiple: true, default: [] },
     /** Other generated models (e.g. loupe-test/bert-tiny-random, loupe-test/clip-tiny-random for a quick check). */
     'text-model': { type: 'string', default: TEXT_MODEL_DEFAULT },
     'vision-model': { type: 'string', default: VISION_MODEL_DEFAULT },
@@ -112,44 +124,6 @@ const log = (line: string) =>
 
 // ---- results --------------------------------------------------------------------------------------
 
-interface EncoderCase {
-  /** 'batch' (--batch texts / --images images) or 'single' (one query / one image). */
-  case: 'batch' | 'single';
-  shape: string;
-  wasmMs: number | null;
-  webgpuMs: number | null;
-  wasmRuns: number[];
-  webgpuRuns: number[];
-  /** Minimum over rows of cosine(WebGPU row, WASM row). */
-  minCosine: number | null;
-  error?: string;
-}
-interface EncoderRow {
-  model: string;
-  part: 'text' | 'vision';
-  dtype: Dtype;
-  file: string | null;
-  /** Why this dtype was not measured (fp16 without shader-f16 …). */
-  skipped?: string;
-  error?: string;
-  cases: EncoderCase[];
-}
-interface ExactRow {
-  vectors: number;
-  queries: number;
-  dim: number;
-  k: number;
-  cpuMs: number | null;
-  gpuUploadMs: number | null;
-  gpuRuns: number[];
-  gpuMs: number | null;
-  /** Queries whose top-k ids (in order) and scores equal the JS path's. */
-  sameTopK: number | null;
-  cpuFallbackQueries: number | null;
-  maxGpuScoreError: number | null;
-  error?: string;
-}
-
 const report = {
   tool: 'npm run bench:gpu (scripts/bench-gpu.ts)',
   date: new Date().toISOString(),
@@ -192,10 +166,6 @@ function save(): void {
 
 // ---- formatting -----------------------------------------------------------------------------------
 
-const fmtMs = (ms: number | null | undefined): string =>
-  ms == null ? '—' : ms >= 100 ? `${Math.round(ms).toLocaleString('en-US')} ms` : `${ms.toFixed(1)} ms`;
-const fmtCos = (c: number | null | undefined): string => (c == null ? '—' : c.toFixed(6));
-
 function markdown(): string {
   const a = report.adapter;
   const lines: string[] = [];
@@ -212,7 +182,8 @@ function markdown(): string {
     `Machine: ${report.machine.cpu} × ${report.machine.cores}, ${report.machine.memoryGiB} GiB, ` +
       `${report.machine.os}, Node ${report.machine.node} ${report.machine.execArgv.join(' ')}. ` +
       `onnxruntime-web ${report.runtime.ortVersion ?? '?'} (${report.runtime.ortBuild}), ` +
-      `webgpu ${report.runtime.webgpuPackage ?? '?'}; WASM ${opts.threads} threads.`,
+      `${argv.browser ? report.runtime.webgpu : `webgpu ${report.runtime.webgpuPackage ?? '?'}`}; ` +
+      `WASM ${report.runtime.wasmThreads} threads.`,
   );
   lines.push(
     `Encoders: ${report.runtime.encoders}; median of ${opts.repeats} runs after ${opts.warmup} warm-up; ` +
@@ -268,292 +239,92 @@ function markdown(): string {
   return lines.join('\n');
 }
 
-// ---- helpers --------------------------------------------------------------------------------------
+// ---- measurements (scripts/lib/gpu-measure.ts: the same code in Node and in the browser page) ----
 
-/** mulberry32: deterministic inputs, the same on every machine. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
-/** Minimum over rows of the cosine between row r of `a` and of `b` (rows of `width` values). */
-function minRowCosine(a: Float32Array, b: Float32Array, rows: number, width: number): number {
-  let min = Infinity;
-  for (let r = 0; r < rows; r++) {
-    let ab = 0;
-    let aa = 0;
-    let bb = 0;
-    for (let j = r * width; j < (r + 1) * width; j++) {
-      ab += a[j] * b[j];
-      aa += a[j] * a[j];
-      bb += b[j] * b[j];
-    }
-    const c = aa > 0 && bb > 0 ? ab / Math.sqrt(aa * bb) : aa === bb ? 1 : 0;
-    min = Math.min(min, c);
-  }
-  return min;
-}
-
-/** Mean pooling of last_hidden_state [B, T, H] (every mask value is 1 here). */
-function meanPool(data: Float32Array, batch: number, tokens: number, hidden: number): Float32Array {
-  const out = new Float32Array(batch * hidden);
-  for (let b = 0; b < batch; b++)
-    for (let t = 0; t < tokens; t++)
-      for (let h = 0; h < hidden; h++) out[b * hidden + h] += data[(b * tokens + t) * hidden + h] / tokens;
-  return out;
-}
-
-const errText = (e: unknown): string =>
-  (e instanceof Error ? e.message : String(e)).split('\n')[0].slice(0, 300);
-
-// ---- encoders -------------------------------------------------------------------------------------
-
-type Ort = typeof OrtNS;
-type Feeds = Record<string, OrtNS.Tensor>;
-
-async function timeSession(
-  session: OrtNS.InferenceSession,
-  feeds: Feeds,
-  fetch: string,
-): Promise<{ runs: number[]; out: Float32Array }> {
-  let out = new Float32Array(0);
-  const runs: number[] = [];
-  for (let i = 0; i < opts.warmup + opts.repeats; i++) {
-    const t0 = performance.now();
-    const result = await session.run(feeds, [fetch]);
-    const ms = performance.now() - t0;
-    const tensor = result[fetch];
-    out = Float32Array.from(tensor.data as Float32Array);
-    for (const v of Object.values(result)) v.dispose();
-    if (i >= opts.warmup) runs.push(ms);
-  }
-  return { runs, out };
-}
-
-function textFeeds(
-  ort: Ort,
-  names: readonly string[],
-  batch: number,
-  tokens: number,
-  vocab: number,
-  seed: number,
-): Feeds {
-  const rand = rng(seed);
-  const ids = new BigInt64Array(batch * tokens);
-  for (let b = 0; b < batch; b++)
-    for (let t = 0; t < tokens; t++) {
-      // [CLS] … [SEP] around ids drawn from the ordinary vocabulary (past the first 1,000 specials).
-      const id = t === 0 ? 101 : t === tokens - 1 ? 102 : 1000 + Math.floor(rand() * (vocab - 1000));
-      ids[b * tokens + t] = BigInt(id);
-    }
-  const feeds: Feeds = {};
-  for (const name of names) {
-    if (name === 'input_ids') feeds[name] = new ort.Tensor('int64', ids, [batch, tokens]);
-    else if (name === 'attention_mask')
-      feeds[name] = new ort.Tensor('int64', new BigInt64Array(batch * tokens).fill(1n), [batch, tokens]);
-    else if (name === 'token_type_ids')
-      feeds[name] = new ort.Tensor('int64', new BigInt64Array(batch * tokens), [batch, tokens]);
-    else throw new Error(`unexpected text model input ${name}`);
-  }
-  return feeds;
-}
-
-function visionFeeds(ort: Ort, batch: number, size: number, channels: number, seed: number): Feeds {
-  const rand = rng(seed);
-  // CLIP-normalised pixels lie roughly in [-1.8, 2.2].
-  const px = Float32Array.from({ length: batch * channels * size * size }, () => rand() * 4 - 1.8);
-  return { pixel_values: new ort.Tensor('float32', px, [batch, channels, size, size]) };
-}
-
-async function benchEncoder(
-  ort: Ort,
-  part: 'text' | 'vision',
-  dtype: Dtype,
-  shaderF16: boolean,
-): Promise<void> {
+async function benchEncoder(ort: Ort, part: 'text' | 'vision', dtype: Dtype, shaderF16: boolean) {
   const model = part === 'text' ? TEXT_MODEL : VISION_MODEL;
   const dir = join(resolve(argv['models-dir']), ...model.split('/'));
-  const base = part === 'text' ? 'model' : 'vision_model';
-  const suffix = dtype === 'q8' ? '_quantized' : dtype === 'fp16' ? '_fp16' : '';
-  const file = join(dir, 'onnx', `${base}${suffix}.onnx`);
-  const row: EncoderRow = { model, part, dtype, file: file.slice(dir.length + 1), cases: [] };
+  const row = await measureEncoder({
+    ort,
+    model,
+    part,
+    dtype,
+    shaderF16,
+    read: async (file) => new Uint8Array(readFileSync(join(dir, file))),
+    opts,
+    log,
+  });
+  record(row);
+}
+
+/** Adds an encoder row to the report (its errors listed too) and saves. */
+function record(row: EncoderRow): void {
   report.encoders.push(row);
-  if (dtype === 'fp16') {
-    row.file = null;
-    row.skipped = shaderF16
-      ? 'the adapter has shader-f16, but scripts/generate-models.ts writes no fp16 variant (fp32 and q8 only)'
-      : 'the adapter has no shader-f16';
-    log(`${model} ${part} fp16: ${row.skipped}`);
-    save();
-    return;
-  }
-  let wasm: OrtNS.InferenceSession | null = null;
-  let gpu: OrtNS.InferenceSession | null = null;
-  try {
-    const bytes = new Uint8Array(readFileSync(file));
-    const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
-    wasm = await ort.InferenceSession.create(bytes, {
-      executionProviders: ['wasm'],
-      graphOptimizationLevel: 'all',
-    });
-    gpu = await ort.InferenceSession.create(bytes, {
-      executionProviders: ['webgpu'],
-      graphOptimizationLevel: 'all',
-    });
-    const cases: Array<{ case: 'batch' | 'single'; rows: number; length: number }> =
-      part === 'text'
-        ? [
-            { case: 'batch', rows: opts.batch, length: opts.tokens },
-            { case: 'single', rows: 1, length: opts.queryTokens },
-          ]
-        : [
-            { case: 'batch', rows: opts.images, length: 0 },
-            { case: 'single', rows: 1, length: 0 },
-          ];
-    for (const c of cases) {
-      const entry: EncoderCase = {
-        case: c.case,
-        shape: '',
-        wasmMs: null,
-        webgpuMs: null,
-        wasmRuns: [],
-        webgpuRuns: [],
-        minCosine: null,
-      };
-      row.cases.push(entry);
-      try {
-        let feeds: Feeds;
-        let fetch: string;
-        let width: number;
-        let pool: (x: Float32Array) => Float32Array;
-        if (part === 'text') {
-          feeds = textFeeds(ort, wasm.inputNames, c.rows, c.length, config.vocab_size, 7 + c.rows);
-          fetch = 'last_hidden_state';
-          width = config.hidden_size;
-          pool = (x) => meanPool(x, c.rows, c.length, width);
-          entry.shape = `${c.rows} × ${c.length} tokens`;
-        } else {
-          const v = config.vision_config;
-          feeds = visionFeeds(ort, c.rows, v.image_size, v.num_channels ?? 3, 11 + c.rows);
-          fetch = 'image_embeds';
-          width = config.projection_dim;
-          pool = (x) => x;
-          entry.shape = `${c.rows} × ${v.num_channels ?? 3} × ${v.image_size} × ${v.image_size}`;
-        }
-        const w = await timeSession(wasm, feeds, fetch);
-        entry.wasmRuns = w.runs.map((x) => +x.toFixed(2));
-        entry.wasmMs = median(w.runs);
-        const g = await timeSession(gpu, feeds, fetch);
-        entry.webgpuRuns = g.runs.map((x) => +x.toFixed(2));
-        entry.webgpuMs = median(g.runs);
-        entry.minCosine = minRowCosine(pool(g.out), pool(w.out), c.rows, width);
-        log(
-          `${model} ${part} ${dtype} ${c.case} (${entry.shape}): WebGPU ${fmtMs(entry.webgpuMs)}, ` +
-            `WASM ${fmtMs(entry.wasmMs)}, min cosine ${fmtCos(entry.minCosine)}`,
-        );
-      } catch (e) {
-        entry.error = errText(e);
-        report.errors.push(`${model} ${part} ${dtype} ${c.case}: ${entry.error}`);
-        log(`${model} ${part} ${dtype} ${c.case}: ERROR ${entry.error}`);
-      }
-      save();
-    }
-  } catch (e) {
-    row.error = errText(e);
-    report.errors.push(`${model} ${part} ${dtype}: ${row.error}`);
-    log(`${model} ${part} ${dtype}: ERROR ${row.error}`);
-  } finally {
-    await wasm?.release();
-    await gpu?.release();
-    save();
-  }
+  if (row.error) report.errors.push(`${row.model} ${row.part} ${row.dtype}: ${row.error}`);
+  for (const c of row.cases)
+    if (c.error) report.errors.push(`${row.model} ${row.part} ${row.dtype} ${c.case}: ${c.error}`);
+  save();
 }
 
-// ---- exact search ---------------------------------------------------------------------------------
-
-function sameRows(a: KnnResult, b: KnnResult): number {
-  let same = 0;
-  for (let q = 0; q < a.nq; q++) {
-    let ok = a.counts[q] === b.counts[q];
-    for (let j = q * a.k; ok && j < q * a.k + a.counts[q]; j++)
-      ok = a.indices[j] === b.indices[j] && a.scores[j] === b.scores[j];
-    if (ok) same++;
-  }
-  return same;
-}
-
-async function benchExact(): Promise<void> {
-  const row: ExactRow = {
-    vectors: opts.vectors,
-    queries: opts.queries,
-    dim: DIM,
-    k: K,
-    cpuMs: null,
-    gpuUploadMs: null,
-    gpuRuns: [],
-    gpuMs: null,
-    sameTopK: null,
-    cpuFallbackQueries: null,
-    maxGpuScoreError: null,
-  };
+function recordExact(row: ExactRow): void {
   report.exact = row;
-  try {
-    log(`exact: generating ${opts.vectors} × ${DIM} clustered vectors and ${opts.queries} queries`);
-    const gen = clusteredVectors(DIM, { seed: 1 });
-    const docs: Matrix = normalizeRows(gen.generate(opts.vectors));
-    const queries: Matrix = normalizeRows(gen.generate(opts.queries));
-    let t0 = performance.now();
-    const cpu = exactSearch(docs, queries, { k: K });
-    row.cpuMs = performance.now() - t0;
-    log(`exact: JS path ${fmtMs(row.cpuMs)} for ${opts.queries} queries`);
-    save();
-    t0 = performance.now();
-    const gpu = await createGpuExact(docs);
-    row.gpuUploadMs = performance.now() - t0;
-    try {
-      // Warm-up: pipeline compilation and the first dispatches.
-      for (let i = 0; i < opts.warmup; i++) await gpu.search(queries, { k: K });
-      let last: KnnResult | null = null;
-      for (let i = 0; i < opts.repeats; i++) {
-        t0 = performance.now();
-        const { result, stats } = await gpu.search(queries, { k: K });
-        row.gpuRuns.push(+(performance.now() - t0).toFixed(2));
-        last = result;
-        row.cpuFallbackQueries = Math.max(row.cpuFallbackQueries ?? 0, stats.cpuFallbackQueries);
-        row.maxGpuScoreError = Math.max(row.maxGpuScoreError ?? 0, stats.maxGpuScoreError);
-      }
-      row.gpuMs = median(row.gpuRuns);
-      row.sameTopK = last ? sameRows(last, cpu) : null;
-    } finally {
-      gpu.destroy();
-    }
-    log(
-      `exact: WGSL ${fmtMs(row.gpuMs)} for ${opts.queries} queries (upload ${fmtMs(row.gpuUploadMs)}), ` +
-        `same top-${K} ${row.sameTopK} of ${opts.queries}, CPU-fallback queries ${row.cpuFallbackQueries}`,
-    );
-  } catch (e) {
-    row.error = errText(e);
-    report.errors.push(`exact: ${row.error}`);
-    log(`exact: ERROR ${row.error}`);
-  }
+  if (row.error) report.errors.push(`exact: ${row.error}`);
   save();
 }
 
 // ---- main -----------------------------------------------------------------------------------------
 
+/** The same measurements in headless Chromium: its adapter, the app's ORT build, /models/ over HTTP. */
+async function mainBrowser(): Promise<number> {
+  if (resolve(argv['models-dir']) !== resolve(DEFAULT_OUT)) {
+    console.error('--browser reads the models the dev server serves: leave --models-dir at its default');
+    return 2;
+  }
+  const parts: Array<'text' | 'vision'> = [];
+  if (!argv['no-text']) parts.push('text');
+  if (!argv['no-vision']) parts.push('vision');
+  const ids = parts.map((p) => (p === 'text' ? TEXT_MODEL : VISION_MODEL));
+  if (ids.length)
+    generateModels({ models: ids, out: resolve(argv['models-dir']), log: (l) => log(`  ${l}`) });
+  report.runtime.webgpu = 'headless Chromium (navigator.gpu), Vite dev server';
+  const run = await runInBrowser({
+    flags: argv['chromium-flag'],
+    jobs: parts.flatMap((part) =>
+      opts.dtypes.map((dtype) => ({ model: part === 'text' ? TEXT_MODEL : VISION_MODEL, part, dtype })),
+    ),
+    exact: !argv['no-exact'],
+    threads: opts.threads,
+    opts,
+    log,
+    onAdapter: (r) => {
+      report.runtime.webgpu = `${r.chromium}, headless (navigator.gpu); page ${r.isolated ? 'cross-origin isolated' : 'not isolated: 1 WASM thread'}`;
+      report.adapter = r.adapter;
+      if (!r.adapter) {
+        report.errors.push('Chromium found no WebGPU adapter (try --chromium-flag, e.g. --use-angle=vulkan)');
+        return;
+      }
+      const a = r.adapter;
+      report.software = softwareAdapter({ info: a, isFallbackAdapter: a.isFallbackAdapter }) ?? null;
+      report.speedNote = report.software
+        ? `Software adapter (${report.software}): these timings are for correctness only and say nothing about a GPU.`
+        : '';
+      log(`adapter: ${[a.vendor, a.architecture, a.description].filter(Boolean).join(' / ')}`);
+      if (report.speedNote) log(report.speedNote);
+      save();
+    },
+    onRow: record,
+    onExact: recordExact,
+  });
+  report.runtime.ortVersion = run.ortVersion;
+  if (run.threads !== null) report.runtime.wasmThreads = run.threads;
+  save();
+  console.log('\n' + markdown());
+  log(`wrote ${OUT} and ${OUT_MD}`);
+  return report.errors.length ? 1 : 0;
+}
+
 async function main(): Promise<number> {
+  if (argv.browser) return mainBrowser();
   if (!process.execArgv.includes('--no-liftoff'))
     log('warning: node runs without --no-liftoff: early WASM timings include the baseline compiler');
   const require = createRequire(import.meta.url);
@@ -614,7 +385,7 @@ async function main(): Promise<number> {
     for (const part of parts)
       for (const dtype of opts.dtypes) await benchEncoder(ort, part, dtype, shaderF16);
   }
-  if (!argv['no-exact']) await benchExact();
+  if (!argv['no-exact']) recordExact(await measureExact(opts, log, DIM, K));
   save();
   console.log('\n' + markdown());
   log(`wrote ${OUT} and ${OUT_MD}`);

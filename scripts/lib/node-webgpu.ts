@@ -7,20 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
-/** What the adapter says about itself, as the bench reports it. */
-export interface AdapterReport {
-  vendor: string;
-  architecture: string;
-  device: string;
-  description: string;
-  isFallbackAdapter: boolean;
-  features: string[];
-  limits: {
-    maxBufferSize: number;
-    maxStorageBufferBindingSize: number;
-    maxComputeWorkgroupStorageSize: number;
-  };
-}
+export { describeAdapter, type AdapterReport } from './gpu-measure';
 
 const CONTENT_TYPES: Record<string, string> = {
   wasm: 'application/wasm',
@@ -107,26 +94,4 @@ export function installNodeWebGpu(flags: string[] = []): Promise<void> {
     shimFetch();
   })();
   return installed;
-}
-
-/** Requests an adapter (no device) and reports what it says; null when Dawn finds none. */
-export async function describeAdapter(): Promise<AdapterReport | null> {
-  const adapter = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
-  if (!adapter) return null;
-  const info = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
-  return {
-    vendor: info.vendor,
-    architecture: info.architecture,
-    device: info.device,
-    description: info.description,
-    isFallbackAdapter:
-      info.isFallbackAdapter === true ||
-      (adapter as GPUAdapter & { isFallbackAdapter?: boolean }).isFallbackAdapter === true,
-    features: [...adapter.features].sort(),
-    limits: {
-      maxBufferSize: adapter.limits.maxBufferSize,
-      maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
-      maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize,
-    },
-  };
 }
