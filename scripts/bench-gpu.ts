@@ -50,7 +50,6 @@ import {
   type ExactRow,
 } from './lib/gpu-measure';
 import { describeAdapter, installNodeWebGpu } from './lib/node-webgpu';
-import { runInBrowser } from './lib/gpu-browser';
 
 const TEXT_MODEL_DEFAULT = 'loupe-test/minilm-l6-random';
 const VISION_MODEL_DEFAULT = 'loupe-test/clip-vit-b16-random';
@@ -287,6 +286,8 @@ async function mainBrowser(): Promise<number> {
   if (ids.length)
     generateModels({ models: ids, out: resolve(argv['models-dir']), log: (l) => log(`  ${l}`) });
   report.runtime.webgpu = 'headless Chromium (navigator.gpu), Vite dev server';
+  // Loaded only here: the GPU bundle (scripts/gpu-bundle.sh) has no browser, Vite or Playwright.
+  const { runInBrowser } = await import('./lib/gpu-browser');
   const run = await runInBrowser({
     flags: argv['chromium-flag'],
     jobs: parts.flatMap((part) =>

@@ -32,7 +32,8 @@ echo "gpu-bundle: esbuild bench-gpu + generate-models"
 node_modules/.bin/esbuild scripts/bench-gpu.ts scripts/generate-models.ts \
   --bundle --splitting --format=esm --platform=node --target=node20 \
   --outdir="$APP" --out-extension:.js=.mjs --chunk-names='chunk-[hash]' \
-  --external:webgpu --external:onnxruntime-web --external:onnx-proto --log-level=warning
+  --external:webgpu --external:onnxruntime-web --external:onnx-proto \
+  --external:playwright-core --external:vite --log-level=warning
 
 echo "gpu-bundle: node_modules files loaded at run time"
 # webgpu: index.js loads dist/<platform>-<arch>/dawn.node; only linux-x64 travels.
