@@ -39,7 +39,7 @@ async function wholeFile(stream: AsyncIterable<Uint8Array>): Promise<ArrayBuffer
 }
 
 /** A random-access buffer of `path` (its whole bytes when the source has no random access). */
-async function openParquet(source: ShardSource, path: string): Promise<AsyncBuffer> {
+export async function openParquet(source: ShardSource, path: string): Promise<AsyncBuffer> {
   const r = source.openRandom ? await source.openRandom(path) : null;
   if (r) return r;
   const stream = await source.open(path);
