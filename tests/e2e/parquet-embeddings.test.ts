@@ -5,7 +5,7 @@
 // hyparquet-writer (rows shuffled, several row groups), and dense queries on both shards rank the
 // same documents with the same scores, embedding no corpus document. A wrong dimension, a missing id
 // and a NaN each fail the import with the file, the row and the document named, and IndexedDB is
-// left exactly as it was.
+// left exactly as it was. A well-formed set whose dimension is not the model's is not used at run time.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -72,7 +72,7 @@ function writeShard(name: string, extra: Record<string, Uint8Array | string> = {
 }
 
 /** A Parquet-set index.json for the model at fp32. */
-function parquetIndex(normalized: boolean): string {
+function parquetIndex(normalized: boolean, dim = 64): string {
   return JSON.stringify({
     format: PRECOMPUTED_FORMAT,
     sets: [
@@ -82,7 +82,7 @@ function parquetIndex(normalized: boolean): string {
         parquet: PQ,
         id_column: '_id',
         column: 'embedding',
-        dim: 64,
+        dim,
         normalized,
         query_prefix: '',
         doc_prefix: '',
@@ -106,7 +106,15 @@ function shuffled(n: number): number[] {
 describe('corpus embeddings from a Parquet column', () => {
   let s: Session;
   let page: Page;
-  const names = ['pe-plain', 'pe-npy', 'pe-parquet', 'pe-bad-dim', 'pe-bad-missing', 'pe-bad-nan'];
+  const names = [
+    'pe-plain',
+    'pe-npy',
+    'pe-parquet',
+    'pe-bad-dim',
+    'pe-bad-missing',
+    'pe-bad-nan',
+    'pe-other-dim',
+  ];
   /** The page-embedded vectors of the subset (documents with text, shard order). */
   let ids: string[] = [];
   let rows: number[][] = [];
@@ -243,5 +251,23 @@ describe('corpus embeddings from a Parquet column', () => {
       expect(after).toEqual(before);
       expect(after.shards.map((x) => x.name)).not.toContain(c.name);
     }
+  }, 300_000);
+
+  test('a set whose dimension is not the loaded model’s is kept at import but not used: the corpus is embedded', async () => {
+    expect(ids).toHaveLength(60);
+    // Well-formed 32-dimensional rows, named for bert-tiny (64 dimensions).
+    const url = writeShard('pe-other-dim', {
+      'embeddings/index.json': parquetIndex(false, 32),
+      [PQ]: embeddingParquet({ ids, vectors: rows.map((v) => v.slice(0, 32)) }),
+    });
+    const r = await call(page, 'importUrl', url);
+    if (!r.ok) throw new Error(JSON.stringify(r.issues));
+    expect(r.precomputed).toEqual({ stored: [KEY], problems: [] });
+    const before = await call(page, 'counters');
+    const [hit] = await call(page, 'adhocDense', r.hash, TASK, MODEL, ['What causes colds ?'], LOAD, 10);
+    const after = await call(page, 'counters');
+    expect(hit.hits).toHaveLength(10);
+    expect(after.precomputedRows).toBe(before.precomputedRows);
+    expect(after.docsEmbedded - before.docsEmbedded).toBe(60);
   }, 300_000);
 });
