@@ -150,7 +150,7 @@ const api = {
     const images = new Map<string, Blob>();
     const source = await openSource(descriptor);
     let parsed;
-    let parquetSets: PrecomputedSet[] = [];
+    const parquetSets: PrecomputedSet[] = [];
     try {
       const readOpts = {
         limits: options.limits,
@@ -166,9 +166,25 @@ const api = {
           ),
         loadDicomCodecs,
       };
-      if (options.parquet)
-        parsed = await (await parquet()).readParquetShard(source, options.parquet, readOpts);
-      else if (await isParquetSource(source)) {
+      if (options.parquet) {
+        const { inspectParquet, readParquetShard } = await parquet();
+        const inspection = await inspectParquet(source);
+        parsed = await readParquetShard(source, options.parquet, { ...readOpts, inspection });
+        // A corpus column of embeddings named by the mapping: checked like an index.json set.
+        const emb = options.parquet.embedding;
+        if (emb)
+          parquetSets.push(
+            await (
+              await import('../src/lib/core/media/parquet/embeddings')
+            ).readEmbeddingColumn(
+              source,
+              inspection.files.filter((f) => f.role === 'corpus').map((f) => f.path),
+              options.parquet.corpus.id,
+              emb,
+              parsed.docs,
+            ),
+          );
+      } else if (await isParquetSource(source)) {
         const { inspectParquet, readParquetShard } = await parquet();
         const inspection = await inspectParquet(source);
         parsed = await readParquetShard(source, inspection.mapping, { ...readOpts, inspection });
@@ -176,9 +192,11 @@ const api = {
       // Corpus embeddings from a Parquet column (embeddings/index.json): checked before anything is
       // stored, and a bad one fails the import (the shard names them for a model: all or nothing).
       if (await hasParquetSets(source, parsed.manifest.embeddings === PRECOMPUTED_INDEX))
-        parquetSets = await (
-          await import('../src/lib/core/media/parquet/embeddings')
-        ).readParquetEmbeddings(source, parsed.docs);
+        parquetSets.push(
+          ...(await (
+            await import('../src/lib/core/media/parquet/embeddings')
+          ).readParquetEmbeddings(source, parsed.docs)),
+        );
     } catch (e) {
       // Class identity does not survive comlink: validation failures are returned as data.
       if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };

@@ -13,7 +13,14 @@ import {
   readPrecomputed,
 } from '../../src/lib/core/shard/precomputed';
 import { NORM_TOLERANCE, parseParquetEntries } from '../../src/lib/core/shard/precomputed-parquet';
-import { readParquetEmbeddings } from '../../src/lib/core/media/parquet/embeddings';
+import { readEmbeddingColumn, readParquetEmbeddings } from '../../src/lib/core/media/parquet/embeddings';
+import { openAll } from '../../src/lib/core/media/parquet/parquet-files';
+import {
+  checkParquetMapping,
+  type CorpusEmbeddingColumn,
+  type ParquetFileInfo,
+  type ParquetMapping,
+} from '../../src/lib/core/media/parquet/mapping';
 import { f32ToF16 } from '../../src/lib/core/shard/vector-files';
 import type { ModelSpec } from '../../src/lib/core/retrieval/models';
 import { embeddingParquet, type EmbeddingParquet } from '../fixtures/parquet/embedding-column';
@@ -247,5 +254,120 @@ describe('embeddings from a Parquet column', () => {
       'revision "abc" ≠ "main"',
       'pooling "mean" ≠ "cls"',
     ]);
+  });
+
+  describe('as a column of a Parquet dataset’s corpus files (named by the column mapping)', () => {
+    const F0 = 'corpus/test-00000-of-00002.parquet';
+    const F1 = 'corpus/test-00001-of-00002.parquet';
+    const emb: CorpusEmbeddingColumn = {
+      column: 'embedding',
+      model_id: 'loupe-test/bert-tiny-random',
+      dtype: 'fp32',
+      dim: 3,
+      normalized: true,
+      query_prefix: '',
+      doc_prefix: '',
+      part: 'text',
+    };
+    // d2 has only an image: its cell is null, as a column of the corpus has a cell for every row.
+    const files = (second: (number[] | null)[] = [null, unit.d3, unit.d4], ids1 = ['d2', 'd3', 'd4']) =>
+      new MemorySource({
+        [F0]: embeddingParquet({ ids: ['d1'], vectors: [unit.d1], element: 'float16' }),
+        [F1]: embeddingParquet({ ids: ids1, vectors: second, rowGroupSize: 2 }),
+      });
+    async function fails(src: MemorySource): Promise<ShardIssue[]> {
+      try {
+        await readEmbeddingColumn(src, [F0, F1], '_id', emb, docs);
+      } catch (e) {
+        return (e as ShardValidationError).issues;
+      }
+      throw new Error('expected the read to fail');
+    }
+
+    it('reads every corpus file in turn; a null cell of a document without the part is no row', async () => {
+      const set = await readEmbeddingColumn(files(), [F0, F1], '_id', emb, docs);
+      expect(set.sidecar).toMatchObject({ doc_ids: ['d1', 'd3', 'd4'], missing: ['d2'], origin: 'corpus/' });
+      expect([...set.f16]).toEqual(['d1', 'd3', 'd4'].flatMap((id) => unit[id].map((x) => f32ToF16(x))));
+    });
+
+    it('rows are counted per file: a problem names its own file and row; a duplicate names the first', async () => {
+      const nan = await fails(files([null, [0, NaN, 1], unit.d4]));
+      expect(nan).toEqual([
+        {
+          file: F1,
+          row: 1,
+          code: 'embedding-not-finite',
+          message: 'row 1 (0-based), document "d3": value 1 (0-based) is NaN',
+        },
+      ]);
+      const dup = await fails(files([unit.d1, unit.d3, unit.d4], ['d1', 'd3', 'd4']));
+      expect(dup[0]).toMatchObject({ file: F1, row: 0, code: 'embedding-duplicate-id' });
+      expect(dup[0].message).toContain(`(the first is row 0 of ${F0})`);
+      const missing = await fails(files([null, unit.d3], ['d2', 'd3']));
+      expect(missing).toEqual([
+        {
+          file: 'corpus/',
+          code: 'embedding-missing-id',
+          message: '3 rows, 3 documents have text; no row for 1 of them: "d4"',
+        },
+      ]);
+    });
+
+    it('a list-of-floats column is its own kind; the mapping check names a wrong column, model id or dimension', async () => {
+      const [f] = await openAll(files(), [F1]);
+      expect(f.info.columns).toEqual([
+        { name: '_id', kind: 'string' },
+        { name: 'embedding', kind: 'float-list' },
+      ]);
+      const info = (
+        path: string,
+        role: 'corpus' | 'query' | 'qrels',
+        columns: ParquetFileInfo['columns'],
+      ) => ({
+        path,
+        role,
+        config: role,
+        split: 'test',
+        rows: 1,
+        rowGroups: [1],
+        columns,
+      });
+      const infos: ParquetFileInfo[] = [
+        info(F1, 'corpus', [...f.info.columns, { name: 'text', kind: 'string' }]),
+        info('queries.parquet', 'query', [
+          { name: '_id', kind: 'string' },
+          { name: 'text', kind: 'string' },
+        ]),
+        info('qrels.parquet', 'qrels', [
+          { name: 'query-id', kind: 'string' },
+          { name: 'corpus-id', kind: 'string' },
+        ]),
+      ];
+      const mapping: ParquetMapping = {
+        version: 1,
+        name: 'x',
+        corpus: { id: '_id', text: 'text', meta: [] },
+        query: { id: '_id', text: 'text', meta: [] },
+        qrels: { queryId: 'query-id', corpusId: 'corpus-id' },
+        splits: ['test'],
+      };
+      expect(checkParquetMapping(infos, { ...mapping, embedding: emb })).toEqual([]);
+      expect(checkParquetMapping(infos, { ...mapping, embedding: { ...emb, column: 'text' } })).toEqual([
+        {
+          file: F1,
+          code: 'wrong-type',
+          message: 'column "text" (the embedding column) holds string values; expected float-list',
+        },
+      ]);
+      expect(
+        checkParquetMapping(infos, { ...mapping, embedding: { ...emb, model_id: ' ', dim: 0 } }),
+      ).toEqual([
+        {
+          file: F1,
+          code: 'embedding-mapping',
+          message: 'the embedding column "embedding" needs a model id, a positive integer dimension',
+        },
+      ]);
+    });
   });
 });

@@ -134,12 +134,20 @@ function idOf(v: unknown): string | null {
   return null;
 }
 
-/** Incremental checker of a set's rows, fed in file order (row group by row group). */
+/**
+ * Incremental checker of a set's rows, fed in file order (row group by row group; several files, e.g.
+ * the corpus files of a Parquet dataset, one after the other with startFile). A document without the
+ * part may have a row with a null embedding (a column of the corpus files has one for every document).
+ */
 export class EmbeddingRows {
   readonly issues: ShardIssue[] = [];
   /** Problems found beyond MAX_EMBEDDING_ISSUES (counted, not listed). */
   more = 0;
   private row = 0;
+  private total = 0;
+  private file: string;
+  private readonly files: string[] = [];
+  private readonly fileOf: Int32Array;
   private readonly slot = new Map<string, number>();
   private readonly rowOf: Int32Array;
   private readonly f16: Uint16Array;
@@ -159,6 +167,9 @@ export class EmbeddingRows {
     const docIds = this.docIds;
     docIds.forEach((id, i) => this.slot.set(id, i));
     this.rowOf = new Int32Array(docIds.length).fill(-1);
+    this.fileOf = new Int32Array(docIds.length);
+    this.file = entry.parquet;
+    this.files.push(entry.parquet);
     this.f16 = new Uint16Array(docIds.length * entry.dim);
   }
 
@@ -167,12 +178,20 @@ export class EmbeddingRows {
       this.more++;
       return;
     }
-    this.issues.push({ file: this.entry.parquet, ...(row !== undefined ? { row } : {}), code, message });
+    this.issues.push({ file: this.file, ...(row !== undefined ? { row } : {}), code, message });
+  }
+
+  /** Rows that follow are those of `path`, counted from 0. */
+  startFile(path: string): void {
+    if (this.total > 0 || path !== this.file) this.files.push(path);
+    this.file = path;
+    this.row = 0;
   }
 
   /** Checks the next row of the file: its id cell and its vector cell. */
   add(idCell: unknown, vector: unknown): void {
     const row = this.row++;
+    this.total++;
     const { dim, normalized, part } = this.entry;
     const at = `row ${row} (0-based)`;
     const id = idOf(idCell);
@@ -187,6 +206,7 @@ export class EmbeddingRows {
     const doc = `${at}, document ${JSON.stringify(id)}`;
     const slot = this.slot.get(id);
     if (slot === undefined) {
+      if (this.allIds.has(id) && (vector === null || vector === undefined)) return;
       this.problem(
         row,
         'embedding-unknown-id',
@@ -200,11 +220,12 @@ export class EmbeddingRows {
       this.problem(
         row,
         'embedding-duplicate-id',
-        `${doc}: a second row for that document (the first is row ${this.rowOf[slot]})`,
+        `${doc}: a second row for that document (the first is row ${this.rowOf[slot]}${this.files[this.fileOf[slot]] !== this.file ? ` of ${this.files[this.fileOf[slot]]}` : ''})`,
       );
       return;
     }
     this.rowOf[slot] = row;
+    this.fileOf[slot] = this.files.length - 1;
     if (vector === null || vector === undefined) {
       this.problem(row, 'embedding-null', `${doc}: the embedding is null`);
       return;
@@ -240,27 +261,28 @@ export class EmbeddingRows {
     for (let j = 0; j < dim; j++) out[slot * dim + j] = f32ToF16(v[j] as number);
   }
 
-  /** Rows fed so far. */
+  /** Rows fed so far (all files). */
   get rows(): number {
-    return this.row;
+    return this.total;
   }
 
   /** Ends the check: the missing documents are problems; with none at all, the set. */
   finish(): { set: PrecomputedSet | null; issues: ShardIssue[] } {
     const e = this.entry;
+    this.file = e.parquet;
     const missing = this.docIds.filter((_, i) => this.rowOf[i] < 0);
     if (missing.length)
       this.problem(
         undefined,
         'embedding-missing-id',
-        `${this.row} rows, ${this.docIds.length} documents have ${e.part}; no row for ${missing.length} of them: ${missing
+        `${this.total} rows, ${this.docIds.length} documents have ${e.part}; no row for ${missing.length} of them: ${missing
           .slice(0, 5)
           .map((id) => JSON.stringify(id))
           .join(', ')}${missing.length > 5 ? ', …' : ''}`,
       );
     if (this.more)
       this.issues.push({
-        file: e.parquet,
+        file: this.file,
         code: 'embedding-more',
         message: `${this.more} more problems not listed`,
       });

@@ -19,6 +19,7 @@ import {
   type ParquetEmbeddingEntry,
 } from '../../shard/precomputed-parquet';
 import { openParquet } from './parquet-files';
+import type { CorpusEmbeddingColumn } from './mapping';
 
 /** What a column holds, for the message when it is not a list of floats: `BYTE_ARRAY (UTF8)`, `a list of INT64`. */
 function describe(node: SchemaTree): string {
@@ -46,12 +47,20 @@ function isFloatList(node: SchemaTree): boolean {
   return t.type === 'FLOAT' || t.type === 'DOUBLE' || t.logical_type?.type === 'FLOAT16';
 }
 
-async function readEntry(
+type Docs = readonly { id: string; title?: string; text?: string; image?: string }[];
+
+/**
+ * Feeds the rows of one Parquet file (its `idColumn` and `column`, row group by row group) to the
+ * checker, after checking that both columns exist and `column` is a list of floats.
+ */
+async function feedFile(
   source: ShardSource,
-  entry: ParquetEmbeddingEntry,
-  docs: readonly { id: string; title?: string; text?: string; image?: string }[],
-): Promise<PrecomputedSet> {
-  const file = entry.parquet;
+  file: string,
+  idColumn: string,
+  column: string,
+  named: string,
+  rows: EmbeddingRows,
+): Promise<void> {
   const buffer = await openParquet(source, file); // a missing file is an issue already
   let metadata: FileMetaData;
   try {
@@ -65,28 +74,25 @@ async function readEntry(
   const names = columns.map((c) => c.element.name);
   const issues: ShardIssue[] = [];
   for (const [what, name] of [
-    ['id_column', entry.id_column],
-    ['column', entry.column],
+    ['id_column', idColumn],
+    ['column', column],
   ] as const)
     if (!names.includes(name))
       issues.push({
         file,
         code: 'embedding-column',
-        message: `no column ${JSON.stringify(name)} (named by ${what} in ${PRECOMPUTED_INDEX}); the file has ${names.map((n) => JSON.stringify(n)).join(', ')}`,
+        message: `no column ${JSON.stringify(name)} (named by ${what} in ${named}); the file has ${names.map((n) => JSON.stringify(n)).join(', ')}`,
       });
-  const col = columns.find((c) => c.element.name === entry.column);
+  const col = columns.find((c) => c.element.name === column);
   if (col && !isFloatList(col))
     issues.push({
       file,
       code: 'embedding-column',
-      message: `column ${JSON.stringify(entry.column)} is ${describe(col)}, not a list of float32, float16 or float64 values`,
+      message: `column ${JSON.stringify(column)} is ${describe(col)}, not a list of float32, float16 or float64 values`,
     });
   if (issues.length) throw new ShardValidationError(issues);
 
-  const rows = new EmbeddingRows(
-    entry,
-    docs.map((d) => ({ id: d.id, has: docHasPart(d, entry.part) })),
-  );
+  rows.startFile(file);
   let start = 0;
   for (let g = 0; g < metadata.row_groups.length; g++) {
     const n = Number(metadata.row_groups[g].num_rows);
@@ -97,7 +103,7 @@ async function readEntry(
         metadata,
         rowStart: start,
         rowEnd: start + n,
-        columns: [entry.id_column, entry.column],
+        columns: [idColumn, column],
         compressors,
       });
     } catch (e) {
@@ -110,11 +116,61 @@ async function readEntry(
         },
       ]);
     }
-    for (const o of objects) rows.add(o[entry.id_column], o[entry.column]);
+    for (const o of objects) rows.add(o[idColumn], o[column]);
     start += n;
   }
-  const { set, issues: found } = rows.finish();
-  if (!set) throw new ShardValidationError(found);
+}
+
+async function readEntry(
+  source: ShardSource,
+  entry: ParquetEmbeddingEntry,
+  docs: Docs,
+): Promise<PrecomputedSet> {
+  const rows = new EmbeddingRows(
+    entry,
+    docs.map((d) => ({ id: d.id, has: docHasPart(d, entry.part) })),
+  );
+  await feedFile(source, entry.parquet, entry.id_column, entry.column, PRECOMPUTED_INDEX, rows);
+  const { set, issues } = rows.finish();
+  if (!set) throw new ShardValidationError(issues);
+  return set;
+}
+
+/**
+ * The set held in an embedding column of a Parquet dataset's corpus files (`corpusFiles`, in the
+ * order the corpus was read; `idColumn` the corpus id column), checked like an index.json set.
+ * Throws ShardValidationError naming the file, the row and the document of every problem.
+ */
+export async function readEmbeddingColumn(
+  source: ShardSource,
+  corpusFiles: string[],
+  idColumn: string,
+  e: CorpusEmbeddingColumn,
+  docs: Docs,
+): Promise<PrecomputedSet> {
+  // Problems that are not one file's (documents without a row) name the corpus folder.
+  const dirs = new Set(corpusFiles.map((f) => f.slice(0, f.lastIndexOf('/') + 1)));
+  const label =
+    corpusFiles.length === 1 ? corpusFiles[0] : dirs.size === 1 ? [...dirs][0] || 'corpus' : 'corpus';
+  const entry: ParquetEmbeddingEntry = {
+    model_id: e.model_id,
+    dtype: e.dtype,
+    parquet: label,
+    id_column: idColumn,
+    column: e.column,
+    dim: e.dim,
+    normalized: e.normalized,
+    query_prefix: e.query_prefix,
+    doc_prefix: e.doc_prefix,
+    part: e.part,
+  };
+  const rows = new EmbeddingRows(
+    entry,
+    docs.map((d) => ({ id: d.id, has: docHasPart(d, e.part) })),
+  );
+  for (const f of corpusFiles) await feedFile(source, f, idColumn, e.column, 'the column mapping', rows);
+  const { set, issues } = rows.finish();
+  if (!set) throw new ShardValidationError(issues);
   return set;
 }
 

@@ -81,6 +81,13 @@ function columnKind(node: SchemaTree): ParquetColumnKind {
     let leaf = node;
     while (leaf.children.length === 1) leaf = leaf.children[0];
     if (leaf.children.length === 0 && columnKind(leaf) === 'string') return 'string-list';
+    const t = leaf.element;
+    if (
+      leaf !== node &&
+      leaf.children.length === 0 &&
+      (t.type === 'FLOAT' || t.type === 'DOUBLE' || t.logical_type?.type === 'FLOAT16')
+    )
+      return 'float-list';
   }
   return 'other';
 }
