@@ -23,6 +23,7 @@ import type { TaskInfo } from '../../src/lib/core/types';
 import type { Chunking } from '../../src/lib/core/retrieval/chunking';
 import { denseAdhoc } from '../../src/lib/state/dense';
 import type { Progress } from '../../src/lib/core/types';
+import type { ParquetMapping } from '../../src/lib/core/media/parquet/mapping';
 
 type Failure = { ok: false; error: { name: string; message: string } };
 
@@ -287,11 +288,14 @@ const encoderHarness = {
   },
 
   /**
-   * Imports a shard from a URL path (e.g. /generated-shards/x/) through the shard worker; the outcome
-   * as data (its tasks kept for adhocDense).
+   * Imports a shard from a URL path (e.g. /generated-shards/x/) through the shard worker, a Parquet
+   * dataset with its file list and mapping; the outcome as data (its tasks kept for adhocDense).
    */
-  async importUrl(path: string) {
-    const r = await importShard({ kind: 'url', url: new URL(path, location.href).href });
+  async importUrl(path: string, opts: { files?: string[]; parquet?: ParquetMapping } = {}) {
+    const r = await importShard(
+      { kind: 'url', url: new URL(path, location.href).href, ...(opts.files ? { files: opts.files } : {}) },
+      opts.parquet ? { parquet: opts.parquet } : {},
+    );
     if (!r.ok) return { ok: false as const, issues: r.issues };
     shardTasks.set(r.summary.hash, r.summary.manifest.tasks);
     return { ok: true as const, hash: r.summary.hash, name: r.summary.name, precomputed: r.precomputed };

@@ -6,15 +6,19 @@
 // same documents with the same scores, embedding no corpus document. A wrong dimension, a missing id
 // and a NaN each fail the import with the file, the row and the document named, and IndexedDB is
 // left exactly as it was. A well-formed set whose dimension is not the model's is not used at run time.
+// The same vectors as a column of a Parquet dataset's corpus, named in the column mapping (in the
+// app's mapping form, and through the harness), give the same dense run; a NaN there fails the same way.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { EncoderHarness } from '../browser/encoder-harness';
 import { DATA_DIR } from '../paths';
-import { embeddingParquet } from '../fixtures/parquet/embedding-column';
+import { embeddingParquet, stringsParquet } from '../fixtures/parquet/embedding-column';
+import type { ParquetMapping } from '../../src/lib/core/media/parquet/mapping';
 import { PRECOMPUTED_FORMAT, writeNpyF16 } from '../../src/lib/core/shard/precomputed';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import { shotPath } from './artifacts';
 
 const baseUrl = inject('baseUrl');
 const HARNESS = `${baseUrl}/tests/browser/encoder-harness.html`;
@@ -119,6 +123,8 @@ describe('corpus embeddings from a Parquet column', () => {
   let ids: string[] = [];
   let rows: number[][] = [];
   let order: number[] = [];
+  /** Ranked lists of the subset's queries from the npy shard (first test). */
+  let reference: { hits: { docId: string; score: number }[] }[] = [];
 
   beforeAll(async () => {
     writeShard('pe-plain');
@@ -196,6 +202,7 @@ describe('corpus embeddings from a Parquet column', () => {
     expect(after.docsEmbedded).toBe(before.docsEmbedded);
     expect(after.precomputedRows - before.precomputedRows).toBe(2 * n);
     expect(b.map((r) => r.hits)).toEqual(a.map((r) => r.hits));
+    reference = a;
     // Not vacuous: full lists, and the queries do not all rank the same documents first.
     expect(a.every((r) => r.hits.length === 10)).toBe(true);
     expect(new Set(a.map((r) => r.hits[0].docId)).size).toBeGreaterThan(1);
@@ -270,4 +277,158 @@ describe('corpus embeddings from a Parquet column', () => {
     expect(after.precomputedRows).toBe(before.precomputedRows);
     expect(after.docsEmbedded - before.docsEmbedded).toBe(60);
   }, 300_000);
+
+  /**
+   * The subset as a Parquet dataset (flat files) whose corpus carries the vectors in an `embedding`
+   * column; `vectors` replaces them (a broken row).
+   */
+  function writeDataset(name: string, vectors = rows): { url: string; files: string[] } {
+    const sub = subset();
+    const dir = join(OUT, name);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    const doc = new Map(sub.corpus.map((d) => [d._id as string, d]));
+    writeFileSync(
+      join(dir, 'corpus.parquet'),
+      embeddingParquet({
+        ids,
+        vectors,
+        strings: {
+          title: ids.map((id) => (doc.get(id)!.title as string) ?? null),
+          text: ids.map((id) => doc.get(id)!.text as string),
+        },
+        rowGroupSize: 16,
+      }),
+    );
+    writeFileSync(
+      join(dir, 'queries.parquet'),
+      stringsParquet({
+        _id: sub.queries.map((q) => q._id as string),
+        text: sub.queries.map((q) => q.text as string),
+      }),
+    );
+    const judged = sub.qrels
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split('\t'));
+    writeFileSync(
+      join(dir, 'qrels-test.parquet'),
+      stringsParquet({ 'query-id': judged.map((j) => j[0]), 'corpus-id': judged.map((j) => j[1]) }),
+    );
+    return {
+      url: `/generated-shards/${name}/`,
+      files: ['corpus.parquet', 'queries.parquet', 'qrels-test.parquet'],
+    };
+  }
+
+  const mappingOf = (name: string): ParquetMapping => ({
+    version: 1,
+    name,
+    corpus: { id: '_id', title: 'title', text: 'text', meta: [] },
+    query: { id: '_id', text: 'text', meta: [] },
+    qrels: { queryId: 'query-id', corpusId: 'corpus-id' },
+    splits: ['test'],
+    embedding: {
+      column: 'embedding',
+      model_id: MODEL,
+      dtype: 'fp32',
+      dim: 64,
+      normalized: true,
+      query_prefix: '',
+      doc_prefix: '',
+      part: 'text',
+    },
+  });
+
+  test('a Parquet dataset whose column mapping names a corpus embedding column: set in the mapping form, same dense run, a NaN fails', async () => {
+    expect(reference).toHaveLength(8);
+    const ds = writeDataset('pe-hf');
+    // In the app: the dropped folder's mapping form takes the column and what made it.
+    const ui = await s.context.newPage();
+    const uiErrors: string[] = [];
+    ui.on('pageerror', (e) => uiErrors.push(String(e)));
+    try {
+      await ui.goto(`${baseUrl}/#/shards`);
+      await ui.waitForSelector(
+        '[data-testid="app"][data-phase="idle"], [data-testid="app"][data-phase="ready"]',
+      );
+      await ui.setInputFiles('[data-testid="folder-input"]', join(OUT, 'pe-hf'));
+      const panel = ui.getByTestId('parquet-mapping');
+      const emb = panel.getByRole('group', { name: 'Corpus embeddings (optional)' });
+      await emb.getByLabel('Embedding column').selectOption('embedding', { timeout: 60_000 });
+      const confirm = panel.getByRole('button', { name: 'Import with these columns' });
+      // Without a model id and a dimension the mapping cannot be confirmed, and says why.
+      await expect
+        .poll(() => panel.getByRole('alert').textContent())
+        .toContain('the embedding column "embedding" needs a model id, a positive integer dimension');
+      expect(await confirm.isDisabled()).toBe(true);
+      await emb.getByLabel('Embedding model id').fill(MODEL);
+      await emb.getByLabel('Embedding dimension').fill('64');
+      await panel.getByLabel('Shard name').fill('pe-hf via the app');
+      expect(await confirm.isDisabled()).toBe(false);
+      for (const width of [390, 1024, 1440]) {
+        await ui.setViewportSize({ width, height: 900 });
+        const [sw, iw] = await ui.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
+        expect(sw).toBeLessThanOrEqual(iw);
+      }
+      await emb.screenshot({ path: shotPath('parquet-embedding-mapping-390.png') }).catch(() => undefined);
+      await confirm.click();
+      await expect
+        .poll(
+          () =>
+            ui
+              .getByTestId('shard-name')
+              .innerText()
+              .catch(() => ''),
+          { timeout: 120_000 },
+        )
+        .toBe('pe-hf via the app');
+      expect(uiErrors).toEqual([]);
+    } finally {
+      await ui.close();
+    }
+    const stored = await call(page, 'stored');
+    const hash = stored.shards.find((x) => x.name === 'pe-hf via the app')?.hash;
+    expect(hash).toBeTruthy();
+    expect(stored.artifacts).toContain(`${hash}|precomputed|${KEY}`);
+
+    // Through the harness, without and with the embedding column: one cache entry (the embedding
+    // column is not part of the content hash); dense queries then rank as on the npy shard.
+    const { embedding: _e, ...withoutEmbedding } = mappingOf('pe-hf');
+    const plain = await call(page, 'importUrl', ds.url, { files: ds.files, parquet: withoutEmbedding });
+    const r = await call(page, 'importUrl', ds.url, { files: ds.files, parquet: mappingOf('pe-hf') });
+    if (!plain.ok || !r.ok) throw new Error(JSON.stringify([plain, r]));
+    expect(plain.precomputed).toEqual({ stored: [], problems: [] });
+    expect(r.hash).toBe(plain.hash);
+    expect(r.precomputed).toEqual({ stored: [KEY], problems: [] });
+    const texts = subset().queries.map((q) => q.text as string);
+    const before = await call(page, 'counters');
+    const got = await call(page, 'adhocDense', r.hash, 'test', MODEL, texts, LOAD, 10);
+    const after = await call(page, 'counters');
+    expect(after.docsEmbedded).toBe(before.docsEmbedded);
+    expect(after.precomputedRows - before.precomputedRows).toBe(60);
+    expect(got.map((x) => x.hits)).toEqual(reference.map((x) => x.hits));
+
+    // A NaN in row 5 of the corpus file: named, and nothing is stored.
+    const bad = writeDataset(
+      'pe-hf-bad',
+      rows.map((v, i) => (i === 5 ? v.map((x, j) => (j === 0 ? NaN : x)) : v)),
+    );
+    const was = await call(page, 'stored');
+    const failed = await call(page, 'importUrl', bad.url, {
+      files: bad.files,
+      parquet: mappingOf('pe-hf-bad'),
+    });
+    if (failed.ok) throw new Error('a NaN was accepted');
+    expect(failed.issues).toEqual([
+      {
+        file: 'corpus.parquet',
+        row: 5,
+        code: 'embedding-not-finite',
+        message: `row 5 (0-based), document "${ids[5]}": value 0 (0-based) is NaN`,
+      },
+    ]);
+    expect(await call(page, 'stored')).toEqual(was);
+  }, 600_000);
 });
