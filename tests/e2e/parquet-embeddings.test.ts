@@ -64,7 +64,9 @@ function writeShard(name: string, extra: Record<string, Uint8Array | string> = {
   const dir = join(OUT, name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, 'qrels'), { recursive: true });
-  writeFileSync(join(dir, 'shard.json'), JSON.stringify({ ...s.manifest, name }, null, 2));
+  // A shard opened by URL is asked for embeddings/index.json only when shard.json names it.
+  const embeddings = 'embeddings/index.json' in extra ? { embeddings: 'embeddings/index.json' } : {};
+  writeFileSync(join(dir, 'shard.json'), JSON.stringify({ ...s.manifest, name, ...embeddings }, null, 2));
   writeFileSync(join(dir, 'corpus.jsonl'), s.corpus.map((d) => JSON.stringify(d)).join('\n') + '\n');
   writeFileSync(join(dir, 'queries.jsonl'), s.queries.map((d) => JSON.stringify(d)).join('\n') + '\n');
   writeFileSync(join(dir, 'qrels/test.tsv'), s.qrels);
