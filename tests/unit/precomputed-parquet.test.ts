@@ -12,7 +12,11 @@ import {
   precomputedMismatch,
   readPrecomputed,
 } from '../../src/lib/core/shard/precomputed';
-import { NORM_TOLERANCE, parseParquetEntries } from '../../src/lib/core/shard/precomputed-parquet';
+import {
+  NORM_TOLERANCE,
+  hasParquetSets,
+  parseParquetEntries,
+} from '../../src/lib/core/shard/precomputed-parquet';
 import { readEmbeddingColumn, readParquetEmbeddings } from '../../src/lib/core/media/parquet/embeddings';
 import { openAll } from '../../src/lib/core/media/parquet/parquet-files';
 import {
@@ -226,6 +230,22 @@ describe('embeddings from a Parquet column', () => {
         sets: [{ path: 'm/fp32/', model_id: 'm', dtype: 'fp32' }, entry()],
       }),
     ).toEqual([{ path: 'm/fp32/', model_id: 'm', dtype: 'fp32' }]);
+  });
+
+  it('a source without a listing (a URL) is asked for index.json only when shard.json declares it', async () => {
+    const src = shard();
+    expect(await hasParquetSets(src)).toBe(true);
+    const remote = Object.assign(shard(), { remote: true });
+    expect(await hasParquetSets(remote)).toBe(false);
+    expect(remote.opens.get(PRECOMPUTED_INDEX)).toBeUndefined();
+    expect(await hasParquetSets(remote, true)).toBe(true);
+    const npyOnly = new MemorySource({
+      [PRECOMPUTED_INDEX]: JSON.stringify({
+        format: PRECOMPUTED_FORMAT,
+        sets: [{ path: 'm/fp32/', model_id: 'm', dtype: 'fp32' }],
+      }),
+    });
+    expect(await hasParquetSets(npyOnly)).toBe(false);
   });
 
   it('the npy reader leaves a shard with only Parquet sets alone', async () => {
