@@ -172,6 +172,7 @@ const api = {
         parsed = await readParquetShard(source, options.parquet, { ...readOpts, inspection });
         // A corpus column of embeddings named by the mapping: checked like an index.json set.
         const emb = options.parquet.embedding;
+        if (emb) report({ kind: 'status', message: `Checking the embedding column "${emb.column}"` });
         if (emb)
           parquetSets.push(
             await (
@@ -191,12 +192,14 @@ const api = {
       } else parsed = await readShard(source, readOpts);
       // Corpus embeddings from a Parquet column (embeddings/index.json): checked before anything is
       // stored, and a bad one fails the import (the shard names them for a model: all or nothing).
-      if (await hasParquetSets(source, parsed.manifest.embeddings === PRECOMPUTED_INDEX))
+      if (await hasParquetSets(source, parsed.manifest.embeddings === PRECOMPUTED_INDEX)) {
+        report({ kind: 'status', message: 'Checking the Parquet embeddings' });
         parquetSets.push(
           ...(await (
             await import('../src/lib/core/media/parquet/embeddings')
           ).readParquetEmbeddings(source, parsed.docs)),
         );
+      }
     } catch (e) {
       // Class identity does not survive comlink: validation failures are returned as data.
       if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };

@@ -1,8 +1,9 @@
-// Reads the Parquet sets of a shard's embeddings/index.json (see core/shard/precomputed-parquet.ts):
-// opens each file (range reads where the source has them), checks that the id column exists and the
-// embedding column is a list of floats, and feeds its rows, row group by row group, to the row
-// checker. Any problem fails the whole import (ShardValidationError): a set the shard names for a
-// model is either taken whole or nothing of the shard is stored.
+// Reads the Parquet sets of a shard's embeddings/index.json (see core/shard/precomputed-parquet.ts)
+// and the embedding column that a Parquet dataset's mapping names in its corpus files: opens each
+// file (range reads where the source has them), checks that the id column exists and the embedding
+// column is a list of floats, and feeds its rows, row group by row group, to the row checker. Any
+// problem fails the whole import (ShardValidationError): a set the shard names for a model is either
+// taken whole or nothing of the shard is stored.
 import {
   parquetMetadataAsync,
   parquetReadObjects,
