@@ -120,6 +120,8 @@ describe('corpus embeddings from a Parquet column', () => {
     'pe-bad-missing',
     'pe-bad-nan',
     'pe-other-dim',
+    'pe-hf',
+    'pe-hf-bad',
   ];
   /** The page-embedded vectors of the subset (documents with text, shard order). */
   let ids: string[] = [];
