@@ -24,6 +24,7 @@ import {
   precomputedPath,
   type PrecomputedEntry,
 } from '../src/lib/core/shard/precomputed';
+import { isParquetEntry } from '../src/lib/core/shard/precomputed-parquet';
 import type { Dtype } from '../src/lib/core/retrieval/models';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -121,9 +122,10 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
     for (const job of jobs.filter((j) => dirname(j.dir) === parent)) {
       const name = basename(job.dir);
       const indexFile = join(job.out, PRECOMPUTED_INDEX);
-      let sets: PrecomputedEntry[] = existsSync(indexFile)
-        ? parsePrecomputedIndex(JSON.parse(readFileSync(indexFile, 'utf8')), indexFile)
-        : [];
+      const index: unknown = existsSync(indexFile) ? JSON.parse(readFileSync(indexFile, 'utf8')) : null;
+      let sets: PrecomputedEntry[] = index ? parsePrecomputedIndex(index, indexFile) : [];
+      // Sets read from a Parquet column (made elsewhere) are kept as they are.
+      const parquetSets = index ? (index as { sets: unknown[] }).sets.filter(isParquetEntry) : [];
       for (const model of job.models) {
         const tm = performance.now();
         const parts = await call(
@@ -146,7 +148,10 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
           ...sets.filter((s) => !(s.model_id === model && s.dtype === dtype)),
           { model_id: model, dtype, path },
         ];
-        writeFileSync(indexFile, JSON.stringify({ format: PRECOMPUTED_FORMAT, sets }, null, 2) + '\n');
+        writeFileSync(
+          indexFile,
+          JSON.stringify({ format: PRECOMPUTED_FORMAT, sets: [...sets, ...parquetSets] }, null, 2) + '\n',
+        );
         declareEmbeddings(job);
         const rows = parts
           .map((p) => `${p.sidecar.part} ${p.sidecar.doc_ids.length}×${p.sidecar.dim}`)

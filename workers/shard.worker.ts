@@ -42,7 +42,9 @@ import {
   PRECOMPUTED_KIND,
   precomputedKey,
   readPrecomputed,
+  type PrecomputedSet,
 } from '../src/lib/core/shard/precomputed';
+import { hasParquetSets } from '../src/lib/core/shard/precomputed-parquet';
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
 export type ImportResult =
@@ -148,6 +150,7 @@ const api = {
     const images = new Map<string, Blob>();
     const source = await openSource(descriptor);
     let parsed;
+    const parquetSets: PrecomputedSet[] = [];
     try {
       const readOpts = {
         limits: options.limits,
@@ -163,13 +166,40 @@ const api = {
           ),
         loadDicomCodecs,
       };
-      if (options.parquet)
-        parsed = await (await parquet()).readParquetShard(source, options.parquet, readOpts);
-      else if (await isParquetSource(source)) {
+      if (options.parquet) {
+        const { inspectParquet, readParquetShard } = await parquet();
+        const inspection = await inspectParquet(source);
+        parsed = await readParquetShard(source, options.parquet, { ...readOpts, inspection });
+        // A corpus column of embeddings named by the mapping: checked like an index.json set.
+        const emb = options.parquet.embedding;
+        if (emb) report({ kind: 'status', message: `Checking the embedding column "${emb.column}"` });
+        if (emb)
+          parquetSets.push(
+            await (
+              await import('../src/lib/core/media/parquet/embeddings')
+            ).readEmbeddingColumn(
+              source,
+              inspection.files.filter((f) => f.role === 'corpus').map((f) => f.path),
+              options.parquet.corpus.id,
+              emb,
+              parsed.docs,
+            ),
+          );
+      } else if (await isParquetSource(source)) {
         const { inspectParquet, readParquetShard } = await parquet();
         const inspection = await inspectParquet(source);
         parsed = await readParquetShard(source, inspection.mapping, { ...readOpts, inspection });
       } else parsed = await readShard(source, readOpts);
+      // Corpus embeddings from a Parquet column (embeddings/index.json): checked before anything is
+      // stored, and a bad one fails the import (the shard names them for a model: all or nothing).
+      if (await hasParquetSets(source, parsed.manifest.embeddings === PRECOMPUTED_INDEX)) {
+        report({ kind: 'status', message: 'Checking the Parquet embeddings' });
+        parquetSets.push(
+          ...(await (
+            await import('../src/lib/core/media/parquet/embeddings')
+          ).readParquetEmbeddings(source, parsed.docs)),
+        );
+      }
     } catch (e) {
       // Class identity does not survive comlink: validation failures are returned as data.
       if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };
@@ -191,7 +221,7 @@ const api = {
         parsed.manifest.embeddings === PRECOMPUTED_INDEX,
       );
       const stored: string[] = [];
-      for (const set of pre.sets) {
+      for (const set of [...pre.sets, ...parquetSets]) {
         const key = precomputedKey(set.sidecar.model_id, set.sidecar.dtype, set.sidecar.part);
         await store.putArtifact(parsed.hash, PRECOMPUTED_KIND, key, set);
         stored.push(key);

@@ -10,6 +10,7 @@ import {
   embedTextChunks,
   embedTexts,
   encoderBackend,
+  encoderCounters,
   loadEncoder,
   registryModel,
   simulateGpuDeviceLoss,
@@ -22,6 +23,7 @@ import type { TaskInfo } from '../../src/lib/core/types';
 import type { Chunking } from '../../src/lib/core/retrieval/chunking';
 import { denseAdhoc } from '../../src/lib/state/dense';
 import type { Progress } from '../../src/lib/core/types';
+import type { ParquetMapping } from '../../src/lib/core/media/parquet/mapping';
 
 type Failure = { ok: false; error: { name: string; message: string } };
 
@@ -283,6 +285,56 @@ const encoderHarness = {
       out.push({ ms: performance.now() - t0, hits: r[0]?.hits ?? [] });
     }
     return out;
+  },
+
+  /**
+   * Imports a shard from a URL path (e.g. /generated-shards/x/) through the shard worker, a Parquet
+   * dataset with its file list and mapping; the outcome as data (its tasks kept for adhocDense).
+   */
+  async importUrl(path: string, opts: { files?: string[]; parquet?: ParquetMapping } = {}) {
+    const r = await importShard(
+      { kind: 'url', url: new URL(path, location.href).href, ...(opts.files ? { files: opts.files } : {}) },
+      opts.parquet ? { parquet: opts.parquet } : {},
+    );
+    if (!r.ok) return { ok: false as const, issues: r.issues };
+    shardTasks.set(r.summary.hash, r.summary.manifest.tasks);
+    return { ok: true as const, hash: r.summary.hash, name: r.summary.name, precomputed: r.precomputed };
+  },
+
+  /** The text vectors of a shard's documents that have text (shard order), embedded here. */
+  async corpusTextRows(hash: string, id: string, load: LoadOptions) {
+    const s = spec(id);
+    const r = await embedCorpus({ shardHash: hash, spec: s, part: 'text', batchSize: 16, load });
+    const missing = new Set(r.missing);
+    const keep = r.docIds.flatMap((d, i) => (missing.has(d) ? [] : [i]));
+    return {
+      spec: s,
+      dtype: r.backend.dtype,
+      ids: keep.map((i) => r.docIds[i]),
+      rows: keep.map((i) => Array.from(r.embeddings.subarray(i * r.dim, (i + 1) * r.dim))),
+    };
+  },
+
+  counters: () => encoderCounters(),
+
+  /** What IndexedDB holds: the shards (name, hash; complete or not), doc chunks and every artifact key. */
+  async stored() {
+    const db = await openDB(DB_NAME);
+    try {
+      const shards = (await db.getAll('shards')) as {
+        hash: string;
+        name?: string;
+        manifest?: { name: string };
+      }[];
+      const artifacts = (await db.getAllKeys('artifacts')) as string[][];
+      return {
+        shards: shards.map((x) => ({ hash: x.hash, name: x.name ?? x.manifest?.name ?? '' })),
+        docChunks: await db.count('docs'),
+        artifacts: artifacts.map((k) => k.join('|')),
+      };
+    } finally {
+      db.close();
+    }
   },
 
   backend: () => encoderBackend(),

@@ -42,6 +42,11 @@ export interface PrecomputedSidecar extends EmbeddingSidecar {
   vectors: string;
   /** Documents of the shard without that part (no row). */
   missing: string[];
+  /**
+   * Set only for a set read from a Parquet column (precomputed-parquet.ts): its file. Such a set may
+   * leave revision and pooling empty and max_tokens out (not stated: not compared).
+   */
+  origin?: string;
 }
 
 /** A set read from a shard and checked against its documents: float16 bits, row-major. */
@@ -77,7 +82,10 @@ export function parsePrecomputedIndex(json: unknown, file = PRECOMPUTED_INDEX): 
   const o = json as { format?: unknown; sets?: unknown } | null;
   if (!o || typeof o !== 'object' || o.format !== PRECOMPUTED_FORMAT || !Array.isArray(o.sets))
     throw new VectorFileError(file, `expected {"format": "${PRECOMPUTED_FORMAT}", "sets": [...]}`);
-  return o.sets.map((s: unknown, i) => {
+  const out: PrecomputedEntry[] = [];
+  o.sets.forEach((s: unknown, i) => {
+    // Parquet sets (a `parquet` file instead of a folder) are read by precomputed-parquet.ts.
+    if (s && typeof s === 'object' && 'parquet' in s) return;
     const e = s as Partial<PrecomputedEntry> | null;
     if (!e || typeof e.model_id !== 'string' || typeof e.dtype !== 'string' || typeof e.path !== 'string')
       throw new VectorFileError(file, `sets[${i}] needs string model_id, dtype and path`);
@@ -86,8 +94,9 @@ export function parsePrecomputedIndex(json: unknown, file = PRECOMPUTED_INDEX): 
         file,
         `sets[${i}].path ${JSON.stringify(e.path)} must be a relative folder ending in /`,
       );
-    return { model_id: e.model_id, dtype: e.dtype, path: e.path };
+    out.push({ model_id: e.model_id, dtype: e.dtype, path: e.path });
   });
+  return out;
 }
 
 /** Parses a set's sidecar.json (the vector-file fields and the precomputed ones). */
@@ -133,19 +142,31 @@ export function precomputedMismatch(
   const same = (what: string, got: unknown, want: unknown) => {
     if (got !== want) out.push(`${what} ${JSON.stringify(got)} ≠ ${JSON.stringify(want)}`);
   };
+  // A Parquet set compares only what it states (revision, pooling, max tokens are optional there).
+  const stated = (v: unknown) => !s.origin || (v !== undefined && v !== '');
   same('model', s.model_id, spec.id);
-  same('revision', s.revision, spec.revision);
+  if (stated(s.revision)) same('revision', s.revision, spec.revision);
   same('dtype', s.dtype, dtype);
-  same('pooling', s.pooling, spec.pooling);
+  if (stated(s.pooling)) same('pooling', s.pooling, spec.pooling);
   same('normalize', s.normalize, spec.normalize);
   same('query prefix', s.query_prefix, spec.queryPrefix);
   same('document prefix', s.doc_prefix, spec.docPrefix);
-  same('max tokens', s.max_tokens, spec.maxTokens);
+  if (stated(s.max_tokens)) same('max tokens', s.max_tokens, spec.maxTokens);
   same('dimension', s.dim, dim);
   return out;
 }
 
-async function readAll(source: ShardSource, path: string): Promise<Uint8Array | null> {
+/** Whether a document has the part a set embeds (text: a non-blank title or text; image: an image). */
+export function docHasPart(
+  d: { title?: string; text?: string; image?: string },
+  part: 'text' | 'image',
+): boolean {
+  return part === 'text'
+    ? [d.title, d.text].some((s) => !!s && !!s.trim())
+    : typeof d.image === 'string' && d.image !== '';
+}
+
+export async function readAll(source: ShardSource, path: string): Promise<Uint8Array | null> {
   const stream = await source.open(path);
   if (!stream) return null;
   const chunks: Uint8Array[] = [];
@@ -222,11 +243,7 @@ export async function readPrecomputed(
             file,
             `describes ${sidecar.model_id} ${sidecar.dtype} ${sidecar.part}, index.json says ${entry.model_id} ${entry.dtype} ${part}`,
           );
-        const has = (d: (typeof docs)[number]) =>
-          part === 'text'
-            ? [d.title, d.text].some((s) => s && s.trim())
-            : typeof d.image === 'string' && d.image !== '';
-        const ids = docs.filter(has).map((d) => d.id);
+        const ids = docs.filter((d) => docHasPart(d, part)).map((d) => d.id);
         const check = checkSidecar(sidecar, { n: sidecar.doc_ids.length, dim: sidecar.dim }, ids);
         if (!check.ok) throw new VectorFileError(file, check.problems.map((p) => p.message).join('; '));
         const vfile = `embeddings/${entry.path}${sidecar.vectors}`;

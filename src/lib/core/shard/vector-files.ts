@@ -52,10 +52,13 @@ export function f16ToF32(bits: number): number {
   return f16Table[bits & 0xffff];
 }
 
-/** number → IEEE 754 half-precision bits, round to nearest even (for writing test fixtures). */
+const f32Scratch = new Float32Array(1);
+const u32Scratch = new Uint32Array(f32Scratch.buffer);
+
+/** number → IEEE 754 half-precision bits, round to nearest even (via float32, as NumPy's astype does). */
 export function f32ToF16(value: number): number {
-  const f = new Float32Array([value]);
-  const x = new Uint32Array(f.buffer)[0];
+  f32Scratch[0] = value;
+  const x = u32Scratch[0];
   const sign = (x >>> 16) & 0x8000;
   const exp = (x >>> 23) & 0xff;
   let mant = x & 0x7fffff;

@@ -15,6 +15,8 @@ export type ParquetColumnKind =
   /** Hugging Face's Image feature: a struct of `bytes` (binary) and `path` (string). */
   | 'image'
   | 'string-list'
+  /** A list of FLOAT, DOUBLE or FLOAT16 values (an embedding column). */
+  | 'float-list'
   | 'other';
 
 /** One top-level column of a Parquet file. */
@@ -71,6 +73,24 @@ export interface QrelsColumns {
 }
 
 /**
+ * Corpus embeddings made elsewhere, in a column of the corpus files: the column and what made it
+ * (checked like an embeddings/index.json Parquet set, core/shard/precomputed-parquet.ts).
+ */
+export interface CorpusEmbeddingColumn {
+  column: string;
+  /** Loupe's id of the query encoder. */
+  model_id: string;
+  /** The precision the query encoder is loaded at (`fp32`…). */
+  dtype: string;
+  dim: number;
+  normalized: boolean;
+  query_prefix: string;
+  doc_prefix: string;
+  /** Which part of each document was embedded. */
+  part: 'text' | 'image';
+}
+
+/**
  * How a Parquet dataset becomes a shard: detected by {@link detectParquetMapping}, shown to the user,
  * editable, remembered per dataset. Plain JSON (structured-clones into the worker, stores as JSON).
  */
@@ -85,6 +105,8 @@ export interface ParquetMapping {
   splits: string[];
   /** Per derived task id, the part of the documents to rank by, overriding the derived one. */
   corpusModality?: Record<string, Modality>;
+  /** A corpus column of precomputed embeddings (not part of the content hash). */
+  embedding?: CorpusEmbeddingColumn;
 }
 
 /** PARQUET_MAPPING_VERSION: bump when ParquetMapping changes shape (remembered mappings are dropped). */
@@ -338,6 +360,20 @@ export function checkParquetMapping(files: ParquetFileInfo[], mapping: ParquetMa
   want('qrels', 'query id of a judgement', qrels.queryId, ID_KINDS, true);
   want('qrels', 'document id of a judgement', qrels.corpusId, ID_KINDS, true);
   want('qrels', 'relevance score', qrels.score, ['number', 'string'], false);
+  const e = mapping.embedding;
+  if (e) {
+    want('corpus', 'embedding column', e.column, ['float-list'], true);
+    const bad: string[] = [];
+    if (!e.model_id.trim()) bad.push('a model id');
+    if (!e.dtype.trim()) bad.push('a dtype');
+    if (!(Number.isInteger(e.dim) && e.dim > 0)) bad.push('a positive integer dimension');
+    if (bad.length && parts[0].files.length > 0)
+      issues.push({
+        file: parts[0].files[0].path,
+        code: 'embedding-mapping',
+        message: `the embedding column "${e.column}" needs ${bad.join(', ')}`,
+      });
+  }
   if (!corpus.text && !corpus.title && !corpus.image && parts[0].files.length > 0)
     issues.push({
       file: parts[0].files[0].path,

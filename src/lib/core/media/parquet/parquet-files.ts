@@ -39,7 +39,7 @@ async function wholeFile(stream: AsyncIterable<Uint8Array>): Promise<ArrayBuffer
 }
 
 /** A random-access buffer of `path` (its whole bytes when the source has no random access). */
-async function openParquet(source: ShardSource, path: string): Promise<AsyncBuffer> {
+export async function openParquet(source: ShardSource, path: string): Promise<AsyncBuffer> {
   const r = source.openRandom ? await source.openRandom(path) : null;
   if (r) return r;
   const stream = await source.open(path);
@@ -81,6 +81,13 @@ function columnKind(node: SchemaTree): ParquetColumnKind {
     let leaf = node;
     while (leaf.children.length === 1) leaf = leaf.children[0];
     if (leaf.children.length === 0 && columnKind(leaf) === 'string') return 'string-list';
+    const t = leaf.element;
+    if (
+      leaf !== node &&
+      leaf.children.length === 0 &&
+      (t.type === 'FLOAT' || t.type === 'DOUBLE' || t.logical_type?.type === 'FLOAT16')
+    )
+      return 'float-list';
   }
   return 'other';
 }

@@ -399,7 +399,8 @@ class ParquetShard implements VirtualOrigins {
   private manifestBytes(): Uint8Array {
     // No name and no source label: the same files give the same content hash from a folder, a zip or a
     // URL (as a JSONL shard does); the name is set after reading.
-    const { name: _name, ...mapping } = this.mapping;
+    // Nor the embedding column's mapping: embeddings are kept beside the shard, not part of it.
+    const { name: _name, embedding: _embedding, ...mapping } = this.mapping;
     const m = {
       format: 'beir+images',
       description: `Parquet dataset (MIEB layout), ${this.of('corpus').length + this.of('query', this.mapping.splits).length + this.of('qrels', this.mapping.splits).length} files`,
