@@ -6,7 +6,7 @@ import { DEFAULT_TOKEN_BUDGET, planBatches } from '../../src/lib/core/retrieval/
 import { checkBatchSize } from '../../src/lib/core/retrieval/corpus-batches';
 import { throttle } from '../../src/lib/core/throttle';
 import { decode, embedImageBatch } from './image';
-import { onActive } from './session';
+import { onActive, onQuery } from './session';
 import { embedTextBatch, measureStages, textLengths } from './text';
 import type { OnProgress, QueryStages } from './types';
 
@@ -18,7 +18,8 @@ export async function embedQuery(text: string | null, image: Blob | null) {
   const own: QueryStages = { tokenizeMs: 0, preprocessMs: 0, encodeMs: 0 };
   measureStages(own);
   try {
-    const t = text ? await onActive((enc, spec) => embedTextBatch(enc, spec, [text], 'query')) : null;
+    // Single text queries run where they were measured faster at load (device-policy.ts).
+    const t = text ? await onQuery((enc, spec) => embedTextBatch(enc, spec, [text], 'query')) : null;
     let v: Float32Array | null = null;
     if (image) {
       const t0 = performance.now();
@@ -55,6 +56,8 @@ export async function embedTexts(
   checkBatchSize(batchSize);
   const report = throttle(onProgress);
   const byLength = batching.byLength !== false && texts.length > 1;
+  // One text query: where single queries were measured faster at load; batches stay on the model's device.
+  const on = texts.length === 1 && role === 'query' ? onQuery : onActive;
   const lengths = byLength
     ? await onActive(async (enc, spec) => textLengths(enc, spec, texts, role))
     : new Uint32Array(texts.length).fill(1);
@@ -67,7 +70,7 @@ export async function embedTexts(
   for (let b = 0; b + 1 < plan.bounds.length; b++) {
     const pos = plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]);
     const part = Array.from(pos, (p) => texts[p]);
-    const v = await onActive((enc, spec) => embedTextBatch(enc, spec, part, role));
+    const v = await on((enc, spec) => embedTextBatch(enc, spec, part, role));
     const dim = v.length / pos.length;
     const o = (out ??= new Float32Array(texts.length * dim));
     pos.forEach((p, i) => o.set(v.subarray(i * dim, (i + 1) * dim), p * dim));

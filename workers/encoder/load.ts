@@ -24,6 +24,7 @@ import {
   type BackendProbe,
   type Device,
 } from '../../src/lib/platform/backend';
+import { afterParityFailure, applyDevicePolicy, referenceDtype } from '../../src/lib/platform/device-policy';
 import {
   configureEnv,
   errorText,
@@ -36,6 +37,7 @@ import {
 } from './environment';
 import { WARMUP_IMAGE_SIZE, embedImageBatch } from './image';
 import { phased, progressCallback } from './progress';
+import { deviceVerdict } from './parity';
 import { checkActivation, pairLogits } from './rerank';
 import { disposeEncoder, encoders, setActive, watchDevice } from './session';
 import { embedTextBatch } from './text';
@@ -161,17 +163,20 @@ export async function load(
   resetFetchFailures();
   probePromise ??= probeBackend();
   const probe = await probePromise;
-  const choice = chooseBackend(probe, {
-    preferred: opts.device ?? 'auto',
-    dtype: opts.dtype,
-    available: spec.dtypes,
-  });
+  // The device policy (device-policy.ts): quantised weights never run on WebGPU.
+  const choice = applyDevicePolicy(
+    chooseBackend(probe, { preferred: opts.device ?? 'auto', dtype: opts.dtype, available: spec.dtypes }),
+  );
   let fallbackReason: string | undefined;
   if (opts.priorFailure) fallbackReason = `WebGPU failed (${opts.priorFailure}); running on WASM instead`;
   else if (opts.device === 'webgpu' && !probe.webgpu)
     fallbackReason = `WebGPU unavailable: ${probe.webgpuReason}`;
   let enc: Encoder;
   let cached: boolean;
+  /** The parity check's and the query timing's lines (WebGPU loads only). */
+  let checked: string | undefined;
+  let queryEnc: Encoder | undefined;
+  let verdictInfo: Pick<LoadedEncoder, 'parity' | 'queryDevice'> = {};
   if (choice.device === 'webgpu') {
     try {
       // Fails where session creation would, before any cached WebGPU session is reused.
@@ -187,6 +192,44 @@ export async function load(
       if (fetchFailures.length) throw modelFetchError(spec, e);
       console.warn(`loupe: ${spec.id}: WebGPU failed (${errorText(e)})`);
       throw webGpuFailed(errorText(e));
+    }
+    // Parity with WASM and the faster device for one text query, once per (model, dtype, adapter).
+    if (!isCrossEncoder(spec)) {
+      const refDtype = referenceDtype(choice.dtype, spec.dtypes);
+      let v: Awaited<ReturnType<typeof deviceVerdict>>;
+      try {
+        v = await deviceVerdict(
+          spec,
+          enc,
+          refDtype,
+          probe.adapterInfo ?? 'unknown adapter',
+          opts.simulateParityMismatch === true,
+          () => getEncoder(spec, 'wasm', refDtype, report).promise,
+          report,
+        );
+      } catch (e) {
+        if (fetchFailures.length) throw modelFetchError(spec, e);
+        throw webGpuFailed(`the WebGPU parity check could not run: ${errorText(e)}`);
+      }
+      const { parity, query } = v.verdict;
+      verdictInfo = { parity: { ...parity, cached: v.cached }, ...(query ? { queryDevice: query } : {}) };
+      if (!parity.ok) {
+        const next = afterParityFailure(choice.dtype, spec.dtypes, (opts.dtype ?? 'auto') === 'auto');
+        if (next.device === 'webgpu') {
+          const r = await load(spec, { ...opts, dtype: next.dtype }, onProgress);
+          return {
+            ...r,
+            deviceReason: `${parity.reason}; ${r.deviceReason}`,
+            reason: `${parity.reason}; ${r.reason}`,
+          };
+        }
+        fallbackReason = `${parity.reason}; running on WASM (${next.dtype})`;
+        const r = getEncoder(spec, 'wasm', next.dtype, report);
+        enc = await r.promise;
+      } else {
+        checked = query ? `${parity.reason}; ${query.reason}` : parity.reason;
+        if (query?.device === 'wasm') queryEnc = await getEncoder(spec, 'wasm', refDtype, report).promise;
+      }
     }
   } else {
     report({ kind: 'status', message: `Loading ${spec.label ?? spec.id} for WASM (${choice.dtype})` });
@@ -210,8 +253,9 @@ export async function load(
   report.flush();
   if (spec.dim > 0 && enc.dim !== spec.dim) throw new Error(sizeMismatch(spec, enc.dim, 'the spec'));
   if (isCrossEncoder(spec)) checkActivation(spec, enc.dim);
-  const deviceReason = fallbackReason ?? choice.deviceReason;
-  setActive(enc, spec, fallbackReason, deviceReason);
+  const deviceReason =
+    fallbackReason ?? (checked ? `${choice.deviceReason}; ${checked}` : choice.deviceReason);
+  setActive(enc, spec, fallbackReason, deviceReason, queryEnc);
   return {
     modelId: spec.id,
     device: enc.device,
@@ -220,7 +264,12 @@ export async function load(
     dim: enc.dim,
     ...(fallbackReason ? { fallbackReason } : {}),
     deviceReason,
-    reason: fallbackReason ? `${fallbackReason}; ${choice.reason}` : choice.reason,
+    reason: fallbackReason
+      ? `${fallbackReason}; ${choice.reason}`
+      : checked
+        ? `${choice.reason}; ${checked}`
+        : choice.reason,
+    ...verdictInfo,
     loadMs: cached ? 0 : performance.now() - t0,
     cached,
   };

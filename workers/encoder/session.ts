@@ -19,6 +19,8 @@ let gpuDevice: GpuDeviceLike | null = null;
 export const encoders = new Map<string, Promise<Encoder>>();
 /** The model embedTexts, embedImages, rerank… run on (the last one loaded). */
 let active: Encoder | null = null;
+/** Where single text queries run when not on `active` (WASM, measured faster at load: device-policy.ts). */
+let activeQuery: Encoder | null = null;
 /** The spec of the last load(): how embedTexts/embedImages pool, prefix and truncate. */
 let activeSpec: ModelSpec | null = null;
 /** Why the active model is not on WebGPU although WebGPU was tried. */
@@ -81,14 +83,23 @@ export async function onActive<T>(fn: (enc: Encoder, spec: ModelSpec) => Promise
   }
 }
 
-/** Makes `enc` the active encoder, used with `spec` until the next load. */
+/** Runs `fn` on the single-text-query encoder: the WASM one when it was faster at load, else onActive. */
+export async function onQuery<T>(fn: (enc: Encoder, spec: ModelSpec) => Promise<T>): Promise<T> {
+  const q = activeQuery;
+  if (!q || !active || active.lost) return onActive(fn);
+  return fn(q, activeSpec ?? q.spec);
+}
+
+/** Makes `enc` the active encoder, used with `spec` until the next load (`query`: for single text queries). */
 export function setActive(
   enc: Encoder,
   spec: ModelSpec,
   fallbackReason: string | undefined,
   deviceReason: string,
+  query?: Encoder,
 ): void {
   active = enc;
+  activeQuery = query && query !== enc ? query : null;
   activeSpec = spec;
   activeFallbackReason = fallbackReason;
   activeDeviceReason = deviceReason;
@@ -99,6 +110,7 @@ export async function unloadAll(): Promise<void> {
   const all = [...encoders.values()];
   encoders.clear();
   active = null;
+  activeQuery = null;
   activeSpec = null;
   activeFallbackReason = undefined;
   activeDeviceReason = '';
@@ -113,6 +125,7 @@ export function activeBackend() {
     device: active.device,
     dtype: active.dtype,
     threads: active.threads,
+    ...(activeQuery ? { queryDevice: activeQuery.device } : {}),
     deviceReason: active.lost ? `WebGPU failed (${active.lost})` : activeDeviceReason,
     ...(active.lost ? { lost: active.lost } : {}),
     ...(activeFallbackReason ? { fallbackReason: activeFallbackReason } : {}),

@@ -4,6 +4,7 @@ import type { PreTrainedModel, PreTrainedTokenizer, Processor } from '@huggingfa
 import type { Dtype, ModelSpec } from '../../src/lib/core/retrieval/models';
 import type { Progress } from '../../src/lib/core/types';
 import type { Device } from '../../src/lib/platform/backend';
+import type { ParityVerdict, QueryDeviceChoice } from '../../src/lib/platform/device-policy';
 
 /** A progress callback (proxied from the page). */
 export type OnProgress = (p: Progress) => void;
@@ -26,6 +27,8 @@ export interface LoadOptions {
    * folder this worker's script is in (dev: /workers/, build: assets/), i.e. the app's root.
    */
   modelsBase?: string;
+  /** Test only (URL `simulate-parity-mismatch=1`): perturb the WebGPU vectors of the parity check. */
+  simulateParityMismatch?: boolean;
   /** Test only: make the WebGPU attempt fail as a real session error would. */
   simulateWebGpuFailure?: boolean;
   /**
@@ -52,6 +55,10 @@ export interface LoadedEncoder {
   deviceReason: string;
   /** What the backend probe chose and why (deviceReason plus threads and dtype). */
   reason: string;
+  /** WebGPU loads: the parity check against WASM (`cached`: this worker's earlier verdict). */
+  parity?: ParityVerdict & { cached: boolean };
+  /** WebGPU loads whose parity held: where single text queries run, from timings at load. */
+  queryDevice?: QueryDeviceChoice;
   /** Load + warm-up time in ms (0 when it came from this worker's cache). */
   loadMs: number;
   cached: boolean;

@@ -139,6 +139,7 @@ export class App {
     if (Number.isFinite(num('b'))) r.bm25.b = num('b');
     if (Number.isInteger(num('depth')) && num('depth') > 0) r.depth = num('depth');
     r.simulateWebGpuFailure = params.get('simulate-webgpu-failure') === '1';
+    r.simulateParityMismatch = params.get('simulate-parity-mismatch') === '1';
     // The view the URL names (the same parameters the page writes back: view-url.ts).
     const u = new URL(location.href);
     u.search = params.toString();

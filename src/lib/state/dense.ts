@@ -55,6 +55,8 @@ export interface DenseSettings {
   depth: number;
   /** Debug switch (URL `simulate-webgpu-failure=1`): make the WebGPU attempt fail, to see the fallback. */
   simulateWebGpuFailure?: boolean;
+  /** Debug switch (URL `simulate-parity-mismatch=1`): perturb the WebGPU vectors of the parity check. */
+  simulateParityMismatch?: boolean;
   /** Search with HNSW (single-vector queries: one part, or feature fusion) instead of exact. */
   ann?: AnnSettings;
   /** Texts longer than the model's window: first window (absent), or every window aggregated by mean or max. */
@@ -174,6 +176,7 @@ async function denseTaskWith(
     device: args.settings.device,
     dtype: args.settings.dtype,
     simulateWebGpuFailure: args.settings.simulateWebGpuFailure,
+    simulateParityMismatch: args.settings.simulateParityMismatch,
     ...args.job,
   });
   args.onEncoder?.(encoder);

@@ -73,6 +73,8 @@ export class Retrievers {
   customModels = $state.raw<ModelSpec[]>([]);
   /** Debug switch from the URL (`simulate-webgpu-failure=1`): WebGPU loads fail, to show the fallback. */
   simulateWebGpuFailure = false;
+  /** Debug switch from the URL (`simulate-parity-mismatch=1`): the WebGPU parity check fails, to show its fallback. */
+  simulateParityMismatch = false;
   /** The encoder in use: model, device, dtype, threads and why (shown in the UI). */
   encoder = $state.raw<LoadedEncoder | null>(null);
 
@@ -351,6 +353,7 @@ export class Retrievers {
           fusion: this.fusionMode,
           depth: this.depth,
           simulateWebGpuFailure: this.simulateWebGpuFailure,
+          simulateParityMismatch: this.simulateParityMismatch,
           ...(this.denseSearch === 'hnsw' ? { ann: $state.snapshot(this.ann) } : {}),
           ...(isChunked(this.chunking) ? { chunking: $state.snapshot(this.chunking) } : {}),
           ...(this.multiImage

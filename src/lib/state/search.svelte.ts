@@ -339,6 +339,7 @@ export class SearchState {
               fusion: 'both',
               depth: this.k,
               simulateWebGpuFailure: r.simulateWebGpuFailure,
+              simulateParityMismatch: r.simulateParityMismatch,
               // Long texts as the Benchmark's dense options say (a long pasted case is chunked too).
               ...(isChunked(r.chunking) ? { chunking: $state.snapshot(r.chunking) } : {}),
               // Several images (the query's or the documents'): as the dense options say; a
