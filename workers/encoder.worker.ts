@@ -6,6 +6,7 @@
 // This file only wires the modules in workers/encoder/ and exposes their calls:
 //   environment.ts  transformers.js set-up, model-download failures, the WebGPU-failure error
 //   load.ts         backend probe, model loading and warm-up, the WebGPU → WASM rule
+//   parity.ts       WebGPU vs WASM parity check and single-query timing at load (device policy)
 //   session.ts      the model cache and the active model every call runs on
 //   text.ts         tokenizing, the text tower, pooling; windows.ts long texts cut into windows
 //   image.ts        image decoding (DICOM included) and the vision tower

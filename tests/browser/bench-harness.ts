@@ -113,7 +113,13 @@ const benchHarness = {
     try {
       return {
         ok: true,
-        info: await api().load(spec, { allowRemoteModels: false, modelsBase: LOCAL_MODELS_PATH, ...opts }),
+        info: await api().load(spec, {
+          allowRemoteModels: false,
+          modelsBase: LOCAL_MODELS_PATH,
+          // A WebGPU row times one query on WebGPU, not on the device the policy would pick.
+          pinQueries: true,
+          ...opts,
+        }),
       };
     } catch (e) {
       return failure(e);

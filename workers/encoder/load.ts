@@ -228,7 +228,8 @@ export async function load(
         enc = await r.promise;
       } else {
         checked = query ? `${parity.reason}; ${query.reason}` : parity.reason;
-        if (query?.device === 'wasm') queryEnc = await getEncoder(spec, 'wasm', refDtype, report).promise;
+        if (query?.device === 'wasm' && !opts.pinQueries)
+          queryEnc = await getEncoder(spec, 'wasm', refDtype, report).promise;
       }
     }
   } else {

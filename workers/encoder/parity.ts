@@ -9,6 +9,7 @@ import type { Dtype, ModelSpec } from '../../src/lib/core/retrieval/models';
 import {
   chooseQueryDevice,
   cosine,
+  PARITY_TEXTS,
   parityVerdict,
   perturbVector,
   verdictKey,
@@ -19,13 +20,6 @@ import { embedImageBatch } from './image';
 import { embedTextBatch } from './text';
 import type { Encoder, OnProgress } from './types';
 
-/** Fixed inputs of the parity check: short and long, plain and clinical, one non-Latin. */
-export const PARITY_TEXTS = [
-  'pneumothorax',
-  'What are the symptoms of the common cold?',
-  'Axial CT of the head without contrast shows a hyperdense lesion in the left basal ganglia.',
-  'Лечение артериальной гипертензии у пожилых пациентов',
-];
 /** Side of the generated parity image (a colour gradient with a diagonal stripe). */
 export const PARITY_IMAGE_SIZE = 64;
 /** QUERY_TIMINGS: single text queries timed on each device (after the parity runs warmed both). */
@@ -51,10 +45,13 @@ export function parityImage(size = PARITY_IMAGE_SIZE): RawImage {
 /** Embeds the fixed inputs with one encoder: one vector per input, with its label. */
 async function embedFixed(enc: Encoder, spec: ModelSpec): Promise<{ label: string; v: Float32Array }[]> {
   const out: { label: string; v: Float32Array }[] = [];
-  const t = await embedTextBatch(enc, spec, PARITY_TEXTS, 'document');
+  const t = await embedTextBatch(enc, spec, [...PARITY_TEXTS], 'document');
   const dim = t.length / PARITY_TEXTS.length;
   PARITY_TEXTS.forEach((s, i) =>
-    out.push({ label: `text "${s.slice(0, 40)}"`, v: t.subarray(i * dim, (i + 1) * dim) }),
+    out.push({
+      label: `text "${s.length > 40 ? `${s.slice(0, 40)}…` : s}"`,
+      v: t.subarray(i * dim, (i + 1) * dim),
+    }),
   );
   if (enc.visionModel) {
     const img = await embedImageBatch(enc, spec, [parityImage()]);

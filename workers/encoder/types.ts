@@ -27,6 +27,11 @@ export interface LoadOptions {
    * folder this worker's script is in (dev: /workers/, build: assets/), i.e. the app's root.
    */
   modelsBase?: string;
+  /**
+   * Benchmarks: single text queries stay on the model's device (a WebGPU row times WebGPU) instead of
+   * the device measured faster at load.
+   */
+  pinQueries?: boolean;
   /** Test only (URL `simulate-parity-mismatch=1`): perturb the WebGPU vectors of the parity check. */
   simulateParityMismatch?: boolean;
   /** Test only: make the WebGPU attempt fail as a real session error would. */

@@ -13,6 +13,14 @@ export const QUANTISED: readonly Dtype[] = ['q8', 'int8', 'uint8', 'q4', 'q4f16'
 /** Lowest cosine WebGPU vs WASM (per fixed input) for the WebGPU vectors to be used, per WebGPU dtype. */
 export const PARITY_MIN: Partial<Record<Dtype, number>> = { fp32: 0.9999, fp16: 0.999 };
 
+/** Fixed texts of the parity check (embedded as documents): short and long, plain and clinical, one non-Latin. */
+export const PARITY_TEXTS: readonly string[] = [
+  'pneumothorax',
+  'What are the symptoms of the common cold?',
+  'Axial CT of the head without contrast shows a hyperdense lesion in the left basal ganglia.',
+  'Лечение артериальной гипертензии у пожилых пациентов',
+];
+
 /** Why a quantised dtype asked for on WebGPU runs on WASM instead. */
 export function quantisedReason(dtype: Dtype): string {
   return (
