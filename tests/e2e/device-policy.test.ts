@@ -35,6 +35,8 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
     await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
   });
 
+  /** The cosine the forced mismatch measured on bert-tiny (deterministic: the app run must show it too). */
+  let mismatchCosine = '';
   /** Reasons as the runs record them (printed: README quotes their form). */
   const seen: string[] = [];
 
@@ -79,6 +81,7 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
     const lowest = Math.min(...onGpu.map((g, i) => cosine(perturbVector(Float32Array.from(g)), onWasm[i])));
     expect(lowest).toBeLessThan(0.95);
     expect(Number(m![1])).toBeCloseTo(lowest, 4);
+    mismatchCosine = m![1];
     expect(r.info.parity!.cosine).toBeCloseTo(lowest, 4);
 
     // Asked again: the cached verdict, no second check.
@@ -131,6 +134,34 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
       'q8 runs on WASM, never on WebGPU: its quantised ops are not accelerated there (measured no faster than WASM, BENCHMARKS.md)',
     );
     expect(r.info.parity).toBeUndefined();
+    expect(realErrors(page)).toEqual([]);
+  });
+
+  it('in the app: a forced mismatch on device=webgpu completes the medquad run on WASM and records the parity failure', async () => {
+    expect(mismatchCosine).not.toBe('');
+    await page.goto(
+      `${baseUrl}/?shard=/shards/medquad/&retriever=dense&model=${BERT}&device=webgpu&dtype=fp32&simulate-parity-mismatch=1&run=1`,
+    );
+    await page.waitForSelector(
+      '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
+      {
+        timeout: 300_000,
+      },
+    );
+    expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+    const backend = page.locator('[data-testid="backend"]');
+    expect(await backend.getAttribute('data-device')).toBe('wasm');
+    expect(await backend.getAttribute('data-parity')).toBe('failed');
+    const failure = `WebGPU parity check failed: cosine ${mismatchCosine} < 0.9999 on text "`;
+    expect(await page.locator('[data-testid="fallback-reason"]').innerText()).toContain(
+      `fell back to WASM: ${failure}`,
+    );
+    expect(await page.locator('[data-testid="device-policy"]').innerText()).toMatch(/never q8/);
+    // The run itself: on WASM, with the parity failure as its device reason.
+    const desc = await page.locator('[data-testid="runs-table"] td.small').last().innerText();
+    expect(desc).toContain(`${BERT} (fp32, wasm)`);
+    expect(desc).toContain(failure);
+    expect(desc).toMatch(/\(simulated mismatch\); running on WASM \(fp32\)$/);
     expect(realErrors(page)).toEqual([]);
   });
 });
