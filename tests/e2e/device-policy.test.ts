@@ -113,6 +113,10 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
     const batch = await call(page, 'embedTexts', texts, 'query', 8);
     const one = await call(page, 'embedTexts', [texts[0]], 'query', 1);
     expect(cosine(one[0], batch[0])).toBeGreaterThanOrEqual(0.9999);
+    // Benchmarks pin single queries to the model's device: the verdict is reused, the query stays on WebGPU.
+    const pinned = loaded(await call(page, 'load', BERT, { ...GPU, pinQueries: true }));
+    expect(pinned.info.parity?.cached).toBe(true);
+    expect(await call(page, 'backend')).not.toHaveProperty('queryDevice');
     expect(realErrors(page)).toEqual([]);
   });
 

@@ -24,7 +24,7 @@ import {
   type BackendProbe,
   type Device,
 } from '../../src/lib/platform/backend';
-import { afterParityFailure, applyDevicePolicy, referenceDtype } from '../../src/lib/platform/device-policy';
+import { applyDevicePolicy } from '../../src/lib/platform/device-policy';
 import {
   configureEnv,
   errorText,
@@ -37,9 +37,9 @@ import {
 } from './environment';
 import { WARMUP_IMAGE_SIZE, embedImageBatch } from './image';
 import { phased, progressCallback } from './progress';
-import { deviceVerdict } from './parity';
+import { checkWebGpu } from './parity';
 import { checkActivation, pairLogits } from './rerank';
-import { disposeEncoder, encoders, setActive, watchDevice } from './session';
+import { disposeEncoder, dropEncoder, encoders, setActive, watchDevice } from './session';
 import { embedTextBatch } from './text';
 import type { Encoder, LoadOptions, LoadedEncoder, OnProgress } from './types';
 
@@ -195,42 +195,22 @@ export async function load(
     }
     // Parity with WASM and the faster device for one text query, once per (model, dtype, adapter).
     if (!isCrossEncoder(spec)) {
-      const refDtype = referenceDtype(choice.dtype, spec.dtypes);
-      let v: Awaited<ReturnType<typeof deviceVerdict>>;
-      try {
-        v = await deviceVerdict(
-          spec,
-          enc,
-          refDtype,
-          probe.adapterInfo ?? 'unknown adapter',
-          opts.simulateParityMismatch === true,
-          () => getEncoder(spec, 'wasm', refDtype, report).promise,
-          report,
-        );
-      } catch (e) {
-        if (fetchFailures.length) throw modelFetchError(spec, e);
-        throw webGpuFailed(`the WebGPU parity check could not run: ${errorText(e)}`);
+      const c = await checkWebGpu(spec, enc, opts, probe.adapterInfo ?? 'unknown adapter', report, {
+        get: (dtype) => getEncoder(spec, 'wasm', dtype, report).promise,
+        has: (dtype) => encoders.has(cacheKey(spec, dtype, 'wasm')),
+        drop: (dtype) => dropEncoder(cacheKey(spec, dtype, 'wasm')),
+      });
+      if (c.retry) {
+        // Automatic fp16 failed the check: fp32 on WebGPU, checked in turn.
+        const r = await load(spec, { ...opts, dtype: c.retry.dtype }, onProgress);
+        return {
+          ...r,
+          deviceReason: `${c.retry.why}; ${r.deviceReason}`,
+          reason: `${c.retry.why}; ${r.reason}`,
+        };
       }
-      const { parity, query } = v.verdict;
-      verdictInfo = { parity: { ...parity, cached: v.cached }, ...(query ? { queryDevice: query } : {}) };
-      if (!parity.ok) {
-        const next = afterParityFailure(choice.dtype, spec.dtypes, (opts.dtype ?? 'auto') === 'auto');
-        if (next.device === 'webgpu') {
-          const r = await load(spec, { ...opts, dtype: next.dtype }, onProgress);
-          return {
-            ...r,
-            deviceReason: `${parity.reason}; ${r.deviceReason}`,
-            reason: `${parity.reason}; ${r.reason}`,
-          };
-        }
-        fallbackReason = `${parity.reason}; running on WASM (${next.dtype})`;
-        const r = getEncoder(spec, 'wasm', next.dtype, report);
-        enc = await r.promise;
-      } else {
-        checked = query ? `${parity.reason}; ${query.reason}` : parity.reason;
-        if (query?.device === 'wasm' && !opts.pinQueries)
-          queryEnc = await getEncoder(spec, 'wasm', refDtype, report).promise;
-      }
+      ({ enc, fallbackReason, checked, queryEnc } = c);
+      verdictInfo = c.info;
     }
   } else {
     report({ kind: 'status', message: `Loading ${spec.label ?? spec.id} for WASM (${choice.dtype})` });

@@ -7,6 +7,8 @@
 import { RawImage } from '@huggingface/transformers';
 import type { Dtype, ModelSpec } from '../../src/lib/core/retrieval/models';
 import {
+  afterParityFailure,
+  referenceDtype,
   chooseQueryDevice,
   cosine,
   PARITY_TEXTS,
@@ -16,9 +18,10 @@ import {
   type DeviceVerdict,
   type ParityInput,
 } from '../../src/lib/platform/device-policy';
+import { errorText, fetchFailures, modelFetchError, webGpuFailed } from './environment';
 import { embedImageBatch } from './image';
 import { embedTextBatch } from './text';
-import type { Encoder, OnProgress } from './types';
+import type { Encoder, LoadOptions, LoadedEncoder, OnProgress } from './types';
 
 /** Side of the generated parity image (a colour gradient with a diagonal stripe). */
 export const PARITY_IMAGE_SIZE = 64;
@@ -110,4 +113,74 @@ export async function deviceVerdict(
   }
   verdicts.set(key, verdict);
   return { verdict, cached: false };
+}
+
+/** The WASM copies of the model being loaded, by dtype (load.ts's encoder cache). */
+export interface WasmCopies {
+  get(dtype: Dtype): Promise<Encoder>;
+  has(dtype: Dtype): boolean;
+  drop(dtype: Dtype): Promise<void>;
+}
+
+/** What the checks decided for a WebGPU load (load.ts applies it). */
+export interface WebGpuCheck {
+  /** The encoder the model runs on: the WebGPU one, or the WASM one after a failed check. */
+  enc: Encoder;
+  fallbackReason?: string;
+  /** The parity and query-timing lines for the device reason (when the check passed). */
+  checked?: string;
+  /** The WASM encoder for single text queries (when it was faster, and queries are not pinned). */
+  queryEnc?: Encoder;
+  info: Pick<LoadedEncoder, 'parity' | 'queryDevice'>;
+  /** Automatic fp16 failed the check: load again in this dtype (on WebGPU), and why. */
+  retry?: { dtype: Dtype; why: string };
+}
+
+/**
+ * The parity check and query timing for a WebGPU encoder, and what follows from them: stay on WebGPU
+ * (single queries on WASM when faster), retry fp32, or continue on WASM. Errors while checking are
+ * WebGPU failures (the client's WASM restart), except model files that could not be downloaded.
+ */
+export async function checkWebGpu(
+  spec: ModelSpec,
+  gpu: Encoder,
+  opts: LoadOptions,
+  adapter: string,
+  report: OnProgress,
+  wasm: WasmCopies,
+): Promise<WebGpuCheck> {
+  const refDtype = referenceDtype(gpu.dtype, spec.dtypes);
+  // The WASM copy the check loads is dropped afterwards unless it is used (queries, fallback).
+  const hadWasm = wasm.has(refDtype);
+  let v: Awaited<ReturnType<typeof deviceVerdict>>;
+  try {
+    v = await deviceVerdict(
+      spec,
+      gpu,
+      refDtype,
+      adapter,
+      opts.simulateParityMismatch === true,
+      () => wasm.get(refDtype),
+      report,
+    );
+  } catch (e) {
+    if (fetchFailures.length) throw modelFetchError(spec, e);
+    throw webGpuFailed(`the WebGPU parity check could not run: ${errorText(e)}`);
+  }
+  const { parity, query } = v.verdict;
+  const info = { parity: { ...parity, cached: v.cached }, ...(query ? { queryDevice: query } : {}) };
+  if (!parity.ok) {
+    const next = afterParityFailure(gpu.dtype, spec.dtypes, (opts.dtype ?? 'auto') === 'auto');
+    if (next.device === 'webgpu') return { enc: gpu, info, retry: { dtype: next.dtype, why: parity.reason } };
+    return {
+      enc: await wasm.get(next.dtype),
+      fallbackReason: `${parity.reason}; running on WASM (${next.dtype})`,
+      info,
+    };
+  }
+  const checked = query ? `${parity.reason}; ${query.reason}` : parity.reason;
+  if (query?.device === 'wasm' && !opts.pinQueries)
+    return { enc: gpu, checked, queryEnc: await wasm.get(refDtype), info };
+  if (!hadWasm) await wasm.drop(refDtype);
+  return { enc: gpu, checked, info };
 }

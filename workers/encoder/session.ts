@@ -61,6 +61,14 @@ export async function disposeEncoder(enc: Encoder): Promise<void> {
   ]);
 }
 
+/** Removes one model from the cache and frees it (the parity check's WASM copy when it is not used). */
+export async function dropEncoder(key: string): Promise<void> {
+  const p = encoders.get(key);
+  if (!p) return;
+  encoders.delete(key);
+  await p.then(disposeEncoder, () => undefined);
+}
+
 /** The active encoder; a WebGPU one whose device was lost since is a WebGPU failure. */
 export function current(): Encoder {
   if (!active) throw new Error('no encoder loaded: call load() first');
