@@ -93,7 +93,9 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
   });
 
   it('without the hook the check passes on SwiftShader and the model stays on WebGPU; one text query runs on the faster WASM', async () => {
-    await call(page, 'stop');
+    // A fresh page: no verdict from the first test (the page keeps them across worker restarts).
+    await page.reload();
+    await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
     const r = loaded(await call(page, 'load', BERT, GPU));
     expect(r.info).toMatchObject({ device: 'webgpu', dtype: 'fp32' });
     expect(r.info.fallbackReason).toBeUndefined();
@@ -117,6 +119,13 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
     const pinned = loaded(await call(page, 'load', BERT, { ...GPU, pinQueries: true }));
     expect(pinned.info.parity?.cached).toBe(true);
     expect(await call(page, 'backend')).not.toHaveProperty('queryDevice');
+    // A restarted worker (a cancel terminates it) gets the page's verdict back: no second check.
+    await call(page, 'stop');
+    const restarted = loaded(await call(page, 'load', BERT, GPU));
+    expect(restarted.info.parity).toMatchObject({ cached: true, cosine: r.info.parity!.cosine });
+    expect(restarted.info.queryDevice).toEqual(q);
+    expect(restarted.progress.some((p) => p.startsWith('status:Checking WebGPU'))).toBe(false);
+    expect(await call(page, 'backend')).toMatchObject({ device: 'webgpu', queryDevice: 'wasm' });
     expect(realErrors(page)).toEqual([]);
   });
 

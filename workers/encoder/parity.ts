@@ -2,8 +2,8 @@
 // dtype, adapter) in this worker: a few fixed texts (and a generated image for image–text models) are
 // embedded on WebGPU and on WASM; below the policy's cosine the load continues on WASM with the reason.
 // When parity holds, a few single text queries are timed on each device and the faster one answers
-// single text queries from then on. Verdicts are cached for the worker's life (the page's, unless a
-// cancel or a WebGPU failure restarts it).
+// single text queries from then on. Verdicts are cached here for the worker's life, and by the client
+// for the page (passed back as LoadOptions.knownVerdicts to a worker restarted after a cancel).
 import { RawImage } from '@huggingface/transformers';
 import type { Dtype, ModelSpec } from '../../src/lib/core/retrieval/models';
 import {
@@ -81,7 +81,8 @@ export async function deviceVerdict(
   simulateMismatch: boolean,
   loadWasm: () => Promise<Encoder>,
   report: OnProgress,
-): Promise<{ verdict: DeviceVerdict; cached: boolean }> {
+  known: [string, DeviceVerdict][] = [],
+): Promise<{ verdict: DeviceVerdict; cached: boolean; key: string }> {
   const key = verdictKey(
     `${spec.local ? 'local:' : ''}${spec.localPath ?? spec.hubId}`,
     spec.revision,
@@ -89,8 +90,11 @@ export async function deviceVerdict(
     adapter,
     simulateMismatch,
   );
-  const hit = verdicts.get(key);
-  if (hit) return { verdict: hit, cached: true };
+  const hit = verdicts.get(key) ?? known.find(([k]) => k === key)?.[1];
+  if (hit) {
+    verdicts.set(key, hit);
+    return { verdict: hit, cached: true, key };
+  }
   report({ kind: 'status', message: `Checking WebGPU against WASM (${spec.label ?? spec.id})` });
   const wasm = await loadWasm();
   const onGpu = await embedFixed(gpu, spec);
@@ -112,7 +116,7 @@ export async function deviceVerdict(
     verdict = { parity, query: chooseQueryDevice(g, w) };
   }
   verdicts.set(key, verdict);
-  return { verdict, cached: false };
+  return { verdict, cached: false, key };
 }
 
 /** The WASM copies of the model being loaded, by dtype (load.ts's encoder cache). */
@@ -162,13 +166,17 @@ export async function checkWebGpu(
       opts.simulateParityMismatch === true,
       () => wasm.get(refDtype),
       report,
+      opts.knownVerdicts,
     );
   } catch (e) {
     if (fetchFailures.length) throw modelFetchError(spec, e);
     throw webGpuFailed(`the WebGPU parity check could not run: ${errorText(e)}`);
   }
   const { parity, query } = v.verdict;
-  const info = { parity: { ...parity, cached: v.cached }, ...(query ? { queryDevice: query } : {}) };
+  const info = {
+    parity: { ...parity, cached: v.cached, key: v.key },
+    ...(query ? { queryDevice: query } : {}),
+  };
   if (!parity.ok) {
     const next = afterParityFailure(gpu.dtype, spec.dtypes, (opts.dtype ?? 'auto') === 'auto');
     if (next.device === 'webgpu') return { enc: gpu, info, retry: { dtype: next.dtype, why: parity.reason } };

@@ -4,7 +4,7 @@ import type { PreTrainedModel, PreTrainedTokenizer, Processor } from '@huggingfa
 import type { Dtype, ModelSpec } from '../../src/lib/core/retrieval/models';
 import type { Progress } from '../../src/lib/core/types';
 import type { Device } from '../../src/lib/platform/backend';
-import type { ParityVerdict, QueryDeviceChoice } from '../../src/lib/platform/device-policy';
+import type { DeviceVerdict, ParityVerdict, QueryDeviceChoice } from '../../src/lib/platform/device-policy';
 
 /** A progress callback (proxied from the page). */
 export type OnProgress = (p: Progress) => void;
@@ -32,6 +32,11 @@ export interface LoadOptions {
    * the device measured faster at load.
    */
   pinQueries?: boolean;
+  /**
+   * Device verdicts (parity, query device) measured by an earlier worker of this page, by key: the
+   * client passes them back so that a restarted worker does not check again.
+   */
+  knownVerdicts?: [string, DeviceVerdict][];
   /** Test only (URL `simulate-parity-mismatch=1`): perturb the WebGPU vectors of the parity check. */
   simulateParityMismatch?: boolean;
   /** Test only: make the WebGPU attempt fail as a real session error would. */
@@ -61,7 +66,7 @@ export interface LoadedEncoder {
   /** What the backend probe chose and why (deviceReason plus threads and dtype). */
   reason: string;
   /** WebGPU loads: the parity check against WASM (`cached`: this worker's earlier verdict). */
-  parity?: ParityVerdict & { cached: boolean };
+  parity?: ParityVerdict & { cached: boolean; key: string };
   /** WebGPU loads whose parity held: where single text queries run, from timings at load. */
   queryDevice?: QueryDeviceChoice;
   /** Load + warm-up time in ms (0 when it came from this worker's cache). */

@@ -29,6 +29,7 @@ import {
   type ModelSpec,
 } from '../core/retrieval/models';
 import type { ProgressFn } from '../core/types';
+import type { DeviceVerdict } from '../platform/device-policy';
 import { MODEL_REGISTRY, RERANKER_REGISTRY, registryModel, rerankerModel } from '../platform/model-registry';
 import { modelFolder, servedModelFolders } from '../platform/model-index';
 import { WorkerClient, isAbortError, proxyProgress, type JobOptions } from './worker-client';
@@ -105,6 +106,22 @@ async function localFirst(spec: ModelSpec, opts: LoadOptions): Promise<LoadOptio
   return served && !served.has(modelFolder(spec)) ? { ...opts, allowLocalModels: false } : opts;
 }
 
+/**
+ * Device verdicts (WebGPU parity, single-query device) the worker measured, for the page: passed back
+ * with every load, so a worker restarted after a cancel does not check again (device-policy.ts).
+ */
+const verdicts = new Map<string, DeviceVerdict>();
+
+function withVerdicts(opts: LoadOptions): LoadOptions {
+  return verdicts.size ? { ...opts, knownVerdicts: [...verdicts] } : opts;
+}
+
+function remember(info: LoadedEncoder): void {
+  if (!info.parity || info.parity.cached) return;
+  const { cached: _c, key, ...parity } = info.parity;
+  verdicts.set(key, { parity, ...(info.queryDevice ? { query: info.queryDevice } : {}) });
+}
+
 async function load(
   spec: ModelSpec,
   options: LoadOptions,
@@ -117,7 +134,8 @@ async function load(
     return { ...lastLoad.info, cached: true, loadMs: 0 };
   lastLoad = null;
   try {
-    const info = await client.run((r) => r.load(spec, opts, proxyProgress(onProgress)), signal);
+    const info = await client.run((r) => r.load(spec, withVerdicts(opts), proxyProgress(onProgress)), signal);
+    remember(info);
     active = { spec, opts, dtype: info.dtype };
     lastLoad = { key, generation: client.generation, info };
     return info;
@@ -243,7 +261,10 @@ export async function embedCorpus(
   opts: JobOptions = {},
 ): Promise<EmbedCorpusResult> {
   const run = (q: EmbedCorpusRequest) =>
-    client.run((r) => r.embedCorpus(q, proxyProgress(opts.onProgress)), opts.signal);
+    client.run(
+      (r) => r.embedCorpus({ ...q, load: withVerdicts(q.load ?? {}) }, proxyProgress(opts.onProgress)),
+      opts.signal,
+    );
   // embedCorpus makes its model the worker's active one.
   const done = (q: EmbedCorpusRequest, r: EmbedCorpusResult) => {
     active = { spec: q.spec, opts: q.load ?? {}, dtype: r.backend.dtype };
