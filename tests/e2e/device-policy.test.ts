@@ -175,6 +175,13 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
     expect(desc).toContain(`${BERT} (fp32, wasm)`);
     expect(desc).toContain(failure);
     expect(desc).toMatch(/\(simulated mismatch\); running on WASM \(fp32\)$/);
+    // The long reasons wrap: no horizontal overflow at phone, tablet and desktop widths.
+    for (const width of [390, 1024, 1440]) {
+      await page.setViewportSize({ width, height: 860 });
+      const [sw, iw] = await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
+      expect(sw, `${width} px`).toBeLessThanOrEqual(iw);
+      expect(await page.locator('[data-testid="fallback-reason"]').isVisible()).toBe(true);
+    }
     expect(realErrors(page)).toEqual([]);
   });
 });
