@@ -29,8 +29,8 @@ export const PARITY_IMAGE_SIZE = 64;
 export const QUERY_TIMINGS = 3;
 const QUERY_TEXT = 'chest x-ray findings of heart failure';
 
-/** Verdicts by verdictKey, for this worker's life. */
-const verdicts = new Map<string, DeviceVerdict>();
+/** Verdicts by verdictKey, for this worker's life (a check in progress is shared; a failed one is forgotten). */
+const verdicts = new Map<string, Promise<DeviceVerdict>>();
 
 /** A deterministic RGB test image: red and green gradients, blue on a diagonal stripe. */
 export function parityImage(size = PARITY_IMAGE_SIZE): RawImage {
@@ -90,11 +90,30 @@ export async function deviceVerdict(
     adapter,
     simulateMismatch,
   );
-  const hit = verdicts.get(key) ?? known.find(([k]) => k === key)?.[1];
-  if (hit) {
-    verdicts.set(key, hit);
-    return { verdict: hit, cached: true, key };
+  const hit = verdicts.get(key);
+  if (hit) return { verdict: await hit, cached: true, key };
+  const given = known.find(([k]) => k === key)?.[1];
+  if (given) {
+    verdicts.set(key, Promise.resolve(given));
+    return { verdict: given, cached: true, key };
   }
+  const promise = measure(spec, gpu, refDtype, simulateMismatch, loadWasm, report);
+  verdicts.set(key, promise);
+  promise.catch(() => {
+    if (verdicts.get(key) === promise) verdicts.delete(key);
+  });
+  return { verdict: await promise, cached: false, key };
+}
+
+/** Runs the parity check, and when it passes the single-query timings. */
+async function measure(
+  spec: ModelSpec,
+  gpu: Encoder,
+  refDtype: Dtype,
+  simulateMismatch: boolean,
+  loadWasm: () => Promise<Encoder>,
+  report: OnProgress,
+): Promise<DeviceVerdict> {
   report({ kind: 'status', message: `Checking WebGPU against WASM (${spec.label ?? spec.id})` });
   const wasm = await loadWasm();
   const onGpu = await embedFixed(gpu, spec);
@@ -115,8 +134,7 @@ export async function deviceVerdict(
     }
     verdict = { parity, query: chooseQueryDevice(g, w) };
   }
-  verdicts.set(key, verdict);
-  return { verdict, cached: false, key };
+  return verdict;
 }
 
 /** The WASM copies of the model being loaded, by dtype (load.ts's encoder cache). */
