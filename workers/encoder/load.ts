@@ -201,7 +201,8 @@ export async function load(
         drop: (dtype) => dropEncoder(cacheKey(spec, dtype, 'wasm')),
       });
       if (c.retry) {
-        // Automatic fp16 failed the check: fp32 on WebGPU, checked in turn.
+        // Automatic fp16 failed the check: fp32 on WebGPU, checked in turn (the fp16 copy is freed).
+        await dropEncoder(cacheKey(spec, enc.dtype, 'webgpu'));
         const r = await load(spec, { ...opts, dtype: c.retry.dtype }, onProgress);
         return {
           ...r,
