@@ -192,7 +192,12 @@ export class SearchState {
   /** The load options a query passes for the chosen model (the same, so the same encoder answers). */
   #loadOptions() {
     const r = this.app.retrievers;
-    return { device: r.device, dtype: r.dtype, simulateWebGpuFailure: r.simulateWebGpuFailure };
+    return {
+      device: r.device,
+      dtype: r.dtype,
+      simulateWebGpuFailure: r.simulateWebGpuFailure,
+      simulateParityMismatch: r.simulateParityMismatch,
+    };
   }
 
   /** The loaded encoder's key when the chosen model is loaded and nothing else runs, else null. */
