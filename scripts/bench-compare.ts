@@ -1,17 +1,23 @@
 // How long a paired comparison takes as the number of queries grows (issue 18 item 5): two synthetic
 // runs' per-query measures through core/eval/compare.ts (the code the stats worker runs), with the
-// app's default resampling (2,000 bootstrap, 10,000 randomization), in Node on one core.
+// app's default resampling (2,000 bootstrap, 10,000 randomization), in Node on one core. Prints the
+// wall time and the process's CPU time (less moved by a loaded machine). `--reference` also times the
+// one-column path of stats.ts (bootstrapMean + compareToBaseline per measure, what compareRuns did
+// before resampling.ts) and checks that both give the same numbers.
 //
-//   npm run bench:compare -- [--queries 1000,10000,100000] [--measures 5]
+//   npm run bench:compare -- [--queries 1000,10000,100000] [--measures 5] [--reference]
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { isDeepStrictEqual } from 'node:util';
 import { compareRuns } from '../src/lib/core/eval/compare';
 import { Xoshiro128 } from '../src/lib/core/eval/random';
+import { bootstrapMean, compareToBaseline } from '../src/lib/core/eval/stats';
 
 const { values: args } = parseArgs({
   options: {
     queries: { type: 'string', default: '1000,10000,100000' },
     measures: { type: 'string', default: '5' },
+    reference: { type: 'boolean', default: false },
   },
 });
 const MEASURES = ['ndcg_cut_10', 'recall_100', 'recip_rank', 'map', 'P_10'].slice(0, Number(args.measures));
@@ -28,20 +34,57 @@ function run(n: number, shift: number): Map<string, Record<string, number>> {
   return m;
 }
 
-console.log(`| queries | measures | compare two runs | load average before |`);
-console.log(`| ------: | -------: | --------------: | ------------------: |`);
+/** The one-column path: each measure's baseline bootstrap, then each system against the baseline. */
+function reference(a: Map<string, Record<string, number>>, b: Map<string, Record<string, number>>) {
+  return MEASURES.map((m) => {
+    const col = (p: typeof a) => new Map([...p].map(([q, v]) => [q, v[m] ?? 0] as [string, number]));
+    const [r] = compareToBaseline(col(a), [col(b)]);
+    return [bootstrapMean([...col(a).values()]), r.bootstrap.b, r.bootstrap.diff, r.randomization.pValue];
+  });
+}
+
+/** Wall and CPU seconds of `f`. */
+function timed<T>(f: () => T): { value: T; wall: string; cpu: string } {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const value = f();
+  const c = process.cpuUsage(c0);
+  return {
+    value,
+    wall: ((performance.now() - t0) / 1000).toFixed(2),
+    cpu: ((c.user + c.system) / 1e6).toFixed(2),
+  };
+}
+
+const ref = args.reference ? ' one-column path (wall / CPU) | same numbers |' : '';
+console.log(`| queries | measures | compare two runs (wall / CPU) |${ref} load average before |`);
+console.log(
+  `| ------: | -------: | ----------------------------: |${ref ? ' ---: | ---: |' : ''} ------------------: |`,
+);
 for (const n of args.queries.split(',').map(Number)) {
   const a = run(n, 0);
   const b = run(n, 0.05);
   const load = loadavg()[0].toFixed(1);
-  const t0 = performance.now();
-  compareRuns({
-    inputs: [
-      { id: 'a', name: 'a', perQuery: a },
-      { id: 'b', name: 'b', perQuery: b },
-    ],
-    baselineId: 'a',
-    measures: MEASURES,
-  });
-  console.log(`| ${n} | ${MEASURES.length} | ${((performance.now() - t0) / 1000).toFixed(2)} s | ${load} |`);
+  const fast = timed(() =>
+    compareRuns({
+      inputs: [
+        { id: 'a', name: 'a', perQuery: a },
+        { id: 'b', name: 'b', perQuery: b },
+      ],
+      baselineId: 'a',
+      measures: MEASURES,
+    }),
+  );
+  let cells = '';
+  if (args.reference) {
+    const slow = timed(() => reference(a, b));
+    const got = fast.value.measures.map((m) => [
+      m.systems[0].mean,
+      m.systems[1].mean,
+      m.systems[1].diff,
+      m.systems[1].pRandomization,
+    ]);
+    cells = ` ${slow.wall} s / ${slow.cpu} s | ${isDeepStrictEqual(got, slow.value) ? 'yes' : 'NO'} |`;
+  }
+  console.log(`| ${n} | ${MEASURES.length} | ${fast.wall} s / ${fast.cpu} s |${cells} ${load} |`);
 }

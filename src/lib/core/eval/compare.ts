@@ -1,7 +1,20 @@
 // Comparison of runs over one task: each measure with a paired bootstrap CI, the difference to a
 // baseline with paired randomization and t tests (Holm-corrected across systems), a per-facet
 // breakdown and the queries that changed most. Pure: runs in the stats worker and in Node tests.
-import { bootstrapMean, compareToBaseline, type CompareOptions, type ConfidenceInterval } from './stats';
+import { bootstrapIntervals, byteOrder, randomizationCounts, type BootstrapColumn } from './resampling';
+import {
+  MAX_EXACT_RANDOMIZATION_N,
+  MAX_INT_RANGE,
+  MIN_BOOTSTRAP_RESAMPLES,
+  exactRandomizationTest,
+  extremeThreshold,
+  holmBonferroni,
+  intervalPercentiles,
+  pairedTTest,
+  winTieLoss,
+  type CompareOptions,
+  type ConfidenceInterval,
+} from './stats';
 
 export interface CompareInput {
   id: string;
@@ -55,15 +68,14 @@ export interface Comparison {
   options: Required<Pick<CompareOptions, 'seed' | 'bootstrapResamples' | 'randomizationResamples'>>;
 }
 
-function column(perQuery: Map<string, Record<string, number>>, measure: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const [q, m] of perQuery) out.set(q, m[measure] ?? 0);
-  return out;
-}
-
 /**
  * Compares runs against `baselineId` on every measure. `facets` maps a query id to its facet
  * values (key → value); `changedLimit` caps the most-changed query list.
+ *
+ * The numbers are those of stats.ts's `bootstrapMean` (the baseline's mean, over its queries in their
+ * order, 95%) and `compareToBaseline` (every other run over the queries it shares with the baseline),
+ * to the bit, for the same seed; they are computed for all measures and runs at once by
+ * resampling.ts, so 100,000 queries take seconds, not minutes.
  */
 export function compareRuns(args: {
   inputs: CompareInput[];
@@ -81,37 +93,7 @@ export function compareRuns(args: {
     bootstrapResamples: args.options?.bootstrapResamples ?? 2000,
     randomizationResamples: args.options?.randomizationResamples ?? 10000,
   };
-  const full = { ...args.options, ...opts };
-  const measures: MeasureComparison[] = args.measures.map((measure) => {
-    const b = column(base.perQuery, measure);
-    const bMean = bootstrapMean([...b.values()], { resamples: opts.bootstrapResamples, seed: opts.seed });
-    const systems: SystemStat[] = [{ id: base.id, name: base.name, n: b.size, mean: bMean }];
-    const results = others.length
-      ? compareToBaseline(
-          b,
-          others.map((o) => column(o.perQuery, measure)),
-          full,
-        )
-      : [];
-    results.forEach((r, i) =>
-      systems.push({
-        id: others[i].id,
-        name: others[i].name,
-        n: r.n,
-        mean: r.bootstrap.b,
-        diff: r.bootstrap.diff,
-        pRandomization: r.randomization.pValue,
-        pTTest: r.tTest.pValue,
-        holmRandomization: r.holm.randomization,
-        holmTTest: r.holm.tTest,
-        wins: r.winTieLoss.wins,
-        ties: r.winTieLoss.ties,
-        losses: r.winTieLoss.losses,
-      }),
-    );
-    return { measure, systems };
-  });
-
+  const measures = compareMeasures(base, others, args.measures, { ...args.options, ...opts });
   const primary = args.measures[0];
   const facets: FacetComparison[] = [];
   if (args.facets && primary) {
@@ -119,7 +101,9 @@ export function compareRuns(args: {
     for (const q of base.perQuery.keys())
       for (const [k, v] of args.facets.get(q) ?? []) {
         const g = groups.get(k) ?? new Map<string, string[]>();
-        g.set(v, [...(g.get(v) ?? []), q]);
+        const list = g.get(v);
+        if (list) list.push(q);
+        else g.set(v, [q]);
         groups.set(k, g);
       }
     for (const [key, g] of groups) {
@@ -140,22 +124,150 @@ export function compareRuns(args: {
     facets.sort((a, b) => (a.key < b.key ? -1 : 1));
   }
 
-  const changed: ChangedQuery[] = [];
+  // The most changed queries: each query's largest absolute change, sorted through its index.
+  const ids = [...base.perQuery.keys()];
+  const largest = new Float64Array(ids.length);
+  const primaryOf = (m: Record<string, number> | undefined) => m?.[primary] ?? 0;
   if (primary)
-    for (const [q, m] of base.perQuery) {
-      const diffs: Record<string, number> = {};
-      for (const o of others) diffs[o.id] = (o.perQuery.get(q)?.[primary] ?? 0) - (m[primary] ?? 0);
-      changed.push({ queryId: q, baseline: m[primary] ?? 0, diffs });
-    }
-  const maxAbs = (c: ChangedQuery) => Math.max(0, ...Object.values(c.diffs).map(Math.abs));
-  changed.sort((a, b) => maxAbs(b) - maxAbs(a) || (a.queryId < b.queryId ? -1 : 1));
-  return {
-    baselineId: base.id,
-    measures,
-    facets,
-    changed: changed.filter((c) => maxAbs(c) > 0).slice(0, args.changedLimit ?? 25),
-    options: opts,
+    ids.forEach((q, i) => {
+      const b = primaryOf(base.perQuery.get(q));
+      largest[i] = Math.max(0, ...others.map((o) => Math.abs(primaryOf(o.perQuery.get(q)) - b)));
+    });
+  const order = primary ? ids.map((_, i) => i).filter((i) => largest[i] > 0) : [];
+  order.sort((i, j) => largest[j] - largest[i] || (ids[i] < ids[j] ? -1 : 1));
+  const changed: ChangedQuery[] = order.slice(0, args.changedLimit ?? 25).map((i) => {
+    const q = ids[i];
+    const b = primaryOf(base.perQuery.get(q));
+    const diffs: Record<string, number> = {};
+    for (const o of others) diffs[o.id] = primaryOf(o.perQuery.get(q)) - b;
+    return { queryId: q, baseline: b, diffs };
+  });
+  return { baselineId: base.id, measures, facets, changed, options: opts };
+}
+
+/** One measure's values of `input` over `ids` (0 where a query lacks it), checked finite. */
+function values(input: CompareInput, ids: string[], measure: string): Float64Array {
+  const out = new Float64Array(ids.length);
+  ids.forEach((q, i) => {
+    const v = input.perQuery.get(q)?.[measure] ?? 0;
+    if (!Number.isFinite(v))
+      throw new RangeError(`run '${input.name}', query '${q}': ${measure} is not a finite number: ${v}`);
+    out[i] = v;
+  });
+  return out;
+}
+
+/** The statistics of every measure and run (see `compareRuns`). */
+function compareMeasures(
+  base: CompareInput,
+  others: CompareInput[],
+  measureNames: string[],
+  opts: CompareOptions & Comparison['options'],
+): MeasureComparison[] {
+  const B = opts.bootstrapResamples;
+  if (!(Number.isSafeInteger(B) && B >= MIN_BOOTSTRAP_RESAMPLES))
+    throw new RangeError(`bootstrap resamples must be an integer >= ${MIN_BOOTSTRAP_RESAMPLES}, got ${B}`);
+  const R = opts.randomizationResamples;
+  const confidence = opts.confidence ?? 0.95;
+  intervalPercentiles(confidence);
+  const exactMax = Math.min(
+    opts.exactRandomizationMaxN ?? MAX_EXACT_RANDOMIZATION_N,
+    MAX_EXACT_RANDOMIZATION_N,
+  );
+  const baseIds = [...base.perQuery.keys()];
+  if (baseIds.length === 0) throw new RangeError('no paired queries to compare');
+  const sorted = byteOrder(baseIds);
+  const shared = others.map((o) => {
+    const ids = sorted.filter((q) => o.perQuery.has(q));
+    if (ids.length === 0) throw new RangeError('the two runs have no query in common');
+    return ids;
+  });
+  for (const n of [baseIds.length, ...shared.map((ids) => ids.length)])
+    if (n > MAX_INT_RANGE) throw new RangeError(`bootstrap supports at most ${MAX_INT_RANGE} queries`);
+  if (shared.some((ids) => ids.length > exactMax) && !(Number.isSafeInteger(R) && R >= 1))
+    throw new RangeError(`randomization resamples must be a positive integer, got ${R}`);
+
+  // Every column's interval and test, grouped by length: one length, one stream of resamples.
+  const boot = new Map<number, { column: BootstrapColumn; ci?: ConfidenceInterval }[]>();
+  const flips = new Map<number, { d: Float64Array; extreme?: number }[]>();
+  const bootstrap = (column: BootstrapColumn) => {
+    const job: { column: BootstrapColumn; ci?: ConfidenceInterval } = { column };
+    const list = boot.get(column.values.length) ?? [];
+    list.push(job);
+    boot.set(column.values.length, list);
+    return job;
   };
+  const plan = measureNames.map((measure) => ({
+    measure,
+    base: bootstrap({ values: values(base, baseIds, measure), confidence: 0.95 }),
+    systems: others.map((o, s) => {
+      const a = values(base, shared[s], measure);
+      const b = values(o, shared[s], measure);
+      const d = new Float64Array(a.length);
+      for (let i = 0; i < d.length; i++) d[i] = b[i] - a[i];
+      let flip: { d: Float64Array; extreme?: number } | undefined;
+      if (a.length > exactMax) {
+        flip = { d };
+        const list = flips.get(d.length) ?? [];
+        list.push(flip);
+        flips.set(d.length, list);
+      }
+      return {
+        a,
+        b: bootstrap({ values: b, confidence }),
+        diff: bootstrap({ values: d, confidence }),
+        flip,
+      };
+    }),
+  }));
+  for (const jobs of boot.values()) {
+    const cis = bootstrapIntervals(
+      jobs.map((j) => j.column),
+      B,
+      opts.seed,
+    );
+    jobs.forEach((j, i) => (j.ci = cis[i]));
+  }
+  for (const jobs of flips.values()) {
+    const counts = randomizationCounts(
+      jobs.map((j) => j.d),
+      jobs.map((j) => extremeThreshold(j.d)),
+      R,
+      opts.seed,
+    );
+    jobs.forEach((j, i) => (j.extreme = counts[i]));
+  }
+
+  return plan.map(({ measure, base: b, systems }) => {
+    const results = systems.map((s) => {
+      const values = s.b.column.values;
+      const tTest = pairedTTest(s.a, values);
+      const pRandomization = s.flip
+        ? (s.flip.extreme! + 1) / (R + 1)
+        : exactRandomizationTest(s.a, values).pValue;
+      return { s, tTest, pRandomization, wtl: winTieLoss(s.a, values, opts.tieTolerance ?? 0) };
+    });
+    const ht = holmBonferroni(results.map((r) => r.tTest.pValue));
+    const hr = holmBonferroni(results.map((r) => r.pRandomization));
+    const stats: SystemStat[] = [{ id: base.id, name: base.name, n: baseIds.length, mean: b.ci! }];
+    results.forEach((r, i) =>
+      stats.push({
+        id: others[i].id,
+        name: others[i].name,
+        n: r.s.a.length,
+        mean: r.s.b.ci!,
+        diff: r.s.diff.ci!,
+        pRandomization: r.pRandomization,
+        pTTest: r.tTest.pValue,
+        holmRandomization: hr[i],
+        holmTTest: ht[i],
+        wins: r.wtl.wins,
+        ties: r.wtl.ties,
+        losses: r.wtl.losses,
+      }),
+    );
+    return { measure, systems: stats };
+  });
 }
 
 /** Mean of a measure family at every cutoff 1..maxK (for metric@k curves), from per-query values. */

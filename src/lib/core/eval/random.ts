@@ -7,6 +7,13 @@ function fmix32(h: number): number {
   return (h ^ (h >>> 16)) | 0;
 }
 
+/** The four state words xoshiro128** starts from for `seed` (for generators inlined in hot loops). */
+export function seedState(seed: number): [number, number, number, number] {
+  if (!Number.isFinite(seed)) throw new RangeError(`seed must be a finite number, got ${seed}`);
+  const s = Math.trunc(seed) >>> 0;
+  return [1, 2, 3, 4].map((i) => fmix32((s + i * 0x9e3779b9) | 0)) as [number, number, number, number];
+}
+
 /** xoshiro128** with the seeding described in the file header. */
 export class Xoshiro128 {
   private s0: number;
@@ -15,12 +22,7 @@ export class Xoshiro128 {
   private s3: number;
 
   constructor(seed: number) {
-    if (!Number.isFinite(seed)) throw new RangeError(`seed must be a finite number, got ${seed}`);
-    const s = Math.trunc(seed) >>> 0;
-    this.s0 = fmix32((s + 0x9e3779b9) | 0);
-    this.s1 = fmix32((s + 2 * 0x9e3779b9) | 0);
-    this.s2 = fmix32((s + 3 * 0x9e3779b9) | 0);
-    this.s3 = fmix32((s + 4 * 0x9e3779b9) | 0);
+    [this.s0, this.s1, this.s2, this.s3] = seedState(seed);
   }
 
   /** Next output, an integer in [0, 2^32). */

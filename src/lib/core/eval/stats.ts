@@ -308,7 +308,7 @@ export interface RandomizationResult {
 export const RANDOMIZATION_TOLERANCE = 1e-9;
 
 /** |S_obs| − tolerance, the threshold a resampled |S*| must reach. */
-function extremeThreshold(d: Float64Array): number {
+export function extremeThreshold(d: Float64Array): number {
   let s = 0;
   let abs = 0;
   for (let i = 0; i < d.length; i++) {
