@@ -1,0 +1,144 @@
+// The 10k rung of the scale ladder end to end in Chromium (issue 18): a synthetic shard of 10,000
+// documents and 1,000 queries made by make-scale-shard in a temporary folder under the gitignored
+// generated-shards/ (removed afterwards), with random unit vectors as its precomputed corpus
+// embeddings, labelled with the generated bert-tiny model (random weights: the dense numbers measure
+// the path, not retrieval quality). One link imports it, runs BM25 and a dense run that embeds the
+// queries only, shows the metrics and compares the two runs. The metrics are checked against the
+// evaluator run in Node on each exported run and the shard's own qrels file; the query list keeps
+// only the rows in view in the DOM. The time of the whole flow is printed, never asserted.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { evaluate } from '../../src/lib/core/eval/metrics';
+import { parseQrelsAuto, parseRun } from '../../src/lib/core/eval/trec';
+import { launch, pageErrors, type Session } from './browser';
+
+const baseUrl = inject('baseUrl');
+const ROOT = resolve(import.meta.dirname, '../..');
+const MODEL = 'loupe-test/bert-tiny-random';
+const MEASURES = ['ndcg_cut_10', 'recall_100', 'recip_rank', 'map', 'P_10'];
+const DOCS = 10_000;
+const QUERIES = 1_000;
+
+async function phase(page: Page, ...phases: string[]) {
+  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
+  await page.waitForSelector(sel, { timeout: 300_000 });
+  return page.getAttribute('[data-testid="app"]', 'data-phase');
+}
+
+async function download(page: Page, testId: string): Promise<string> {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
+  return readFileSync(await dl.path(), 'utf8');
+}
+
+/** The encoder worker's own counters (read in the worker). */
+async function encoderCounters(page: Page): Promise<Record<string, number>> {
+  const w = page.workers().find((x) => x.url().includes('encoder.worker'));
+  if (!w) throw new Error('no encoder worker');
+  return w.evaluate(
+    () => (self as unknown as { loupeEncoderCounters: Record<string, number> }).loupeEncoderCounters,
+  );
+}
+
+describe('the 10k rung (issue 18)', () => {
+  let s: Session;
+  let dir = '';
+  beforeAll(async () => {
+    mkdirSync(join(ROOT, 'generated-shards'), { recursive: true });
+    dir = mkdtempSync(join(ROOT, 'generated-shards', 'scale-10k-'));
+    execFileSync(
+      'npx',
+      [
+        'tsx',
+        'scripts/make-scale-shard.ts',
+        ...['--docs', String(DOCS), '--queries', String(QUERIES)],
+        ...['--vectors', 'random', '--model', MODEL, '--out', dir],
+      ],
+      { cwd: ROOT, stdio: 'pipe' },
+    );
+    s = await launch();
+  }, 300_000);
+  afterAll(async () => {
+    await s?.dispose();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('import, BM25, dense from the precomputed vectors, metrics equal the evaluator on the exports, compare, a virtual query list', async () => {
+    const { page } = s;
+    const errors = pageErrors(page);
+    const runs = ['bm25(k1=0.9,b=0.4)', `dense(model=${MODEL},dtype=fp32,device=wasm)`].join(';');
+    const q = new URLSearchParams({
+      shard: `/generated-shards/${basename(dir)}/`,
+      task: 'scale-qa',
+      runs,
+      compare: '1',
+    });
+    const t0 = Date.now();
+    await page.goto(`${baseUrl}/?${q}`);
+    expect(await phase(page, 'done', 'error')).toBe('done');
+    await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 300_000 });
+    const seconds = ((Date.now() - t0) / 1000).toFixed(1);
+
+    // The dense run embedded the queries only: the corpus side came from the shard's vectors.
+    expect(await encoderCounters(page)).toMatchObject({ docsEmbedded: 0, precomputedRows: DOCS });
+
+    // Both runs compared on every measure: the baseline with its CI, the other with a difference.
+    const ids = await page
+      .locator('[data-testid="comparison-table"] tr[data-measure="ndcg_cut_10"]')
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run') ?? ''));
+    expect(ids).toHaveLength(2);
+    expect(await page.locator('[data-testid="comparison-table"] tbody tr').count()).toBe(2 * MEASURES.length);
+    const diff = page.locator(
+      `[data-testid="comparison-table"] tr[data-measure="ndcg_cut_10"][data-run="${ids[1]}"] [data-testid="diff"]`,
+    );
+    expect(await diff.innerText()).toMatch(/^[+-]?\d\.\d{4} \[-?\d\.\d{4}, -?\d\.\d{4}\]$/);
+
+    // Each run's metrics: the UI's table, its metrics.json and the comparison's means all equal the
+    // evaluator run here on the exported run.trec against the shard's qrels file.
+    const qrels = parseQrelsAuto(readFileSync(join(dir, 'qrels/test.tsv'), 'utf8'), 'qrels/test.tsv');
+    for (const id of ids) {
+      await page.click(`[data-testid="runs-table"] tr[data-run="${id}"] [data-testid="run-name"]`);
+      await expect
+        .poll(() => page.getAttribute('[data-testid="runs-table"] tr.current', 'data-run'))
+        .toBe(id);
+      const run = parseRun(await download(page, 'export-run'), 'run.trec');
+      expect(run.size).toBe(QUERIES);
+      const again = evaluate(qrels, run, MEASURES, { complete: true });
+      const metrics = JSON.parse(await download(page, 'export-json'));
+      for (const m of MEASURES) {
+        expect(metrics.overall[m]).toBe(again.all[m]);
+        if (m !== 'P_10') {
+          // (The metrics table leaves out P@k.)
+          const cell = page.locator(`tr[data-scope="overall"] td[data-measure="${m}"]`);
+          expect(await cell.innerText()).toBe(again.all[m].toFixed(4));
+        }
+        const mean = page.locator(
+          `[data-testid="comparison-table"] tr[data-measure="${m}"][data-run="${id}"] [data-testid="mean"]`,
+        );
+        expect((await mean.innerText()).split(' ')[0]).toBe(again.all[m].toFixed(4));
+      }
+      // BM25 finds the fragment's document for most queries; the dense run's vectors are random.
+      if (metrics.run.config.kind === 'bm25') expect(again.all.recall_100).toBeGreaterThan(0.5);
+
+      // The query list: 1,000 queries, a few dozen rows in the DOM, the last one reachable by scrolling.
+      const list = page.locator('[data-testid="query-list"]');
+      expect(await list.getAttribute('data-rows')).toBe(String(QUERIES));
+      const rows = list.locator('li');
+      expect(await rows.count()).toBeGreaterThan(5);
+      expect(await rows.count()).toBeLessThan(50);
+      await list.evaluate((el) => el.scrollTo(0, el.scrollHeight));
+      await expect.poll(() => rows.last().getAttribute('aria-posinset')).toBe(String(QUERIES));
+      expect(await rows.count()).toBeLessThan(50);
+      await rows.last().locator('button').click();
+      const picked = await rows.last().locator('button').getAttribute('data-qid');
+      await expect.poll(() => page.getAttribute('[data-testid="query-detail"]', 'data-qid')).toBe(picked);
+      await list.evaluate((el) => el.scrollTo(0, 0));
+    }
+    console.log(
+      `10k rung: import, BM25, dense (precomputed) and comparison of ${QUERIES} queries: ${seconds} s`,
+    );
+    expect(errors.join('\n')).toBe('');
+  });
+});
