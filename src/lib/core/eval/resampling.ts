@@ -51,12 +51,13 @@ export function bootstrapIntervals(
     if (values.length !== n) throw new RangeError('bootstrap columns differ in length');
     for (let i = 0; i < n; i++) maxAbs = Math.max(maxAbs, Math.abs(values[i]));
   }
-  // Float32 copies, interleaved eight columns to a block, so one pass over the counts serves eight.
-  const blocks = Math.ceil(C / 8);
-  const approx = new Float32Array(blocks * n * 8);
+  // Float32 copies, interleaved four columns to a block: one pass over a block serves four columns
+  // of two resamples.
+  const blocks = Math.ceil(C / 4);
+  const approx = new Float32Array(blocks * n * 4);
   columns.forEach(({ values }, c) => {
-    const base = (c >> 3) * n * 8 + (c & 7);
-    for (let i = 0; i < n; i++) approx[base + 8 * i] = values[i];
+    const base = (c >> 2) * n * 4 + (c & 3);
+    for (let i = 0; i < n; i++) approx[base + 4 * i] = values[i];
   });
   // |approximate sum − stats.ts's sum| ≤ δ: the float32 rounding of each value (relative 2^-24, or
   // 2^-149 absolute below float32's normal range), plus both sums' own rounding (n·u of Σ|x| each).
@@ -66,31 +67,37 @@ export function bootstrapIntervals(
 
   const sums = new Float64Array(C * B);
   const states = new Int32Array(4 * B);
-  const counts = new Float64Array(n);
+  const countsA = new Float64Array(n);
+  const countsB = new Float64Array(n);
   let [s0, s1, s2, s3] = seedState(seed);
   const threshold = TWO32 % n;
-  for (let r = 0; r < B; r++) {
-    states[4 * r] = s0;
-    states[4 * r + 1] = s1;
-    states[4 * r + 2] = s2;
-    states[4 * r + 3] = s3;
-    counts.fill(0);
-    for (let i = 0; i < n;) {
-      // xoshiro128** (random.ts), then Lemire's exactly uniform integer below n (random.ts).
-      const m5 = Math.imul(s1, 5);
-      const u = Math.imul((m5 << 7) | (m5 >>> 25), 9) >>> 0;
-      const t = s1 << 9;
-      s2 ^= s0;
-      s3 ^= s1;
-      s1 ^= s2;
-      s0 ^= s3;
-      s2 ^= t;
-      s3 = (s3 << 11) | (s3 >>> 21);
-      const m = u * n;
-      const hi = (m * INV32) | 0;
-      if (m - hi * TWO32 >= threshold) {
-        counts[hi]++;
-        i++;
+  for (let r = 0; r < B; r += 2) {
+    // Resamples r and r + 1 (if any), drawn in order, as multinomial counts.
+    for (let h = 0; h < 2; h++) {
+      const counts = h ? countsB : countsA;
+      counts.fill(0);
+      if (r + h >= B) break;
+      states[4 * (r + h)] = s0;
+      states[4 * (r + h) + 1] = s1;
+      states[4 * (r + h) + 2] = s2;
+      states[4 * (r + h) + 3] = s3;
+      for (let i = 0; i < n;) {
+        // xoshiro128** (random.ts), then Lemire's exactly uniform integer below n (random.ts).
+        const m5 = Math.imul(s1, 5);
+        const u = Math.imul((m5 << 7) | (m5 >>> 25), 9) >>> 0;
+        const t = s1 << 9;
+        s2 ^= s0;
+        s3 ^= s1;
+        s1 ^= s2;
+        s0 ^= s3;
+        s2 ^= t;
+        s3 = (s3 << 11) | (s3 >>> 21);
+        const m = u * n;
+        const hi = (m * INV32) | 0;
+        if (m - hi * TWO32 >= threshold) {
+          counts[hi]++;
+          i++;
+        }
       }
     }
     for (let b = 0; b < blocks; b++) {
@@ -98,23 +105,31 @@ export function bootstrapIntervals(
       let a1 = 0;
       let a2 = 0;
       let a3 = 0;
-      let a4 = 0;
-      let a5 = 0;
-      let a6 = 0;
-      let a7 = 0;
-      for (let i = 0, o = b * n * 8; i < n; i++, o += 8) {
-        const k = counts[i];
-        a0 += k * approx[o];
-        a1 += k * approx[o + 1];
-        a2 += k * approx[o + 2];
-        a3 += k * approx[o + 3];
-        a4 += k * approx[o + 4];
-        a5 += k * approx[o + 5];
-        a6 += k * approx[o + 6];
-        a7 += k * approx[o + 7];
+      let b0 = 0;
+      let b1 = 0;
+      let b2 = 0;
+      let b3 = 0;
+      for (let i = 0, o = b * n * 4; i < n; i++, o += 4) {
+        const k = countsA[i];
+        const l = countsB[i];
+        const x0 = approx[o];
+        const x1 = approx[o + 1];
+        const x2 = approx[o + 2];
+        const x3 = approx[o + 3];
+        a0 += k * x0;
+        a1 += k * x1;
+        a2 += k * x2;
+        a3 += k * x3;
+        b0 += l * x0;
+        b1 += l * x1;
+        b2 += l * x2;
+        b3 += l * x3;
       }
-      const lanes = [a0, a1, a2, a3, a4, a5, a6, a7];
-      for (let l = 0; l < 8 && 8 * b + l < C; l++) sums[(8 * b + l) * B + r] = lanes[l];
+      const lanes = [a0, a1, a2, a3, b0, b1, b2, b3];
+      for (let l = 0; l < 4 && 4 * b + l < C; l++) {
+        sums[(4 * b + l) * B + r] = lanes[l];
+        if (r + 1 < B) sums[(4 * b + l) * B + r + 1] = lanes[4 + l];
+      }
     }
   }
 
@@ -126,7 +141,8 @@ export function bootstrapIntervals(
     candidates: number[];
   }
   const targets: Target[][] = [];
-  const replay = new Set<number>();
+  /** Resample → the columns that need its exact sum. */
+  const replay = new Map<number, number[]>();
   columns.forEach(({ confidence }, c) => {
     const own = sums.subarray(c * B, (c + 1) * B);
     const sorted = Float64Array.from(own).sort();
@@ -148,7 +164,9 @@ export function bootstrapIntervals(
           if (!all && own[r] < v - 2 * delta) below++;
           else if (all || own[r] <= v + 2 * delta) {
             candidates.push(r);
-            replay.add(r);
+            const cs = replay.get(r) ?? [];
+            if (cs.at(-1) !== c) cs.push(c);
+            replay.set(r, cs);
           }
         }
         return { rank, below, candidates };
@@ -158,11 +176,9 @@ export function bootstrapIntervals(
 
   // Replays: the resample's n draws again, each column summed in draw order as stats.ts sums it.
   const exact = new Map<number, Float64Array>();
-  const acc = new Float64Array(C);
-  const cols = columns.map((c) => c.values);
-  for (const r of replay) {
+  const drawn = new Int32Array(n);
+  for (const [r, cs] of replay) {
     [s0, s1, s2, s3] = [states[4 * r], states[4 * r + 1], states[4 * r + 2], states[4 * r + 3]];
-    acc.fill(0);
     for (let i = 0; i < n;) {
       const m5 = Math.imul(s1, 5);
       const u = Math.imul((m5 << 7) | (m5 >>> 25), 9) >>> 0;
@@ -175,12 +191,16 @@ export function bootstrapIntervals(
       s3 = (s3 << 11) | (s3 >>> 21);
       const m = u * n;
       const hi = (m * INV32) | 0;
-      if (m - hi * TWO32 >= threshold) {
-        for (let c = 0; c < C; c++) acc[c] += cols[c][hi];
-        i++;
-      }
+      if (m - hi * TWO32 >= threshold) drawn[i++] = hi;
     }
-    exact.set(r, Float64Array.from(acc));
+    const out = new Float64Array(C);
+    for (const c of cs) {
+      const x = columns[c].values;
+      let sum = 0;
+      for (let i = 0; i < n; i++) sum += x[drawn[i]];
+      out[c] = sum;
+    }
+    exact.set(r, out);
   }
 
   return columns.map(({ values, confidence }, c) => {
