@@ -125,7 +125,17 @@ export class CompareState {
           facets.set(qid, new Map([...f].map(([k, v]) => [k, v.value])));
         const result = await compareInWorker(
           {
-            inputs: picked.map((r) => ({ id: r.meta.id, name: r.meta.name, perQuery: r.report.perQuery })),
+            // Only the compared measures cross to the worker (a report holds dozens per query).
+            inputs: picked.map((r) => ({
+              id: r.meta.id,
+              name: r.meta.name,
+              perQuery: new Map(
+                [...r.report.perQuery].map(([q, m]) => [
+                  q,
+                  Object.fromEntries(COMPARE_MEASURES.filter((k) => k in m).map((k) => [k, m[k]])),
+                ]),
+              ),
+            })),
             baselineId,
             measures: COMPARE_MEASURES,
             facets,
