@@ -145,15 +145,22 @@ export function compareRuns(args: {
   return { baselineId: base.id, measures, facets, changed, options: opts };
 }
 
-/** One measure's values of `input` over `ids` (0 where a query lacks it), checked finite. */
-function values(input: CompareInput, ids: string[], measure: string): Float64Array {
-  const out = new Float64Array(ids.length);
-  ids.forEach((q, i) => {
-    const v = input.perQuery.get(q)?.[measure] ?? 0;
+/** `input`'s per-query records over `ids` (looked up once, read once per measure). */
+function recordsOf(input: CompareInput, ids: string[]) {
+  return { input, ids, records: ids.map((q) => input.perQuery.get(q)) };
+}
+
+/** One measure's values of the records (0 where a query lacks it), checked finite. */
+function values(r: ReturnType<typeof recordsOf>, measure: string): Float64Array {
+  const out = new Float64Array(r.ids.length);
+  for (let i = 0; i < out.length; i++) {
+    const v = r.records[i]?.[measure] ?? 0;
     if (!Number.isFinite(v))
-      throw new RangeError(`run '${input.name}', query '${q}': ${measure} is not a finite number: ${v}`);
+      throw new RangeError(
+        `run '${r.input.name}', query '${r.ids[i]}': ${measure} is not a finite number: ${v}`,
+      );
     out[i] = v;
-  });
+  }
   return out;
 }
 
@@ -197,12 +204,14 @@ function compareMeasures(
     boot.set(column.values.length, list);
     return job;
   };
+  const baseRecords = recordsOf(base, baseIds);
+  const pairs = others.map((o, s) => [recordsOf(base, shared[s]), recordsOf(o, shared[s])]);
   const plan = measureNames.map((measure) => ({
     measure,
-    base: bootstrap({ values: values(base, baseIds, measure), confidence: 0.95 }),
+    base: bootstrap({ values: values(baseRecords, measure), confidence: 0.95 }),
     systems: others.map((o, s) => {
-      const a = values(base, shared[s], measure);
-      const b = values(o, shared[s], measure);
+      const a = values(pairs[s][0], measure);
+      const b = values(pairs[s][1], measure);
       const d = new Float64Array(a.length);
       for (let i = 0; i < d.length; i++) d[i] = b[i] - a[i];
       let flip: { d: Float64Array; extreme?: number } | undefined;

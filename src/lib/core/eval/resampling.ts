@@ -238,9 +238,9 @@ export function randomizationCounts(
     return 1.01 * (2 * n + 64) * U * abs + Number.MIN_VALUE;
   });
   const counts = new Array<number>(M).fill(0);
-  // Sign bits of a chunk of resamples (about 16 MB at most), then per 32-query word the subset sums
+  // Sign bits of a chunk of resamples (about 32 MB at most), then per 32-query word the subset sums
   // of each byte: table[(byte·256 + v)·M + c] = Σ over the byte's 8 queries of (bit set ? −d : d).
-  const chunk = Math.max(1, Math.min(B, Math.floor((4 << 20) / W)));
+  const chunk = Math.max(1, Math.min(B, Math.floor((8 << 20) / W)));
   const bits = new Int32Array(chunk * W);
   const S = new Float64Array(chunk * M);
   const table = new Float64Array(4 * 256 * M);
