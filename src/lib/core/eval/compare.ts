@@ -131,11 +131,17 @@ export function compareRuns(args: {
   if (primary)
     ids.forEach((q, i) => {
       const b = primaryOf(base.perQuery.get(q));
-      largest[i] = Math.max(0, ...others.map((o) => Math.abs(primaryOf(o.perQuery.get(q)) - b)));
+      let max = 0;
+      for (const o of others) max = Math.max(max, Math.abs(primaryOf(o.perQuery.get(q)) - b));
+      largest[i] = max;
     });
-  const order = primary ? ids.map((_, i) => i).filter((i) => largest[i] > 0) : [];
+  // Only queries at or above the limit-th largest change can make the list: sort those alone.
+  const limit = args.changedLimit ?? 25;
+  const cut = limit > 0 ? (Float64Array.from(largest).sort().at(-limit) ?? 0) : Infinity;
+  const order: number[] = [];
+  if (primary) for (let i = 0; i < ids.length; i++) if (largest[i] > 0 && largest[i] >= cut) order.push(i);
   order.sort((i, j) => largest[j] - largest[i] || (ids[i] < ids[j] ? -1 : 1));
-  const changed: ChangedQuery[] = order.slice(0, args.changedLimit ?? 25).map((i) => {
+  const changed: ChangedQuery[] = order.slice(0, limit).map((i) => {
     const q = ids[i];
     const b = primaryOf(base.perQuery.get(q));
     const diffs: Record<string, number> = {};
