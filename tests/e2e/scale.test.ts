@@ -136,6 +136,14 @@ describe('the 10k rung (issue 18)', () => {
       await expect.poll(() => page.getAttribute('[data-testid="query-detail"]', 'data-qid')).toBe(picked);
       await list.evaluate((el) => el.scrollTo(0, 0));
     }
+    // The benchmark view with 1,000 queries fits a phone, a tablet and a desktop.
+    for (const width of [390, 1024, 1440]) {
+      await page.setViewportSize({ width, height: 860 });
+      await expect
+        .poll(() => page.evaluate(() => document.documentElement.scrollWidth - innerWidth))
+        .toBeLessThanOrEqual(0);
+      expect(await page.locator('[data-testid="query-list"] li').count()).toBeLessThan(50);
+    }
     console.log(
       `10k rung: import, BM25, dense (precomputed) and comparison of ${QUERIES} queries: ${seconds} s`,
     );
