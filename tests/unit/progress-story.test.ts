@@ -46,6 +46,9 @@ describe('progress line', () => {
     expect(progressText({ ...embed, reused: 64, docsPerSec: 0 }, null, 0)).toBe(
       'Reading the stored corpus embeddings: 64 / 3,000 documents',
     );
+    expect(progressText({ ...embed, items: 'queries', done: 500, total: 1000 }, null, 0)).toBe(
+      'Embedding the queries: 500 / 1,000',
+    );
     expect(progressText({ ...embed, done: 3000 }, null, 0)).toBe(
       'Embedding the corpus: 3,000 / 3,000 documents · 32.0 docs/s',
     );
@@ -60,6 +63,7 @@ describe('progress line', () => {
     expect(phaseOf(embed)).toBe('embed');
     expect(phaseOf({ ...embed, from: 'precomputed' })).toBe('precomputed');
     expect(phaseOf({ ...embed, done: 5, reused: 5 })).toBe('reuse');
+    expect(phaseOf({ ...embed, items: 'queries' })).toBe('queries');
   });
 
   it('seconds read as a person says them', () => {

@@ -75,7 +75,13 @@ export async function embedTexts(
     const o = (out ??= new Float32Array(texts.length * dim));
     pos.forEach((p, i) => o.set(v.subarray(i * dim, (i + 1) * dim), p * dim));
     done += pos.length;
-    report({ kind: 'embed', done, total: texts.length, docsPerSec: 0 });
+    report({
+      kind: 'embed',
+      done,
+      total: texts.length,
+      docsPerSec: 0,
+      items: role === 'query' ? 'queries' : 'texts',
+    });
   }
   report.flush();
   out ??= new Float32Array(0);

@@ -66,7 +66,7 @@ export async function embedImages(blobs: Blob[], batchSize = 16, onProgress?: On
     const dim = v.length / part.length;
     out ??= new Float32Array(blobs.length * dim);
     out.set(v, i * dim);
-    report({ kind: 'embed', done: i + part.length, total: blobs.length, docsPerSec: 0 });
+    report({ kind: 'embed', done: i + part.length, total: blobs.length, docsPerSec: 0, items: 'images' });
   }
   report.flush();
   out ??= new Float32Array(0);

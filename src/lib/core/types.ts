@@ -134,6 +134,8 @@ export type Progress =
       precomputed?: number;
       reused?: number;
       from?: 'precomputed';
+      /** What is embedded when it is not the corpus: the task's queries, other texts, query images. */
+      items?: 'queries' | 'texts' | 'images';
     }
   /** The model's first run on its device (kernel compilation, shader builds, the output check). */
   | { kind: 'compile'; model: string; device: string }

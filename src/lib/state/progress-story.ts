@@ -14,6 +14,7 @@ export type JobPhase =
   | 'load'
   | 'compile'
   | 'embed'
+  | 'queries'
   | 'precomputed'
   | 'reuse'
   | 'other';
@@ -30,6 +31,7 @@ export function phaseOf(p: Progress): JobPhase {
     case 'compile':
       return p.kind;
     case 'embed':
+      if (p.items) return 'queries';
       return p.from === 'precomputed' ? 'precomputed' : p.done > 0 && p.reused === p.done ? 'reuse' : 'embed';
     case 'status':
       return /^Loading /.test(p.message) ? 'load' : 'other';
@@ -92,6 +94,7 @@ export function progressText(p: Progress, since: DownloadSample | null, now: num
     case 'compile':
       return `Compiling ${p.model} for ${p.device} (its first run)`;
     case 'embed': {
+      if (p.items) return `Embedding the ${p.items}: ${count(p.done)} / ${count(p.total)}`;
       const of = `${count(p.done)} / ${count(p.total)} documents`;
       if (p.from === 'precomputed') return `Using the shard's precomputed embeddings: ${of}`;
       if (p.done > 0 && p.reused === p.done) return `Reading the stored corpus embeddings: ${of}`;

@@ -1,0 +1,229 @@
+// The scale ladder in the real browser (issue 18): for each rung, a synthetic shard made by
+// make-scale-shard (random clustered unit vectors as its precomputed corpus embeddings, labelled with
+// the generated bert-tiny model: random weights, the dense numbers measure the path, not quality) is
+// opened by one link on the production build (vite build + preview) in a fresh headless Chromium
+// profile, which imports it, runs BM25 and a dense run from the precomputed vectors (the queries
+// embedded, exact search), shows the metrics and compares the two runs. Timed from the app's own
+// phase measures (loupe:phase:*); memory is the tab's renderer processes' resident set read from
+// /proc every 200 ms (Chromium's, not the app's estimate), its peak kept per phase.
+//
+//   npm run bench:scale [-- --rungs 10000,100000] [--queries 1000] [--no-build] [--write-benchmarks]
+//
+// Shards are kept under generated-shards/bench-scale-<docs>-<queries>/ (gitignored) and reused.
+import { execFileSync, execSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { chromium } from 'playwright-core';
+import { build, preview } from 'vite';
+import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
+import { chromiumProcs, renderers } from './lib/bench-browser';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const MODEL = 'loupe-test/bert-tiny-random';
+const { values: argv } = parseArgs({
+  options: {
+    rungs: { type: 'string', default: '10000,100000' },
+    queries: { type: 'string', default: '1000' },
+    'no-build': { type: 'boolean', default: false },
+    'write-benchmarks': { type: 'boolean', default: false },
+  },
+});
+const RUNGS = argv.rungs.split(',').map(Number);
+const QUERIES = Number(argv.queries);
+if (RUNGS.some((n) => !Number.isInteger(n) || n < 100) || !Number.isInteger(QUERIES) || QUERIES < 1) {
+  console.error('--rungs: document counts ≥ 100, comma-separated; --queries: a positive integer');
+  process.exit(2);
+}
+const GEN = join(ROOT, 'generated-shards');
+const MiB = 1024 * 1024;
+
+interface Rung {
+  docs: number;
+  queries: number;
+  makeSeconds: number;
+  shardBytes: number;
+  totalSeconds: number;
+  /** Summed loupe:phase:* durations (ms) by phase. */
+  phases: Record<string, number>;
+  /** Peak renderer RSS (bytes) while each phase was on the progress line ('idle': none shown). */
+  peakRss: Record<string, number>;
+  peakRssAll: number;
+  error?: string;
+}
+
+function du(dir: string): number {
+  return Number(
+    execSync(`du -sb ${JSON.stringify(dir)}`)
+      .toString()
+      .split('\t')[0],
+  );
+}
+
+if (!argv['no-build']) {
+  console.log('building the site…');
+  await build({ root: ROOT, logLevel: 'warn' });
+}
+// The preview server serves generated-shards/ at /generated-shards/ (vite.config.ts).
+const server = await preview({ root: ROOT, preview: { port: 0, host: '127.0.0.1' }, logLevel: 'warn' });
+const address = server.httpServer.address();
+if (!address || typeof address === 'string') throw new Error('preview server did not bind');
+const base = `http://127.0.0.1:${address.port}`;
+const load0 = loadavg()[0];
+const started = new Date();
+const results: Rung[] = [];
+
+try {
+  for (const docs of RUNGS) {
+    const queries = Math.min(QUERIES, docs);
+    const name = `bench-scale-${docs}-${queries}`;
+    const dir = join(GEN, name);
+    let makeSeconds = 0;
+    if (!existsSync(join(dir, 'shard.json'))) {
+      mkdirSync(GEN, { recursive: true });
+      console.log(`${name}: make-scale-shard…`);
+      const t = performance.now();
+      execFileSync(
+        'npx',
+        [
+          'tsx',
+          'scripts/make-scale-shard.ts',
+          ...['--docs', String(docs), '--queries', String(queries)],
+          ...['--vectors', 'random', '--model', MODEL, '--out', dir],
+        ],
+        { cwd: ROOT, stdio: 'inherit' },
+      );
+      makeSeconds = (performance.now() - t) / 1000;
+    }
+    const rung: Rung = {
+      docs,
+      queries,
+      makeSeconds,
+      shardBytes: du(dir),
+      totalSeconds: 0,
+      phases: {},
+      peakRss: {},
+      peakRssAll: 0,
+    };
+    results.push(rung);
+    const profile = mkdtempSync(join(tmpdir(), 'loupe-scale-'));
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS,
+      headless: true,
+      viewport: { width: 1280, height: 900 },
+    });
+    let phase = 'idle';
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const rss = renderers(chromiumProcs(profile)).reduce((s, p) => s + p.rssBytes, 0);
+        rung.peakRss[phase] = Math.max(rung.peakRss[phase] ?? 0, rss);
+        rung.peakRssAll = Math.max(rung.peakRssAll, rss);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      page.on('pageerror', (e) => console.error('page error:', e.message));
+      // The phase on the progress line, for the memory samples.
+      await page.exposeFunction('loupeBenchPhase', (p: string | null) => (phase = p ?? 'idle'));
+      await page.addInitScript(() => {
+        let last: string | null = null;
+        setInterval(() => {
+          const p = document.querySelector('[data-testid="job"]')?.getAttribute('data-phase') ?? null;
+          if (p !== last) {
+            last = p;
+            (window as unknown as { loupeBenchPhase: (p: string | null) => void }).loupeBenchPhase(p);
+          }
+        }, 100);
+      });
+      const runs = ['bm25(k1=0.9,b=0.4)', `dense(model=${MODEL},dtype=fp32,device=wasm)`].join(';');
+      const q = new URLSearchParams({
+        shard: `/generated-shards/${name}/`,
+        task: 'scale-qa',
+        runs,
+        compare: '1',
+      });
+      const t0 = Date.now();
+      console.log(`${name}: opening ${base}/?${q}`);
+      await page.goto(`${base}/?${q}`);
+      await page.waitForSelector(
+        '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
+        {
+          timeout: 60 * 60_000,
+        },
+      );
+      if ((await page.getAttribute('[data-testid="app"]', 'data-phase')) === 'error')
+        throw new Error(
+          (await page.locator('[data-testid="message"][data-kind="error"]').allInnerTexts()).join(' '),
+        );
+      await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 60 * 60_000 });
+      rung.totalSeconds = (Date.now() - t0) / 1000;
+      rung.phases = await page.evaluate(() => {
+        const out: Record<string, number> = {};
+        for (const e of performance.getEntriesByType('measure'))
+          if (e.name.startsWith('loupe:phase:'))
+            out[e.name.slice(12)] = (out[e.name.slice(12)] ?? 0) + e.duration;
+        return out;
+      });
+    } catch (e) {
+      rung.error = (e as Error).message.split('\n')[0];
+    } finally {
+      sampling = false;
+      await sampler;
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    }
+    console.log(JSON.stringify(rung));
+  }
+} finally {
+  await server.close();
+}
+const load1 = loadavg()[0];
+
+const s = (ms: number | undefined) => (ms === undefined ? '–' : (ms / 1000).toFixed(1));
+const mib = (b: number | undefined) => (b === undefined ? '–' : `${Math.round(b / MiB)}`);
+const lines = [
+  '| documents × queries | shard on disk | link → comparison | read + parse | store (IndexedDB) | BM25 index | run queries (BM25 + dense) | dense: precomputed rows | peak renderer RSS, MiB: import / index / runs / overall |',
+  '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+];
+for (const r of results) {
+  const p = r.phases;
+  const sum = (...ks: string[]) => ks.reduce((a, k) => a + (p[k] ?? 0), 0);
+  const peak = (...ks: string[]) => Math.max(0, ...ks.map((k) => r.peakRss[k] ?? 0)) || undefined;
+  lines.push(
+    `| ${r.docs.toLocaleString('en')} × ${r.queries.toLocaleString('en')}${r.error ? ` (error: ${r.error})` : ''} | ` +
+      `${mib(r.shardBytes)} MiB | ${r.totalSeconds.toFixed(1)} s | ${s(sum('read', 'parse'))} s | ${s(p.store)} s | ` +
+      `${s(p.index)} s | ${s(p.search)} s | ${s(p.precomputed)} s | ` +
+      `${mib(peak('read', 'parse', 'store', 'other'))} / ${mib(peak('index'))} / ${mib(peak('search', 'precomputed', 'load', 'download', 'compile'))} / ${mib(r.peakRssAll)} |`,
+  );
+}
+const cpu = cpus()[0]?.model ?? 'unknown CPU';
+const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
+const header =
+  `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
+  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · \`npm run bench:scale -- --rungs ${RUNGS.join(',')} --queries ${QUERIES}\`. ` +
+  `Dense: ${MODEL} (generated, random weights) on WASM, exact search over the shard's random vectors.`;
+console.log(`\n${header}\n\n${lines.join('\n')}`);
+mkdirSync(join(ROOT, 'bench-results'), { recursive: true });
+writeFileSync(
+  join(ROOT, 'bench-results/scale.json'),
+  JSON.stringify({ started, load: [load0, load1], results }, null, 2),
+);
+if (argv['write-benchmarks']) {
+  const file = join(ROOT, 'BENCHMARKS.md');
+  const md = readFileSync(file, 'utf8');
+  const begin = '<!-- bench:scale -->';
+  const end = '<!-- /bench:scale -->';
+  const section = `${begin}\n${header}\n\n${lines.join('\n')}\n${end}`;
+  const i = md.indexOf(begin);
+  const j = md.indexOf(end);
+  writeFileSync(
+    file,
+    i >= 0 && j > i ? md.slice(0, i) + section + md.slice(j + end.length) : `${md}\n${section}\n`,
+  );
+  execSync(`npx prettier --write ${JSON.stringify(file)}`, { cwd: ROOT, stdio: 'ignore' });
+  console.log('BENCHMARKS.md: bench:scale section written');
+}
