@@ -107,6 +107,14 @@ self.addEventListener('fetch', (event) => {
   // Other origins (the model hub, remote shards) are left to the browser: CORS requests need no CORP.
   if (rel === null) return;
   if (req.cache === 'only-if-cached' && req.mode !== 'same-origin') return;
+  // Data the app fetches (shard files, model files) passes by: a fetch() of same-origin data needs no
+  // isolation header, the data is kept elsewhere (IndexedDB, transformers.js's cache), and a trip
+  // through this worker costs time on every file (a shard's hundreds of images, a model's megabytes).
+  // Pages, build assets (ONNX Runtime's wasm) and the index.json lists still go through (isolated,
+  // cached for offline).
+  const page = rel === '' || rel.endsWith('.html');
+  if (req.destination === '' && !page && !rel.startsWith('assets/') && !/(^|\/)index\.json$/.test(rel))
+    return;
   event.respondWith(handle(req, rel));
 });
 

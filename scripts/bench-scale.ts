@@ -50,6 +50,9 @@ interface Rung {
   /** Peak renderer RSS (bytes) while each phase was on the progress line ('idle': none shown). */
   peakRss: Record<string, number>;
   peakRssAll: number;
+  /** The largest single renderer's peak RSS (the sum counts pages shared between renderers twice). */
+  peakLargest: number;
+  renderers: number;
   error?: string;
 }
 
@@ -105,6 +108,8 @@ try {
       phases: {},
       peakRss: {},
       peakRssAll: 0,
+      peakLargest: 0,
+      renderers: 0,
     };
     results.push(rung);
     const profile = mkdtempSync(join(tmpdir(), 'loupe-scale-'));
@@ -118,9 +123,12 @@ try {
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        const rss = renderers(chromiumProcs(profile)).reduce((s, p) => s + p.rssBytes, 0);
+        const procs = renderers(chromiumProcs(profile));
+        const rss = procs.reduce((s, p) => s + p.rssBytes, 0);
         rung.peakRss[phase] = Math.max(rung.peakRss[phase] ?? 0, rss);
         rung.peakRssAll = Math.max(rung.peakRssAll, rss);
+        rung.peakLargest = Math.max(rung.peakLargest, ...procs.map((p) => p.rssBytes));
+        rung.renderers = Math.max(rung.renderers, procs.length);
         await new Promise((r) => setTimeout(r, 200));
       }
     })();
@@ -186,8 +194,8 @@ const load1 = loadavg()[0];
 const s = (ms: number | undefined) => (ms === undefined ? '–' : (ms / 1000).toFixed(1));
 const mib = (b: number | undefined) => (b === undefined ? '–' : `${Math.round(b / MiB)}`);
 const lines = [
-  '| documents × queries | shard on disk | link → comparison | read + parse | store (IndexedDB) | BM25 index | run queries (BM25 + dense) | dense: precomputed rows | peak renderer RSS, MiB: import / index / runs / overall |',
-  '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  '| documents × queries | shard on disk | link → comparison | read + parse | store (IndexedDB) | BM25 index | run queries (BM25 + dense) | dense: precomputed rows | renderer RSS, MiB, peak of the sum: import / index / runs / overall | largest renderer, MiB |',
+  '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
 ];
 for (const r of results) {
   const p = r.phases;
@@ -197,7 +205,8 @@ for (const r of results) {
     `| ${r.docs.toLocaleString('en')} × ${r.queries.toLocaleString('en')}${r.error ? ` (error: ${r.error})` : ''} | ` +
       `${mib(r.shardBytes)} MiB | ${r.totalSeconds.toFixed(1)} s | ${s(sum('read', 'parse'))} s | ${s(p.store)} s | ` +
       `${s(p.index)} s | ${s(p.search)} s | ${s(p.precomputed)} s | ` +
-      `${mib(peak('read', 'parse', 'store', 'other'))} / ${mib(peak('index'))} / ${mib(peak('search', 'precomputed', 'load', 'download', 'compile'))} / ${mib(r.peakRssAll)} |`,
+      `${mib(peak('read', 'parse', 'store', 'other'))} / ${mib(peak('index'))} / ${mib(peak('search', 'precomputed', 'load', 'download', 'compile'))} / ${mib(r.peakRssAll)} | ` +
+      `${mib(r.peakLargest)} (of ${r.renderers}) |`,
   );
 }
 const cpu = cpus()[0]?.model ?? 'unknown CPU';

@@ -58,6 +58,9 @@ describe('progress line', () => {
     expect(phaseOf({ kind: 'download', file: 'a', loaded: 1 })).toBe('download');
     expect(phaseOf({ kind: 'status', message: 'Loading CLIP tiny for WASM (fp32)' })).toBe('load');
     expect(phaseOf({ kind: 'status', message: 'Reading shard from IndexedDB' })).toBe('other');
+    expect(phaseOf({ kind: 'status', message: 'Preparing the model (tokenizer, ONNX session)' })).toBe(
+      'prepare',
+    );
     expect(phaseOf({ kind: 'compile', model: 'm', device: 'WASM' })).toBe('compile');
     const embed = { kind: 'embed' as const, done: 0, total: 10, docsPerSec: 0 };
     expect(phaseOf(embed)).toBe('embed');

@@ -30,11 +30,17 @@ export function phased(fn?: OnProgress) {
   return report;
 }
 
+/** The line while a model's files are turned into a tokenizer and ONNX sessions. */
+export const PREPARING = 'Preparing the model (tokenizer, ONNX session)';
+
 /** transformers.js's progress_callback, reporting downloads and file starts through `report`. */
 export function progressCallback(report: OnProgress) {
   return (info: ProgressInfo) => {
     if (info.status === 'progress')
       report({ kind: 'download', file: info.file, loaded: info.loaded, total: info.total || undefined });
     else if (info.status === 'initiate') report({ kind: 'status', message: `Loading ${info.file}` });
+    // A file is in: what follows until the next file or the first run is building (the tokenizer,
+    // the ONNX session), not downloading.
+    else if (info.status === 'done') report({ kind: 'status', message: PREPARING });
   };
 }

@@ -12,6 +12,7 @@ export type JobPhase =
   | 'search'
   | 'download'
   | 'load'
+  | 'prepare'
   | 'compile'
   | 'embed'
   | 'queries'
@@ -34,7 +35,11 @@ export function phaseOf(p: Progress): JobPhase {
       if (p.items) return 'queries';
       return p.from === 'precomputed' ? 'precomputed' : p.done > 0 && p.reused === p.done ? 'reuse' : 'embed';
     case 'status':
-      return /^Loading /.test(p.message) ? 'load' : 'other';
+      return /^Loading /.test(p.message)
+        ? 'load'
+        : /^Preparing the model/.test(p.message)
+          ? 'prepare'
+          : 'other';
   }
 }
 
