@@ -2,6 +2,7 @@
 //
 //   npm run pack-shard -- --shard ../shared/data/medquad --model loupe-test/bert-tiny-random [--dtype fp32] [--out DIR]
 //   npm run pack-shard -- --demo --out dist/shards     (every demo shard of LOUPE_DATA_DIR, generated test models)
+//   … --index ivf [--nlist N]   also packs a Range-readable IVF-int8 index per set (scripts/lib/pack-ivf.ts)
 //
 // The corpus is embedded by the app's own encoder worker in headless Chromium (the same code,
 // model files and pooling as a visitor's browser; WASM), then written as
@@ -16,6 +17,7 @@ import { chromium } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
 import { startDevServer } from './lib/bench-browser';
 import { shardsToCopy } from './lib/demo-shards';
+import { packIvf } from './lib/pack-ivf';
 import type { PackHarness } from './lib/pack-harness';
 import {
   PRECOMPUTED_FORMAT,
@@ -35,6 +37,8 @@ const { values: args } = parseArgs({
     dtype: { type: 'string', default: 'fp32' },
     out: { type: 'string' },
     demo: { type: 'boolean', default: false },
+    index: { type: 'string' },
+    nlist: { type: 'string' },
   },
 });
 
@@ -52,6 +56,12 @@ function fail(msg: string): never {
   console.error(`pack-shard: ${msg}`);
   process.exit(1);
 }
+
+if (args.index !== undefined && args.index !== 'ivf')
+  fail(`--index must be "ivf", got ${JSON.stringify(args.index)}`);
+const nlist = args.nlist === undefined ? undefined : Number(args.nlist);
+if (nlist !== undefined && !(Number.isInteger(nlist) && nlist >= 1))
+  fail(`--nlist must be a whole number ≥ 1, got ${JSON.stringify(args.nlist)}`);
 
 const dataDir = resolve(process.env.LOUPE_DATA_DIR ?? join(ROOT, '../shared/data'));
 let jobs: Job[];
@@ -159,6 +169,12 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
         console.log(
           `${name}: ${model} ${dtype}: ${rows} → ${folder} (${((performance.now() - tm) / 1000).toFixed(1)} s)`,
         );
+        if (args.index === 'ivf')
+          for (const p of parts) {
+            const r = packIvf(folder, p.sidecar.part, { nlist });
+            if (r)
+              console.log(`${name}: ${model} ${dtype} ${p.sidecar.part}: IVF ${r.nlist} lists → ${r.file}`);
+          }
       }
     }
   } finally {

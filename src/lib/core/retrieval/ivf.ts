@@ -111,10 +111,23 @@ export function nearestCentroid(
 ): number {
   let best = 0;
   let bestScore = -Infinity;
+  const d4 = dim - (dim % 4);
   for (let c = 0; c < nlist; c++) {
     const co = c * dim;
-    let s = 0;
-    for (let j = 0; j < dim; j++) s += centroids[co + j] * data[o + j];
+    // Four partial sums: about twice as fast in V8 as one chain of additions.
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    let j = 0;
+    for (; j < d4; j += 4) {
+      s0 += centroids[co + j] * data[o + j];
+      s1 += centroids[co + j + 1] * data[o + j + 1];
+      s2 += centroids[co + j + 2] * data[o + j + 2];
+      s3 += centroids[co + j + 3] * data[o + j + 3];
+    }
+    for (; j < dim; j++) s0 += centroids[co + j] * data[o + j];
+    const s = s0 + s1 + (s2 + s3);
     if (s > bestScore) {
       bestScore = s;
       best = c;
