@@ -11,6 +11,7 @@
 //   exact.ts       exact search: gpu.ts (WebGPU), wasm-exact.ts (wasm kernels), else JS
 //   recall.ts      recall@k of HNSW against exact search
 //   corpus.ts      the chunked exact corpus (workers/chunked-exact.ts) for 1M-scale exact search
+//   ivf-remote.ts  IVF-int8 search over a packed index on a static host (Range reads, OPFS cache)
 import * as Comlink from 'comlink';
 import { hnswModule } from './hnsw-engine';
 import { build } from './index/build';
@@ -22,6 +23,7 @@ import {
   exactCorpusSearch,
 } from './index/corpus';
 import { exactTopK } from './index/exact';
+import { ivfRemoteClearCache, ivfRemoteClose, ivfRemoteSearch } from './index/ivf-remote';
 import { recallAgainstExact } from './index/recall';
 import { search } from './index/search';
 import { closeOpen, indexInfo } from './index/session';
@@ -36,6 +38,7 @@ export {
 export { INDEX_FORMAT_VERSION, hnswArtifactKey } from './index/artifact';
 export { OVERFETCH_MAX } from './index/search';
 export { RECALL_SAMPLE } from './index/recall';
+export type { IvfQueryStats, IvfRemoteRequest, IvfRemoteResult } from './index/ivf-types';
 export type {
   BuildRequest,
   BuildResult,
@@ -79,6 +82,12 @@ const api = {
   exactCorpusInfo,
   /** Frees the chunked exact corpus (wasm chunks, OPFS file). */
   exactCorpusClose,
+  /** Top-k per query from a packed IVF-int8 index on a static host (Range reads, OPFS cache), with bytes per query. */
+  ivfRemoteSearch,
+  /** Forgets the open remote indexes (their OPFS cache stays). */
+  ivfRemoteClose,
+  /** Removes every cached remote index from OPFS. */
+  ivfRemoteClearCache,
   /** What is open. */
   info: indexInfo,
   /** Bytes of the wasm heap (hnswlib's memory, graph and its own copy of the vectors). */

@@ -12,6 +12,8 @@ import type {
   ExactResult,
   IndexInfo,
   IndexWorkerApi,
+  IvfRemoteRequest,
+  IvfRemoteResult,
   RecallReport,
   SearchOptions,
   SearchResult,
@@ -31,6 +33,9 @@ export type {
   IndexArtifact,
   IndexHeader,
   IndexInfo,
+  IvfQueryStats,
+  IvfRemoteRequest,
+  IvfRemoteResult,
   RecallPoint,
   RecallReport,
   SearchOptions,
@@ -144,6 +149,23 @@ export function exactCorpusInfo(): Promise<ExactCorpusInfo> {
 /** Frees the chunked exact corpus (the HNSW index, if any, stays open). */
 export function closeExactCorpus(): Promise<void> {
   return client.run((r) => r.exactCorpusClose());
+}
+
+/**
+ * Top-k per query (rows of `queries`) from a packed IVF-int8 index on a static host, read with
+ * HTTP Range requests and cached in OPFS; the result has the bytes each query transferred.
+ */
+export function searchRemoteIvf(
+  req: IvfRemoteRequest,
+  queries: Float32Array,
+  signal?: AbortSignal,
+): Promise<IvfRemoteResult> {
+  return client.run((r) => r.ivfRemoteSearch(req, queries), signal);
+}
+
+/** Removes every cached remote IVF index from OPFS (and forgets the open ones). */
+export function clearRemoteIvfCache(): Promise<void> {
+  return client.run((r) => r.ivfRemoteClearCache());
 }
 
 /** What the worker has open. */

@@ -1,0 +1,39 @@
+// Page-side helpers for tests/e2e/ivf-range.test.ts (called through page.evaluate): the index
+// worker's remote IVF-int8 search through its client, as the app calls it. Served by the Vite dev
+// server at /tests/browser/ivf-harness.html; never part of the app build.
+import {
+  clearRemoteIvfCache,
+  searchRemoteIvf,
+  stopIndexWorker,
+  type IvfRemoteRequest,
+  type IvfRemoteResult,
+} from '../../src/lib/clients/index-client';
+
+type Outcome = { ok: true; result: IvfRemoteResult } | { ok: false; error: string };
+
+const ivfHarness = {
+  /** One search call (queries: n × dim values as a plain array). */
+  async search(req: IvfRemoteRequest, queries: number[]): Promise<Outcome> {
+    try {
+      return { ok: true, result: await searchRemoteIvf(req, Float32Array.from(queries)) };
+    } catch (e) {
+      return { ok: false, error: (e as Error)?.message ?? String(e) };
+    }
+  },
+  /** A fresh index worker (nothing in memory; the OPFS cache stays). */
+  restartWorker(): void {
+    stopIndexWorker();
+  },
+  async clearCache(): Promise<void> {
+    await clearRemoteIvfCache();
+  },
+};
+
+export type IvfHarness = typeof ivfHarness;
+declare global {
+  interface Window {
+    ivfHarness: IvfHarness;
+  }
+}
+window.ivfHarness = ivfHarness;
+document.getElementById('status')!.textContent = 'ready';

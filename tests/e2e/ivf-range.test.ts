@@ -1,0 +1,248 @@
+// A packed IVF-int8 index range-read from a static host (issue 19, item 2), in real Chromium: a
+// 100,000 × 384 shard of clustered random unit vectors (float16 .npy + sidecar, as make-scale-shard
+// --vectors random writes them) is packed by `npm run pack-ivf`, served under a sub-path by a plain
+// static server that honours Range and logs the body bytes of every response, and searched by the
+// index worker from the URL. Recall@10 against exact search (computed here in Node from the same
+// float16 rows) must be ≥ 0.95; the bytes the worker reports for each query must equal the sum of
+// the server's log for that query; later queries and a fresh worker read lists from the OPFS cache,
+// and with the host gone the same answers come from the cache alone.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Xoshiro128 } from '../../src/lib/core/eval/random';
+import { writeNpyF16 } from '../../src/lib/core/shard/precomputed';
+import { f16ToF32 } from '../../src/lib/core/shard/vector-files';
+import type { IvfHarness } from '../browser/ivf-harness';
+import type { IvfRemoteRequest, IvfRemoteResult } from '../../src/lib/clients/index-client';
+import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import { serveRanges, type RangeServer } from './range-server';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const HARNESS = `${inject('baseUrl')}/tests/browser/ivf-harness.html`;
+const N = 100_000;
+const DIM = 384;
+const TOPICS = 1_000;
+const NQ = 40;
+const K = 10;
+const NLIST = 256;
+const PREFIX = '/course/loupe/';
+const MODEL = 'loupe-test/minilm-l6-random';
+const SET = `shards/scale-100k/embeddings/${MODEL}/fp32/`;
+
+const call = harnessCaller<IvfHarness>('ivfHarness');
+
+/** Unit vectors clustered by topic (make-scale-shard's recipe: topic centre + 0.6 · noise). */
+function clustered(rng: Xoshiro128, centres: Float32Array, n: number): Float32Array {
+  const gauss = () => Math.sqrt(-2 * Math.log(1 - rng.nextFloat())) * Math.cos(2 * Math.PI * rng.nextFloat());
+  const out = new Float32Array(n * DIM);
+  for (let i = 0; i < n; i++) {
+    const c = rng.nextInt(TOPICS) * DIM;
+    let norm = 0;
+    for (let j = 0; j < DIM; j++) {
+      const v = centres[c + j] + 0.6 * gauss();
+      out[i * DIM + j] = v;
+      norm += v * v;
+    }
+    for (let j = 0; j < DIM; j++) out[i * DIM + j] /= Math.sqrt(norm);
+  }
+  return out;
+}
+
+/** Exact top-k by brute force over the float16 rows as stored (decoded), cosine (queries unit length). */
+function exactTop(rows: Float32Array, q: Float32Array, k: number): number[] {
+  const best: { r: number; s: number }[] = [];
+  for (let r = 0; r < N; r++) {
+    let s = 0;
+    for (let j = 0; j < DIM; j++) s += q[j] * rows[r * DIM + j];
+    if (best.length < k || s > best[best.length - 1].s) {
+      best.push({ r, s });
+      best.sort((a, b) => b.s - a.s || a.r - b.r);
+      if (best.length > k) best.pop();
+    }
+  }
+  return best.map((b) => b.r);
+}
+
+describe('packed IVF-int8 index read with HTTP Range from a static host under a sub-path', () => {
+  let dir: string;
+  let server: RangeServer;
+  let session: Session;
+  let page: Page;
+  let queries: Float32Array;
+  let truth: number[][];
+  let req: IvfRemoteRequest;
+  /** Per query: the worker's answer rows. */
+  let firstRows: number[][];
+
+  /** Runs query i alone and returns its result with the server log entries it caused. */
+  async function one(i: number): Promise<{ r: IvfRemoteResult; logBytes: number; entries: number }> {
+    const from = server.log.length;
+    const out = await call(page, 'search', req, Array.from(queries.subarray(i * DIM, (i + 1) * DIM)));
+    if (!out.ok) throw new Error(out.error);
+    const entries = server.log.slice(from);
+    return { r: out.result, logBytes: entries.reduce((s, e) => s + e.bytes, 0), entries: entries.length };
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'loupe-ivf-'));
+    const rng = new Xoshiro128(19);
+    const gauss = () =>
+      Math.sqrt(-2 * Math.log(1 - rng.nextFloat())) * Math.cos(2 * Math.PI * rng.nextFloat());
+    const centres = Float32Array.from({ length: TOPICS * DIM }, gauss);
+    const vectors = clustered(rng, centres, N);
+    queries = clustered(rng, centres, NQ);
+    const folder = join(dir, SET);
+    mkdirSync(folder, { recursive: true });
+    const npy = writeNpyF16(vectors, N, DIM);
+    writeFileSync(join(folder, 'text.npy'), npy);
+    const docIds = Array.from({ length: N }, (_, d) => `sd${String(d + 1).padStart(6, '0')}`);
+    writeFileSync(
+      join(folder, 'sidecar-text.json'),
+      JSON.stringify({
+        format: 'loupe-embeddings/1',
+        model_id: MODEL,
+        hub_id: MODEL,
+        revision: 'main',
+        dtype: 'fp32',
+        pooling: 'mean',
+        normalize: true,
+        query_prefix: '',
+        doc_prefix: '',
+        dim: DIM,
+        part: 'text',
+        vectors: 'text.npy',
+        missing: [],
+        doc_ids: docIds,
+      }),
+    );
+    writeFileSync(
+      join(dir, 'shards/scale-100k/embeddings/index.json'),
+      JSON.stringify({
+        format: 'loupe-embeddings/1',
+        sets: [{ model_id: MODEL, dtype: 'fp32', path: `${MODEL}/fp32/` }],
+      }),
+    );
+    // The packing command as a user runs it (a smaller k-means sample keeps the test short).
+    execFileSync(
+      'npx',
+      [
+        'tsx',
+        'scripts/pack-ivf.ts',
+        '--shard',
+        join(dir, 'shards/scale-100k'),
+        '--nlist',
+        String(NLIST),
+        '--sample',
+        '8000',
+        '--iterations',
+        '4',
+      ],
+      { cwd: ROOT, stdio: 'pipe' },
+    );
+    // Ground truth from the rows exactly as the .npy holds them.
+    const data = new Uint16Array(npy.slice(npy.length - N * DIM * 2).buffer);
+    const rows = Float32Array.from(data, (b) => f16ToF32(b));
+    truth = Array.from({ length: NQ }, (_, i) => exactTop(rows, queries.subarray(i * DIM, (i + 1) * DIM), K));
+    server = await serveRanges(dir, PREFIX);
+    req = { url: `${server.url}${SET}ivf-text.bin`, vectorsUrl: `${server.url}${SET}text.npy`, k: K };
+    session = await launch();
+    page = session.page;
+    await page.goto(HARNESS);
+    await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+  }, 240_000);
+
+  afterAll(async () => {
+    await session?.dispose();
+    await server?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reaches recall@10 ≥ 0.95 against exact search, each query’s bytes equal to the server log', async () => {
+    firstRows = [];
+    let hits = 0;
+    for (let i = 0; i < NQ; i++) {
+      const { r, logBytes, entries } = await one(i);
+      const q = r.perQuery[0];
+      expect(r.perQuery).toHaveLength(1);
+      // What the worker counted is what the server sent for this query, request for request.
+      expect(q.bytes).toBe(logBytes);
+      expect(q.requests).toBe(entries);
+      expect(q.headerFetched).toBe(i === 0);
+      if (i === 0) {
+        expect(r).toMatchObject({ n: N, dim: DIM, nlist: NLIST, cache: 'opfs' });
+        // The header (fixed part, then the rest) came first, as two Range requests.
+        expect(server.log[0]).toMatchObject({ status: 206, range: 'bytes=0-63', bytes: 64 });
+      }
+      // Far less than the vectors: the 100k × 384 float16 .npy alone is 76.8 MB.
+      expect(q.bytes).toBeLessThan(6_000_000);
+      expect(q.listsFetched + q.listsCached).toBe(r.nprobe);
+      firstRows.push(r.rows[0]);
+      const t = new Set(truth[i]);
+      hits += r.rows[0].filter((x) => t.has(x)).length;
+    }
+    // Every request was a Range read answered with 206: nothing was downloaded whole.
+    expect(server.log.every((e) => e.status === 206 && e.range)).toBe(true);
+    const recall = hits / (NQ * K);
+    console.log(`remote IVF recall@10 = ${recall.toFixed(4)} over ${NQ} queries`);
+    expect(recall).toBeGreaterThanOrEqual(0.95);
+    expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+  }, 180_000);
+
+  it('answers a repeated query from the cache: no bytes, no requests', async () => {
+    const { r, logBytes, entries } = await one(3);
+    expect(r.rows[0]).toEqual(firstRows[3]);
+    expect(r.perQuery[0]).toMatchObject({ bytes: 0, requests: 0, listsFetched: 0, rowsFetched: 0 });
+    expect(r.perQuery[0].listsCached).toBe(r.nprobe);
+    expect([logBytes, entries]).toEqual([0, 0]);
+  });
+
+  it('a fresh worker reads lists and rows from OPFS; only the 64-byte header check goes to the host', async () => {
+    await call(page, 'restartWorker');
+    const { r, logBytes, entries } = await one(5);
+    expect(r.rows[0]).toEqual(firstRows[5]);
+    expect(r.perQuery[0]).toMatchObject({
+      bytes: 64,
+      requests: 1,
+      headerFetched: false,
+      listsFetched: 0,
+      rowsFetched: 0,
+    });
+    expect([logBytes, entries]).toEqual([64, 1]);
+  });
+
+  it('with the host gone, a fresh worker answers cached queries offline', async () => {
+    await server.close();
+    await call(page, 'restartWorker');
+    for (const i of [0, 1, 2]) {
+      const out = await call(page, 'search', req, Array.from(queries.subarray(i * DIM, (i + 1) * DIM)));
+      if (!out.ok) throw new Error(out.error);
+      expect(out.result.rows[0]).toEqual(firstRows[i]);
+      expect(out.result.perQuery[0]).toMatchObject({ bytes: 0, offline: i === 0, listsFetched: 0 });
+    }
+    // An uncached query cannot be answered offline, and says which URL failed.
+    await call(page, 'clearCache');
+    const out = await call(page, 'search', req, Array.from(queries.subarray(0, DIM)));
+    expect(out.ok).toBe(false);
+  });
+
+  it('refuses a host that ignores Range, naming the file', async () => {
+    const plain = await serveRanges(dir, PREFIX, { ranges: false });
+    try {
+      const out = await call(
+        page,
+        'search',
+        { url: `${plain.url}${SET}ivf-text.bin`, vectorsUrl: `${plain.url}${SET}text.npy`, k: K },
+        Array.from(queries.subarray(0, DIM)),
+      );
+      expect(out).toMatchObject({ ok: false });
+      expect(!out.ok && out.error).toMatch(
+        /ivf-text\.bin: the server answered a Range request with status 200, not 206/,
+      );
+    } finally {
+      await plain.close();
+    }
+  });
+});

@@ -1,0 +1,347 @@
+// Dense search over a packed IVF-int8 index on a static host (src/lib/core/retrieval/ivf.ts has the
+// layout), without downloading the vectors: the first query reads the header (two Range requests:
+// the 64-byte fixed part, then the rest), every query reads the lists it probes and the float16 rows
+// of its best candidates (one Range request per run of consecutive rows), and all of it is kept in
+// an OPFS cache (memory where OPFS is missing), so later queries, later visits and offline use read
+// what is cached. A later visit only re-reads the 64-byte fixed part to check that the file has not
+// changed (its checksum), and uses the cache without it when the host cannot be reached.
+//
+// Bytes are counted per query as the response bodies received (HTTP headers not included), which
+// is what a static server's access log records as bytes sent.
+import {
+  Candidates,
+  IVF_DEFAULTS,
+  IVF_FIXED_BYTES,
+  exactRowScore,
+  finalTopK,
+  listBytes,
+  listCount,
+  parseIvfFixed,
+  parseIvfHeader,
+  parseIvfList,
+  probeLists,
+  rowRuns,
+  scoreList,
+  type IvfHeader,
+  type IvfList,
+} from '../../src/lib/core/retrieval/ivf';
+import { f16ToF32 } from '../../src/lib/core/shard/vector-files';
+import type { IvfRemoteRequest, IvfRemoteResult, IvfQueryStats } from './ivf-types';
+
+type CacheKind = 'opfs' | 'memory';
+
+interface ByteCache {
+  kind: CacheKind;
+  get(name: string): Promise<Uint8Array | null>;
+  put(name: string, bytes: Uint8Array): Promise<void>;
+  clear(): Promise<void>;
+}
+
+class MemoryCache implements ByteCache {
+  readonly kind = 'memory' as const;
+  private readonly m = new Map<string, Uint8Array>();
+  async get(name: string) {
+    return this.m.get(name) ?? null;
+  }
+  async put(name: string, bytes: Uint8Array) {
+    this.m.set(name, bytes);
+  }
+  async clear() {
+    this.m.clear();
+  }
+}
+
+interface SyncHandle {
+  write(b: ArrayBufferView, o: { at: number }): number;
+  truncate(n: number): void;
+  flush(): void;
+  close(): void;
+}
+
+/** OPFS folder `loupe-ivf/<hash of the index URL>/`, one file per header, list and row. */
+class OpfsCache implements ByteCache {
+  readonly kind = 'opfs' as const;
+  private constructor(
+    private readonly parent: FileSystemDirectoryHandle,
+    private readonly name: string,
+    private dir: FileSystemDirectoryHandle,
+  ) {}
+  static async open(key: string): Promise<OpfsCache> {
+    const root = await navigator.storage.getDirectory();
+    const parent = await root.getDirectoryHandle(OPFS_DIR, { create: true });
+    const dir = await parent.getDirectoryHandle(key, { create: true });
+    const probe = await dir.getFileHandle('.probe', { create: true });
+    if (!(probe as unknown as { createSyncAccessHandle?: unknown }).createSyncAccessHandle)
+      throw new Error('this browser has no synchronous OPFS access in workers');
+    return new OpfsCache(parent, key, dir);
+  }
+  async get(name: string) {
+    try {
+      const f = await (await this.dir.getFileHandle(name)).getFile();
+      return new Uint8Array(await f.arrayBuffer());
+    } catch {
+      return null;
+    }
+  }
+  async put(name: string, bytes: Uint8Array) {
+    const fh = await this.dir.getFileHandle(name, { create: true });
+    const h = await (
+      fh as unknown as { createSyncAccessHandle(): Promise<SyncHandle> }
+    ).createSyncAccessHandle();
+    try {
+      h.truncate(0);
+      if (h.write(bytes, { at: 0 }) !== bytes.length)
+        throw new Error(`short write to OPFS ${name} (disk full?)`);
+      h.flush();
+    } finally {
+      h.close();
+    }
+  }
+  async clear() {
+    await this.parent.removeEntry(this.name, { recursive: true }).catch(() => undefined);
+    this.dir = await this.parent.getDirectoryHandle(this.name, { create: true });
+  }
+}
+
+/** OPFS folder of the cache. */
+export const OPFS_DIR = 'loupe-ivf';
+
+/** Concurrent Range requests per query (a browser opens six connections per HTTP/1.1 host). */
+const CONCURRENCY = 6;
+
+interface Remote {
+  url: string;
+  vectorsUrl: string;
+  cache: ByteCache;
+  cacheReason?: string;
+  header: IvfHeader | null;
+}
+
+const remotes = new Map<string, Remote>();
+
+function hashKey(s: string): string {
+  let h1 = 0x811c9dc5;
+  let h2 = 0x01000193;
+  for (let i = 0; i < s.length; i++) {
+    h1 = Math.imul(h1 ^ s.charCodeAt(i), 0x01000193) >>> 0;
+    h2 = Math.imul(h2 ^ s.charCodeAt(i), 0x5bd1e995) >>> 0;
+  }
+  return h1.toString(16).padStart(8, '0') + h2.toString(16).padStart(8, '0');
+}
+
+async function openCache(
+  url: string,
+  want: 'auto' | CacheKind,
+): Promise<{ cache: ByteCache; reason?: string }> {
+  if (want === 'memory') return { cache: new MemoryCache(), reason: 'memory cache asked for' };
+  try {
+    return { cache: await OpfsCache.open(hashKey(url)) };
+  } catch (e) {
+    if (want === 'opfs') throw e;
+    return { cache: new MemoryCache(), reason: `OPFS: ${(e as Error)?.message ?? String(e)}` };
+  }
+}
+
+/** GET bytes [start, end) with a Range request; the body's length is added to `stats`. */
+async function range(url: string, start: number, end: number, stats: IvfQueryStats): Promise<Uint8Array> {
+  const res = await fetch(url, { headers: { Range: `bytes=${start}-${end - 1}` }, cache: 'no-store' });
+  if (res.status !== 206) {
+    await res.body?.cancel().catch(() => undefined);
+    throw new Error(
+      res.ok
+        ? `${url}: the server answered a Range request with status ${res.status}, not 206 Partial Content; a packed index needs a host that honours Range`
+        : `${url}: HTTP ${res.status} ${res.statusText} for bytes ${start}–${end - 1}`,
+    );
+  }
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  stats.bytes += bytes.length;
+  stats.requests++;
+  if (bytes.length !== end - start)
+    throw new Error(`${url}: asked for bytes ${start}–${end - 1}, received ${bytes.length} bytes`);
+  return bytes;
+}
+
+/** Runs `jobs` with at most CONCURRENCY in flight. */
+async function pool<T>(jobs: (() => Promise<T>)[]): Promise<T[]> {
+  const out: T[] = new Array(jobs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const i = next++;
+      out[i] = await jobs[i]();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, jobs.length) }, worker));
+  return out;
+}
+
+/** The header: from the network (cache checked against the fixed part's checksum), else the cache. */
+async function loadHeader(r: Remote, stats: IvfQueryStats): Promise<IvfHeader> {
+  const cached = await r.cache.get('header');
+  let fixedBytes: Uint8Array;
+  try {
+    fixedBytes = await range(r.url, 0, IVF_FIXED_BYTES, stats);
+  } catch (e) {
+    // Offline (or the host is down): a cached header is good enough, the lists it names are cached.
+    if (cached && e instanceof TypeError) {
+      stats.offline = true;
+      return parseIvfHeader(cached, `${r.url} (cached)`);
+    }
+    throw e;
+  }
+  const fixed = parseIvfFixed(fixedBytes, r.url);
+  if (cached) {
+    try {
+      const h = parseIvfHeader(cached, `${r.url} (cached)`);
+      if (h.checksum === fixed.checksum && h.headerBytes === fixed.headerBytes) return h;
+    } catch {
+      // A damaged cache entry: read the header again.
+    }
+    await r.cache.clear();
+  }
+  const bytes = new Uint8Array(fixed.headerBytes);
+  bytes.set(fixedBytes, 0);
+  bytes.set(await range(r.url, IVF_FIXED_BYTES, fixed.headerBytes, stats), IVF_FIXED_BYTES);
+  const h = parseIvfHeader(bytes, r.url);
+  await r.cache.put('header', bytes);
+  stats.headerFetched = true;
+  return h;
+}
+
+async function getList(r: Remote, h: IvfHeader, l: number, stats: IvfQueryStats): Promise<IvfList> {
+  const name = `l${l}`;
+  const want = listBytes(listCount(h, l), h.dim);
+  const cached = await r.cache.get(name);
+  if (cached && cached.length === want) {
+    stats.listsCached++;
+    return parseIvfList(h, l, cached, `${r.url} (cached list ${l})`);
+  }
+  const bytes = await range(r.url, h.offsets[l], h.offsets[l + 1], stats);
+  stats.listsFetched++;
+  const list = parseIvfList(h, l, bytes, r.url);
+  await r.cache.put(name, bytes);
+  return list;
+}
+
+/** Float16 rows (ascending row numbers) from the cache, else one Range request per run of rows. */
+async function getRows(
+  r: Remote,
+  h: IvfHeader,
+  sorted: number[],
+  stats: IvfQueryStats,
+): Promise<Map<number, Uint16Array>> {
+  const rowBytes = h.dim * 2;
+  const out = new Map<number, Uint16Array>();
+  const missing: number[] = [];
+  for (const row of sorted) {
+    const c = await r.cache.get(`r${row}`);
+    if (c && c.length === rowBytes) {
+      out.set(row, new Uint16Array(c.slice().buffer));
+      stats.rowsCached++;
+    } else missing.push(row);
+  }
+  await pool(
+    rowRuns(missing).map(([first, count]) => async () => {
+      const at = h.npyDataOffset + first * rowBytes;
+      const bytes = await range(r.vectorsUrl, at, at + count * rowBytes, stats);
+      for (let i = 0; i < count; i++) {
+        const one = bytes.slice(i * rowBytes, (i + 1) * rowBytes);
+        out.set(first + i, new Uint16Array(one.buffer));
+        await r.cache.put(`r${first + i}`, one);
+      }
+      stats.rowsFetched += count;
+    }),
+  );
+  return out;
+}
+
+function newStats(): IvfQueryStats {
+  return {
+    bytes: 0,
+    requests: 0,
+    headerFetched: false,
+    offline: false,
+    listsFetched: 0,
+    listsCached: 0,
+    rowsFetched: 0,
+    rowsCached: 0,
+    ms: 0,
+  };
+}
+
+/**
+ * Top-k of each query (rows of `queries`, n × dim; normalised here, so scores are cosines) from the
+ * packed index at `req.url`, rescored from the float16 rows at `req.vectorsUrl`. Queries run one
+ * after the other, so each one's bytes are its own.
+ */
+export async function ivfRemoteSearch(
+  req: IvfRemoteRequest,
+  queries: Float32Array,
+): Promise<IvfRemoteResult> {
+  const key = `${req.url}\n${req.vectorsUrl}`;
+  let r = remotes.get(key);
+  if (!r) {
+    const { cache, reason } = await openCache(req.url, req.cache ?? 'auto');
+    r = { url: req.url, vectorsUrl: req.vectorsUrl, cache, cacheReason: reason, header: null };
+    remotes.set(key, r);
+  }
+  const nprobe = req.nprobe ?? IVF_DEFAULTS.nprobe;
+  const rerank = Math.max(req.k, req.rerank ?? IVF_DEFAULTS.rerankFactor * req.k);
+  const result: IvfRemoteResult = {
+    rows: [],
+    scores: [],
+    perQuery: [],
+    cache: r.cache.kind,
+    cacheReason: r.cacheReason,
+    n: 0,
+    dim: 0,
+    nlist: 0,
+    nprobe,
+    rerank,
+  };
+  for (let qi = 0; ; qi++) {
+    const stats = newStats();
+    const t0 = performance.now();
+    r.header ??= await loadHeader(r, stats);
+    const h = r.header;
+    if (queries.length % h.dim !== 0)
+      throw new RangeError(
+        `queries hold ${queries.length} values, not a multiple of the index's dimension ${h.dim}`,
+      );
+    if (qi >= queries.length / h.dim) break;
+    const q = queries.slice(qi * h.dim, (qi + 1) * h.dim);
+    let norm = 0;
+    for (let j = 0; j < h.dim; j++) norm += q[j] * q[j];
+    if (norm > 0) for (let j = 0; j < h.dim; j++) q[j] /= Math.sqrt(norm);
+    const probed = probeLists(h, q, nprobe);
+    const lists = await pool(probed.map((l) => () => getList(r, h, l, stats)));
+    const cand = new Candidates(rerank);
+    for (const list of lists) scoreList(h, list, q, cand);
+    const rows = await getRows(
+      r,
+      h,
+      [...cand.rows].sort((a, b) => a - b),
+      stats,
+    );
+    const exact = cand.rows.map((row) => exactRowScore(q, rows.get(row)!, 0, h.dim, f16ToF32));
+    const top = finalTopK(cand.rows, exact, req.k);
+    stats.ms = performance.now() - t0;
+    result.rows.push(top.rows);
+    result.scores.push(top.scores);
+    result.perQuery.push(stats);
+    Object.assign(result, { n: h.n, dim: h.dim, nlist: h.nlist });
+  }
+  return result;
+}
+
+/** Forgets the open indexes (the OPFS cache stays; the next search re-checks each header). */
+export function ivfRemoteClose(): void {
+  remotes.clear();
+}
+
+/** Removes every cached index from OPFS. */
+export async function ivfRemoteClearCache(): Promise<void> {
+  remotes.clear();
+  const root = await navigator.storage.getDirectory();
+  await root.removeEntry(OPFS_DIR, { recursive: true }).catch(() => undefined);
+}
