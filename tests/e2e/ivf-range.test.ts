@@ -7,14 +7,12 @@
 // the server's log for that query; later queries and a fresh worker read lists from the OPFS cache,
 // and with the host gone the same answers come from the cache alone.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Xoshiro128 } from '../../src/lib/core/eval/random';
-import { writeNpyF16 } from '../../src/lib/core/shard/precomputed';
-import { f16ToF32 } from '../../src/lib/core/shard/vector-files';
+import { FIXTURE_MODEL, exactTopRows, writeIvfFixture } from '../../scripts/lib/ivf-fixture';
 import type { IvfHarness } from '../browser/ivf-harness';
 import type { IvfRemoteRequest, IvfRemoteResult } from '../../src/lib/clients/index-client';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
@@ -24,47 +22,14 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const HARNESS = `${inject('baseUrl')}/tests/browser/ivf-harness.html`;
 const N = 100_000;
 const DIM = 384;
-const TOPICS = 1_000;
 const NQ = 40;
 const K = 10;
 const NLIST = 256;
 const PREFIX = '/course/loupe/';
-const MODEL = 'loupe-test/minilm-l6-random';
-const SET = `shards/scale-100k/embeddings/${MODEL}/fp32/`;
+const SHARD = 'shards/scale-100k';
+const SET = `${SHARD}/embeddings/${FIXTURE_MODEL}/fp32/`;
 
 const call = harnessCaller<IvfHarness>('ivfHarness');
-
-/** Unit vectors clustered by topic (make-scale-shard's recipe: topic centre + 0.6 · noise). */
-function clustered(rng: Xoshiro128, centres: Float32Array, n: number): Float32Array {
-  const gauss = () => Math.sqrt(-2 * Math.log(1 - rng.nextFloat())) * Math.cos(2 * Math.PI * rng.nextFloat());
-  const out = new Float32Array(n * DIM);
-  for (let i = 0; i < n; i++) {
-    const c = rng.nextInt(TOPICS) * DIM;
-    let norm = 0;
-    for (let j = 0; j < DIM; j++) {
-      const v = centres[c + j] + 0.6 * gauss();
-      out[i * DIM + j] = v;
-      norm += v * v;
-    }
-    for (let j = 0; j < DIM; j++) out[i * DIM + j] /= Math.sqrt(norm);
-  }
-  return out;
-}
-
-/** Exact top-k by brute force over the float16 rows as stored (decoded), cosine (queries unit length). */
-function exactTop(rows: Float32Array, q: Float32Array, k: number): number[] {
-  const best: { r: number; s: number }[] = [];
-  for (let r = 0; r < N; r++) {
-    let s = 0;
-    for (let j = 0; j < DIM; j++) s += q[j] * rows[r * DIM + j];
-    if (best.length < k || s > best[best.length - 1].s) {
-      best.push({ r, s });
-      best.sort((a, b) => b.s - a.s || a.r - b.r);
-      if (best.length > k) best.pop();
-    }
-  }
-  return best.map((b) => b.r);
-}
 
 describe('packed IVF-int8 index read with HTTP Range from a static host under a sub-path', () => {
   let dir: string;
@@ -88,43 +53,8 @@ describe('packed IVF-int8 index read with HTTP Range from a static host under a 
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'loupe-ivf-'));
-    const rng = new Xoshiro128(19);
-    const gauss = () =>
-      Math.sqrt(-2 * Math.log(1 - rng.nextFloat())) * Math.cos(2 * Math.PI * rng.nextFloat());
-    const centres = Float32Array.from({ length: TOPICS * DIM }, gauss);
-    const vectors = clustered(rng, centres, N);
-    queries = clustered(rng, centres, NQ);
-    const folder = join(dir, SET);
-    mkdirSync(folder, { recursive: true });
-    const npy = writeNpyF16(vectors, N, DIM);
-    writeFileSync(join(folder, 'text.npy'), npy);
-    const docIds = Array.from({ length: N }, (_, d) => `sd${String(d + 1).padStart(6, '0')}`);
-    writeFileSync(
-      join(folder, 'sidecar-text.json'),
-      JSON.stringify({
-        format: 'loupe-embeddings/1',
-        model_id: MODEL,
-        hub_id: MODEL,
-        revision: 'main',
-        dtype: 'fp32',
-        pooling: 'mean',
-        normalize: true,
-        query_prefix: '',
-        doc_prefix: '',
-        dim: DIM,
-        part: 'text',
-        vectors: 'text.npy',
-        missing: [],
-        doc_ids: docIds,
-      }),
-    );
-    writeFileSync(
-      join(dir, 'shards/scale-100k/embeddings/index.json'),
-      JSON.stringify({
-        format: 'loupe-embeddings/1',
-        sets: [{ model_id: MODEL, dtype: 'fp32', path: `${MODEL}/fp32/` }],
-      }),
-    );
+    const fixture = writeIvfFixture(join(dir, SHARD), N, DIM, NQ);
+    queries = fixture.queries;
     // The packing command as a user runs it (a smaller k-means sample keeps the test short).
     execFileSync(
       'npx',
@@ -132,7 +62,7 @@ describe('packed IVF-int8 index read with HTTP Range from a static host under a 
         'tsx',
         'scripts/pack-ivf.ts',
         '--shard',
-        join(dir, 'shards/scale-100k'),
+        join(dir, SHARD),
         '--nlist',
         String(NLIST),
         '--sample',
@@ -143,9 +73,9 @@ describe('packed IVF-int8 index read with HTTP Range from a static host under a 
       { cwd: ROOT, stdio: 'pipe' },
     );
     // Ground truth from the rows exactly as the .npy holds them.
-    const data = new Uint16Array(npy.slice(npy.length - N * DIM * 2).buffer);
-    const rows = Float32Array.from(data, (b) => f16ToF32(b));
-    truth = Array.from({ length: NQ }, (_, i) => exactTop(rows, queries.subarray(i * DIM, (i + 1) * DIM), K));
+    truth = Array.from({ length: NQ }, (_, i) =>
+      exactTopRows(fixture.rows, DIM, queries.subarray(i * DIM, (i + 1) * DIM), K),
+    );
     server = await serveRanges(dir, PREFIX);
     req = { url: `${server.url}${SET}ivf-text.bin`, vectorsUrl: `${server.url}${SET}text.npy`, k: K };
     session = await launch();
