@@ -23,7 +23,7 @@ import {
   exactCorpusSearch,
 } from './index/corpus';
 import { exactTopK } from './index/exact';
-import { ivfRemoteClearCache, ivfRemoteClose, ivfRemoteSearch } from './index/ivf-remote';
+import { ivfRemoteClearCache, ivfRemoteClose, ivfRemoteFlush, ivfRemoteSearch } from './index/ivf-remote';
 import { recallAgainstExact } from './index/recall';
 import { search } from './index/search';
 import { closeOpen, indexInfo } from './index/session';
@@ -86,6 +86,8 @@ const api = {
   ivfRemoteSearch,
   /** Forgets the open remote indexes (their OPFS cache stays). */
   ivfRemoteClose,
+  /** Waits for the remote index's cache writes (queries never wait for them). */
+  ivfRemoteFlush,
   /** Removes every cached remote index from OPFS. */
   ivfRemoteClearCache,
   /** What is open. */

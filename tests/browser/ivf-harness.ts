@@ -3,6 +3,7 @@
 // server at /tests/browser/ivf-harness.html; never part of the app build.
 import {
   clearRemoteIvfCache,
+  flushRemoteIvfCache,
   searchRemoteIvf,
   stopIndexWorker,
   type IvfRemoteRequest,
@@ -20,8 +21,9 @@ const ivfHarness = {
       return { ok: false, error: (e as Error)?.message ?? String(e) };
     }
   },
-  /** A fresh index worker (nothing in memory; the OPFS cache stays). */
-  restartWorker(): void {
+  /** A fresh index worker (nothing in memory; the OPFS cache stays, once its writes are done). */
+  async restartWorker(): Promise<void> {
+    await flushRemoteIvfCache();
     stopIndexWorker();
   },
   async clearCache(): Promise<void> {

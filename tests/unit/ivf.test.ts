@@ -7,6 +7,7 @@ import {
   IVF_FIXED_BYTES,
   IvfFormatError,
   buildIvf,
+  centroidAssigner,
   fnv1a,
   ivfHeaderBytes,
   listCount,
@@ -16,6 +17,7 @@ import {
   probeLists,
   rowRuns,
   searchIvf,
+  trainCentroids,
   type IvfHeader,
 } from '../../src/lib/core/retrieval/ivf';
 import { f16ToF32, f32ToF16 } from '../../src/lib/core/shard/vector-files';
@@ -119,6 +121,27 @@ describe('IVF-int8 file layout', () => {
       new DataView(swapped.buffer).setUint32(4, 0, true);
       expect(() => parseIvfList(header, 2, swapped, 'f')).toThrow(/list 2: row number 0 at position 1/);
     }
+  });
+
+  it('assigns through centroid groups (many lists) mostly to the exact nearest centroid', () => {
+    const centroids = trainCentroids(rows, N, DIM, 256, { seed: 5, iterations: 4 });
+    const exact = centroidAssigner(centroids, 256, DIM, { grouped: false });
+    const grouped = centroidAssigner(centroids, 256, DIM, { grouped: true });
+    let same = 0;
+    let worse = 0;
+    for (let r = 0; r < N; r++) {
+      const a = exact(rows, r * DIM);
+      const b = grouped(rows, r * DIM);
+      if (a === b) same++;
+      // A different answer is never better than the exact one.
+      else {
+        const dot = (c: number) =>
+          centroids.subarray(c * DIM, c * DIM + DIM).reduce((s, x, j) => s + x * rows[r * DIM + j], 0);
+        if (dot(b) <= dot(a)) worse++;
+      }
+    }
+    expect(same + worse).toBe(N);
+    expect(same / N).toBeGreaterThanOrEqual(0.95);
   });
 
   it('groups sorted rows into runs of consecutive rows', () => {

@@ -51,11 +51,10 @@ class MemoryCache implements ByteCache {
   }
 }
 
-interface SyncHandle {
-  write(b: ArrayBufferView, o: { at: number }): number;
-  truncate(n: number): void;
-  flush(): void;
-  close(): void;
+interface OpfsWritable {
+  write(b: Uint8Array): Promise<void>;
+  close(): Promise<void>;
+  abort(): Promise<void>;
 }
 
 /** OPFS folder `loupe-ivf/<hash of the index URL>/`, one file per header, list and row. */
@@ -71,8 +70,8 @@ class OpfsCache implements ByteCache {
     const parent = await root.getDirectoryHandle(OPFS_DIR, { create: true });
     const dir = await parent.getDirectoryHandle(key, { create: true });
     const probe = await dir.getFileHandle('.probe', { create: true });
-    if (!(probe as unknown as { createSyncAccessHandle?: unknown }).createSyncAccessHandle)
-      throw new Error('this browser has no synchronous OPFS access in workers');
+    if (!(probe as unknown as { createWritable?: unknown }).createWritable)
+      throw new Error('this browser cannot write OPFS files (no createWritable)');
     return new OpfsCache(parent, key, dir);
   }
   async get(name: string) {
@@ -84,17 +83,16 @@ class OpfsCache implements ByteCache {
     }
   }
   async put(name: string, bytes: Uint8Array) {
+    // A writable stream writes a swap file and replaces the entry on close: readers never see a
+    // half-written file, and no exclusive lock is held against them.
     const fh = await this.dir.getFileHandle(name, { create: true });
-    const h = await (
-      fh as unknown as { createSyncAccessHandle(): Promise<SyncHandle> }
-    ).createSyncAccessHandle();
+    const w = await (fh as unknown as { createWritable(): Promise<OpfsWritable> }).createWritable();
     try {
-      h.truncate(0);
-      if (h.write(bytes, { at: 0 }) !== bytes.length)
-        throw new Error(`short write to OPFS ${name} (disk full?)`);
-      h.flush();
-    } finally {
-      h.close();
+      await w.write(bytes);
+      await w.close();
+    } catch (e) {
+      await w.abort().catch(() => undefined);
+      throw e;
     }
   }
   async clear() {
@@ -106,6 +104,25 @@ class OpfsCache implements ByteCache {
 /** OPFS folder of the cache. */
 export const OPFS_DIR = 'loupe-ivf';
 
+/** Starts a cache write without waiting for it; a failed write only means a later fetch. */
+/**
+ * Queues a cache write without waiting for it (a result never waits for the disk). Writes run one
+ * at a time (an OPFS file takes one writer), and what is queued is read from memory meanwhile.
+ */
+function store(r: Remote, name: string, bytes: Uint8Array): void {
+  if (r.writing.has(name)) return;
+  r.writing.set(name, bytes);
+  r.queue = r.queue
+    .then(() => r.cache.put(name, bytes))
+    .catch((e) => console.warn(`loupe: could not cache ${name} of ${r.url}: ${(e as Error)?.message ?? e}`))
+    .finally(() => r.writing.delete(name));
+}
+
+/** A cached entry: queued for writing, else from the cache. */
+async function cached(r: Remote, name: string): Promise<Uint8Array | null> {
+  return r.writing.get(name) ?? (await r.cache.get(name));
+}
+
 /** Concurrent Range requests per query (a browser opens six connections per HTTP/1.1 host). */
 const CONCURRENCY = 6;
 
@@ -115,6 +132,10 @@ interface Remote {
   cache: ByteCache;
   cacheReason?: string;
   header: IvfHeader | null;
+  /** Cache writes, one after the other (see store). */
+  queue: Promise<void>;
+  /** Entries queued and not yet written. */
+  writing: Map<string, Uint8Array>;
 }
 
 const remotes = new Map<string, Remote>();
@@ -177,22 +198,22 @@ async function pool<T>(jobs: (() => Promise<T>)[]): Promise<T[]> {
 
 /** The header: from the network (cache checked against the fixed part's checksum), else the cache. */
 async function loadHeader(r: Remote, stats: IvfQueryStats): Promise<IvfHeader> {
-  const cached = await r.cache.get('header');
+  const cachedHeader = await cached(r, 'header');
   let fixedBytes: Uint8Array;
   try {
     fixedBytes = await range(r.url, 0, IVF_FIXED_BYTES, stats);
   } catch (e) {
     // Offline (or the host is down): a cached header is good enough, the lists it names are cached.
-    if (cached && e instanceof TypeError) {
+    if (cachedHeader && e instanceof TypeError) {
       stats.offline = true;
-      return parseIvfHeader(cached, `${r.url} (cached)`);
+      return parseIvfHeader(cachedHeader, `${r.url} (cached)`);
     }
     throw e;
   }
   const fixed = parseIvfFixed(fixedBytes, r.url);
-  if (cached) {
+  if (cachedHeader) {
     try {
-      const h = parseIvfHeader(cached, `${r.url} (cached)`);
+      const h = parseIvfHeader(cachedHeader, `${r.url} (cached)`);
       if (h.checksum === fixed.checksum && h.headerBytes === fixed.headerBytes) return h;
     } catch {
       // A damaged cache entry: read the header again.
@@ -203,7 +224,7 @@ async function loadHeader(r: Remote, stats: IvfQueryStats): Promise<IvfHeader> {
   bytes.set(fixedBytes, 0);
   bytes.set(await range(r.url, IVF_FIXED_BYTES, fixed.headerBytes, stats), IVF_FIXED_BYTES);
   const h = parseIvfHeader(bytes, r.url);
-  await r.cache.put('header', bytes);
+  store(r, 'header', bytes);
   stats.headerFetched = true;
   return h;
 }
@@ -211,15 +232,20 @@ async function loadHeader(r: Remote, stats: IvfQueryStats): Promise<IvfHeader> {
 async function getList(r: Remote, h: IvfHeader, l: number, stats: IvfQueryStats): Promise<IvfList> {
   const name = `l${l}`;
   const want = listBytes(listCount(h, l), h.dim);
-  const cached = await r.cache.get(name);
-  if (cached && cached.length === want) {
+  // An empty list (k-means can leave one) has no bytes to read.
+  if (want === 0) {
+    stats.listsEmpty++;
+    return parseIvfList(h, l, new Uint8Array(0), r.url);
+  }
+  const c = await cached(r, name);
+  if (c && c.length === want) {
     stats.listsCached++;
-    return parseIvfList(h, l, cached, `${r.url} (cached list ${l})`);
+    return parseIvfList(h, l, c, `${r.url} (cached list ${l})`);
   }
   const bytes = await range(r.url, h.offsets[l], h.offsets[l + 1], stats);
   stats.listsFetched++;
   const list = parseIvfList(h, l, bytes, r.url);
-  await r.cache.put(name, bytes);
+  store(r, name, bytes);
   return list;
 }
 
@@ -233,8 +259,9 @@ async function getRows(
   const rowBytes = h.dim * 2;
   const out = new Map<number, Uint16Array>();
   const missing: number[] = [];
-  for (const row of sorted) {
-    const c = await r.cache.get(`r${row}`);
+  const found = await Promise.all(sorted.map((row) => cached(r, `r${row}`)));
+  for (const [i, row] of sorted.entries()) {
+    const c = found[i];
     if (c && c.length === rowBytes) {
       out.set(row, new Uint16Array(c.slice().buffer));
       stats.rowsCached++;
@@ -247,7 +274,7 @@ async function getRows(
       for (let i = 0; i < count; i++) {
         const one = bytes.slice(i * rowBytes, (i + 1) * rowBytes);
         out.set(first + i, new Uint16Array(one.buffer));
-        await r.cache.put(`r${first + i}`, one);
+        store(r, `r${first + i}`, one);
       }
       stats.rowsFetched += count;
     }),
@@ -263,6 +290,7 @@ function newStats(): IvfQueryStats {
     offline: false,
     listsFetched: 0,
     listsCached: 0,
+    listsEmpty: 0,
     rowsFetched: 0,
     rowsCached: 0,
     ms: 0,
@@ -282,7 +310,15 @@ export async function ivfRemoteSearch(
   let r = remotes.get(key);
   if (!r) {
     const { cache, reason } = await openCache(req.url, req.cache ?? 'auto');
-    r = { url: req.url, vectorsUrl: req.vectorsUrl, cache, cacheReason: reason, header: null };
+    r = {
+      url: req.url,
+      vectorsUrl: req.vectorsUrl,
+      cache,
+      cacheReason: reason,
+      header: null,
+      queue: Promise.resolve(),
+      writing: new Map(),
+    };
     remotes.set(key, r);
   }
   const nprobe = req.nprobe ?? IVF_DEFAULTS.nprobe;
@@ -334,13 +370,20 @@ export async function ivfRemoteSearch(
   return result;
 }
 
+/** Waits for every cache write started so far (before a worker is stopped on purpose). */
+export async function ivfRemoteFlush(): Promise<void> {
+  for (const r of remotes.values()) while (r.writing.size) await r.queue;
+}
+
 /** Forgets the open indexes (the OPFS cache stays; the next search re-checks each header). */
-export function ivfRemoteClose(): void {
+export async function ivfRemoteClose(): Promise<void> {
+  await ivfRemoteFlush();
   remotes.clear();
 }
 
 /** Removes every cached index from OPFS. */
 export async function ivfRemoteClearCache(): Promise<void> {
+  await ivfRemoteFlush();
   remotes.clear();
   const root = await navigator.storage.getDirectory();
   await root.removeEntry(OPFS_DIR, { recursive: true }).catch(() => undefined);

@@ -27,6 +27,8 @@ export interface IvfQueryStats {
   offline: boolean;
   listsFetched: number;
   listsCached: number;
+  /** Probed lists that hold no rows (nothing to read). */
+  listsEmpty: number;
   rowsFetched: number;
   rowsCached: number;
   /** Wall time in the worker. */

@@ -163,6 +163,11 @@ export function searchRemoteIvf(
   return client.run((r) => r.ivfRemoteSearch(req, queries), signal);
 }
 
+/** Waits until what remote IVF searches fetched is written to the OPFS cache. */
+export function flushRemoteIvfCache(): Promise<void> {
+  return client.run((r) => r.ivfRemoteFlush());
+}
+
 /** Removes every cached remote IVF index from OPFS (and forgets the open ones). */
 export function clearRemoteIvfCache(): Promise<void> {
   return client.run((r) => r.ivfRemoteClearCache());

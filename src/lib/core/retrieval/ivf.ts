@@ -18,7 +18,8 @@
 //   variable part
 //     f64[nlist + 1]  byte offset of each list in this file; the last is the file's length
 //     f32[dim]        quantiser scales s_d: code = clamp(round(x_d / s_d), -127, 127)
-//     f32[nlist·dim]  centroids (unit length; a row goes to the list of its highest inner product)
+//     f32[nlist·dim]  centroids (unit length; a row goes to the list of its highest inner product,
+//                     found through centroid groups from 200 lists on: see centroidAssigner)
 //     zero padding to H
 //   list l, bytes offsets[l] … offsets[l+1], m = (offsets[l+1] − offsets[l]) / (4 + dim) rows:
 //     u32[m]          row numbers in the .npy, ascending (row r is the sidecar's doc_ids[r])
@@ -136,11 +137,67 @@ export function nearestCentroid(
   return best;
 }
 
+/** Lists from which assignment goes through centroid groups (below it, every centroid is scored). */
+export const GROUPED_ASSIGN_FROM = 200;
+
+/**
+ * Nearest-centroid assignment for many rows. With `nlist` ≥ GROUPED_ASSIGN_FROM the centroids are
+ * themselves clustered into about √nlist groups; a row scores the groups, then only the centroids of
+ * its best 4 groups (about 5·√nlist centroids instead of nlist: 1M rows × 2,000 lists becomes
+ * practical in JS). That is approximate: a row whose best centroid sits in a fifth-best group gets
+ * the best one of the four groups (tests/unit/ivf.test.ts measures the agreement).
+ */
+export function centroidAssigner(
+  centroids: Float32Array,
+  nlist: number,
+  dim: number,
+  opts: { grouped?: boolean; seed?: number } = {},
+): (data: ArrayLike<number>, o: number) => number {
+  if (!(opts.grouped ?? nlist >= GROUPED_ASSIGN_FROM))
+    return (data, o) => nearestCentroid(centroids, nlist, data, o, dim);
+  const G = Math.ceil(Math.sqrt(nlist));
+  const groups = trainCentroids(centroids, nlist, dim, G, { iterations: 6, seed: opts.seed ?? 1 });
+  const members: number[][] = Array.from({ length: G }, () => []);
+  for (let c = 0; c < nlist; c++) members[nearestCentroid(groups, G, centroids, c * dim, dim)].push(c);
+  const T = Math.min(4, G);
+  const gScore = new Float64Array(G);
+  const best = new Int32Array(T);
+  return (data, o) => {
+    for (let g = 0; g < G; g++) {
+      let s = 0;
+      for (let j = 0; j < dim; j++) s += groups[g * dim + j] * data[o + j];
+      gScore[g] = s;
+    }
+    // The T best groups (T is small: selection by repeated scans).
+    for (let t = 0; t < T; t++) {
+      let b = -1;
+      for (let g = 0; g < G; g++)
+        if ((b < 0 || gScore[g] > gScore[b]) && !best.subarray(0, t).includes(g)) b = g;
+      best[t] = b;
+    }
+    let bestC = 0;
+    let bestS = -Infinity;
+    for (let t = 0; t < T; t++)
+      for (const c of members[best[t]]) {
+        const co = c * dim;
+        let s = 0;
+        for (let j = 0; j < dim; j++) s += centroids[co + j] * data[o + j];
+        if (s > bestS || (s === bestS && c < bestC)) {
+          bestS = s;
+          bestC = c;
+        }
+      }
+    return bestC;
+  };
+}
+
 export interface KmeansOptions {
   /** Rows sampled for training (default 20,000, or all when fewer). */
   sample?: number;
   iterations?: number;
   seed?: number;
+  /** Assign through centroid groups (default: from GROUPED_ASSIGN_FROM lists on; see centroidAssigner). */
+  grouped?: boolean;
 }
 
 /**
@@ -175,8 +232,9 @@ export function trainCentroids(
   for (let it = 0; it < (opts.iterations ?? 8); it++) {
     sums.fill(0);
     counts.fill(0);
+    const nearest = centroidAssigner(centroids, nlist, dim, { grouped: opts.grouped, seed: it + 1 });
     for (let i = 0; i < m; i++) {
-      const c = nearestCentroid(centroids, nlist, sample, i * dim, dim);
+      const c = nearest(sample, i * dim);
       assign[i] = c;
       counts[c]++;
       for (let j = 0; j < dim; j++) sums[c * dim + j] += sample[i * dim + j];
@@ -223,7 +281,8 @@ export function buildIvf(data: Float32Array, n: number, dim: number, opts: Build
   const scales = quantiserScales(data, n, dim);
   const list = new Int32Array(n);
   const counts = new Int32Array(nlist);
-  for (let i = 0; i < n; i++) counts[(list[i] = nearestCentroid(centroids, nlist, data, i * dim, dim))]++;
+  const nearest = centroidAssigner(centroids, nlist, dim, { grouped: opts.grouped, seed: opts.seed });
+  for (let i = 0; i < n; i++) counts[(list[i] = nearest(data, i * dim))]++;
   const H = ivfHeaderBytes(dim, nlist);
   const offsets = new Float64Array(nlist + 1);
   offsets[0] = H;
