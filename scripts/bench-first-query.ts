@@ -16,7 +16,7 @@
 // The generated model has random weights: the timings are real compute for its shape, the rankings
 // mean nothing.
 import { execFileSync, execSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -24,6 +24,7 @@ import { chromium, type Page } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 import { buildSite, serveStatic } from '../tests/e2e/static-server';
 import { DATA_DIR } from '../tests/paths';
+import { writeBenchmarksSection } from './lib/benchmarks-md';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT = join(ROOT, '.test-results/first-query-dist');
@@ -199,18 +200,4 @@ writeFileSync(
   join(ROOT, '.test-results/first-query.json'),
   JSON.stringify({ started, load: [load0, load1], rounds }, null, 2),
 );
-if (argv['write-benchmarks']) {
-  const file = join(ROOT, 'BENCHMARKS.md');
-  const md = readFileSync(file, 'utf8');
-  const begin = '<!-- bench:first-query -->';
-  const end = '<!-- /bench:first-query -->';
-  const section = `${begin}\n${header}\n\n${lines.join('\n')}${end}`;
-  const i = md.indexOf(begin);
-  const j = md.indexOf(end);
-  writeFileSync(
-    file,
-    i >= 0 && j > i ? md.slice(0, i) + section + md.slice(j + end.length) : `${md}\n${section}\n`,
-  );
-  execSync(`npx prettier --write ${JSON.stringify(file)}`, { cwd: ROOT, stdio: 'ignore' });
-  console.log('BENCHMARKS.md: bench:first-query section written');
-}
+if (argv['write-benchmarks']) writeBenchmarksSection('first-query', `${header}\n\n${lines.join('\n')}`);

@@ -26,6 +26,7 @@ import { chromium, type Page } from 'playwright-core';
 import { build, preview } from 'vite';
 import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 import { DATA_DIR } from '../tests/paths';
+import { writeBenchmarksSection } from './lib/benchmarks-md';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const STAGES = ['tokenize', 'preprocess', 'encode', 'search', 'fuse', 'render'] as const;
@@ -287,19 +288,4 @@ writeFileSync(
     2,
   ),
 );
-if (argv['write-benchmarks']) {
-  const file = join(ROOT, 'BENCHMARKS.md');
-  const md = readFileSync(file, 'utf8');
-  const begin = '<!-- bench:latency -->';
-  const end = '<!-- /bench:latency -->';
-  const section = `${begin}\n${header}\n\n${lines.join('\n')}${end}`;
-  const i = md.indexOf(begin);
-  const j = md.indexOf(end);
-  writeFileSync(
-    file,
-    i >= 0 && j > i ? md.slice(0, i) + section + md.slice(j + end.length) : `${md}\n${section}\n`,
-  );
-  // The tables as the repository's formatter writes them (`npm run check` stays green).
-  execSync(`npx prettier --write ${JSON.stringify(file)}`, { cwd: ROOT, stdio: 'ignore' });
-  console.log('BENCHMARKS.md: bench:latency section written');
-}
+if (argv['write-benchmarks']) writeBenchmarksSection('latency', `${header}\n\n${lines.join('\n')}`);

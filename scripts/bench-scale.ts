@@ -11,7 +11,7 @@
 //
 // Shards are kept under generated-shards/bench-scale-<docs>-<queries>/ (gitignored) and reused.
 import { execFileSync, execSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -19,6 +19,7 @@ import { chromium } from 'playwright-core';
 import { build, preview } from 'vite';
 import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 import { chromiumProcs, renderers } from './lib/bench-browser';
+import { writeBenchmarksSection } from './lib/benchmarks-md';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const MODEL = 'loupe-test/bert-tiny-random';
@@ -221,18 +222,4 @@ writeFileSync(
   join(ROOT, 'bench-results/scale.json'),
   JSON.stringify({ started, load: [load0, load1], results }, null, 2),
 );
-if (argv['write-benchmarks']) {
-  const file = join(ROOT, 'BENCHMARKS.md');
-  const md = readFileSync(file, 'utf8');
-  const begin = '<!-- bench:scale -->';
-  const end = '<!-- /bench:scale -->';
-  const section = `${begin}\n${header}\n\n${lines.join('\n')}\n${end}`;
-  const i = md.indexOf(begin);
-  const j = md.indexOf(end);
-  writeFileSync(
-    file,
-    i >= 0 && j > i ? md.slice(0, i) + section + md.slice(j + end.length) : `${md}\n${section}\n`,
-  );
-  execSync(`npx prettier --write ${JSON.stringify(file)}`, { cwd: ROOT, stdio: 'ignore' });
-  console.log('BENCHMARKS.md: bench:scale section written');
-}
+if (argv['write-benchmarks']) writeBenchmarksSection('scale', `${header}\n\n${lines.join('\n')}`);
