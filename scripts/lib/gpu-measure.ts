@@ -7,6 +7,7 @@ import type * as OrtNS from 'onnxruntime-web';
 import {
   clusteredVectors,
   exactSearch,
+  mulberry32,
   normalizeRows,
   type KnnResult,
   type Matrix,
@@ -110,18 +111,6 @@ export const fmtCos = (c: number | null | undefined): string => (c == null ? 'â€
 export const errText = (e: unknown): string =>
   (e instanceof Error ? e.message : String(e)).split('\n')[0].slice(0, 300);
 
-/** mulberry32: deterministic inputs, the same on every machine. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -183,7 +172,7 @@ function textFeeds(
   vocab: number,
   seed: number,
 ): Feeds {
-  const rand = rng(seed);
+  const rand = mulberry32(seed); // deterministic inputs, the same on every machine
   const ids = new BigInt64Array(batch * tokens);
   for (let b = 0; b < batch; b++)
     for (let t = 0; t < tokens; t++) {
@@ -204,7 +193,7 @@ function textFeeds(
 }
 
 function visionFeeds(ort: Ort, batch: number, size: number, channels: number, seed: number): Feeds {
-  const rand = rng(seed);
+  const rand = mulberry32(seed); // deterministic inputs, the same on every machine
   // CLIP-normalised pixels lie roughly in [-1.8, 2.2].
   const px = Float32Array.from({ length: batch * channels * size * size }, () => rand() * 4 - 1.8);
   return { pixel_values: new ort.Tensor('float32', px, [batch, channels, size, size]) };
