@@ -129,6 +129,32 @@ describe('packed IVF-int8 index read with HTTP Range from a static host under a 
     expect([logBytes, entries]).toEqual([0, 0]);
   });
 
+  it('scores the probed lists on the WGSL kernel when asked (SwiftShader here), with the CPU’s very results', async () => {
+    let onGpu = 0;
+    for (let i = 0; i < 8; i++) {
+      const q = Array.from(queries.subarray(i * DIM, (i + 1) * DIM));
+      const gpu = await call(page, 'search', { ...req, scoring: 'webgpu' }, q);
+      const cpu = await call(page, 'search', { ...req, scoring: 'cpu' }, q);
+      if (!gpu.ok || !cpu.ok) throw new Error(gpu.ok ? (cpu as { error: string }).error : gpu.error);
+      expect(gpu.result.rows).toEqual(cpu.result.rows);
+      expect(gpu.result.scores).toEqual(cpu.result.scores);
+      expect(gpu.result.rows[0]).toEqual(firstRows[i]);
+      expect(cpu.result.perQuery[0].scoring).toMatchObject({ device: 'cpu' });
+      const scoring = gpu.result.perQuery[0].scoring;
+      if (scoring?.device === 'webgpu') onGpu++;
+      // A cut too close for the float32 sums is scored again on the CPU, and says so.
+      else expect(scoring).toMatchObject({ device: 'cpu', recomputed: true });
+    }
+    expect(onGpu).toBeGreaterThanOrEqual(6);
+    // 'auto' (the default) keeps a software adapter out and says why.
+    const auto = await one(0);
+    expect(auto.r.perQuery[0].scoring).toMatchObject({
+      device: 'cpu',
+      reason: expect.stringMatching(/software WebGPU adapter/),
+    });
+    expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+  }, 120_000);
+
   it('a fresh worker reads lists and rows from OPFS; only the 64-byte header check goes to the host', async () => {
     await call(page, 'restartWorker');
     const { r, logBytes, entries } = await one(5);

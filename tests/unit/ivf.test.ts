@@ -7,7 +7,11 @@ import {
   IVF_FIXED_BYTES,
   IvfFormatError,
   buildIvf,
-  centroidAssigner,
+  assignRows,
+  Candidates,
+  int8Candidates,
+  scaledQuery,
+  scoreList,
   fnv1a,
   ivfHeaderBytes,
   listCount,
@@ -123,25 +127,26 @@ describe('IVF-int8 file layout', () => {
     }
   });
 
-  it('assigns through centroid groups (many lists) mostly to the exact nearest centroid', () => {
-    const centroids = trainCentroids(rows, N, DIM, 256, { seed: 5, iterations: 4 });
-    const exact = centroidAssigner(centroids, 256, DIM, { grouped: false });
-    const grouped = centroidAssigner(centroids, 256, DIM, { grouped: true });
-    let same = 0;
-    let worse = 0;
-    for (let r = 0; r < N; r++) {
-      const a = exact(rows, r * DIM);
-      const b = grouped(rows, r * DIM);
-      if (a === b) same++;
-      // A different answer is never better than the exact one.
-      else {
-        const dot = (c: number) =>
-          centroids.subarray(c * DIM, c * DIM + DIM).reduce((s, x, j) => s + x * rows[r * DIM + j], 0);
-        if (dot(b) <= dot(a)) worse++;
+  it('assigns every row to its exact nearest centroid (any row count, odd list count)', () => {
+    for (const [rows_, lists] of [
+      [N, 255],
+      [N - 3, 8],
+      [5, 1],
+    ] as const) {
+      const centroids = trainCentroids(rows, N, DIM, lists, { seed: 5, iterations: 3 });
+      const got = assignRows(centroids, lists, rows, rows_, DIM);
+      expect(got.length).toBe(rows_);
+      for (let r = 0; r < rows_; r++) {
+        const dot = (c: number) => {
+          let s = 0;
+          for (let j = 0; j < DIM; j++) s += centroids[c * DIM + j] * rows[r * DIM + j];
+          return s;
+        };
+        let best = 0;
+        for (let c = 1; c < lists; c++) if (dot(c) > dot(best)) best = c;
+        expect(got[r], `row ${r} of ${rows_}, ${lists} lists`).toBe(best);
       }
     }
-    expect(same + worse).toBe(N);
-    expect(same / N).toBeGreaterThanOrEqual(0.95);
   });
 
   it('groups sorted rows into runs of consecutive rows', () => {
@@ -183,5 +188,45 @@ describe('IVF-int8 search against brute force', () => {
       expect(r.scores[i]).toBe(Math.fround(t));
       if (i) expect(r.scores[i]).toBeLessThanOrEqual(r.scores[i - 1]);
     }
+  });
+
+  it('gives scoreList’s very candidates from approximate scores, or null when they cannot decide', () => {
+    const probed = [0, 3, 7, 11].map(list);
+    const total = probed.reduce((t, l) => t + l.rows.length, 0);
+    let decided = 0;
+    for (let qi = 0; qi < 20; qi++) {
+      const q = queries.subarray(qi * DIM, (qi + 1) * DIM);
+      const ref = new Candidates(40);
+      for (const l of probed) scoreList(header, l, q, ref);
+      const qs = scaledQuery(header, q);
+      const l1 = qs.reduce((t, x) => t + Math.abs(x), 0);
+      const eps = (DIM + 2) * 2 ** -23 * 127 * l1;
+      // Each score moved by up to eps, as a float32 GPU sum may be.
+      const exact: number[] = [];
+      for (const l of probed)
+        for (let i = 0; i < l.rows.length; i++) {
+          let s = 0;
+          for (let j = 0; j < DIM; j++) s += qs[j] * l.codes[i * DIM + j];
+          exact.push(s);
+        }
+      const approx = Float32Array.from(exact, (s, i) => s + eps * Math.sin(i * 7.3 + qi));
+      const got = int8Candidates(header, probed, q, approx, eps, 40);
+      if (got) {
+        decided++;
+        expect(got.rows).toEqual(ref.rows);
+        expect(got.scores).toEqual(ref.scores);
+      }
+      // An eps that covers every gap can never decide.
+      expect(int8Candidates(header, probed, q, approx, 1e9, 40)).toBeNull();
+    }
+    expect(total).toBeGreaterThan(56);
+    expect(decided).toBeGreaterThanOrEqual(15);
+    // Fewer rows than size + margin: all are scored exactly, always decided.
+    const one = [list(0)];
+    const q0 = queries.subarray(0, DIM);
+    const ref = new Candidates(one[0].rows.length);
+    scoreList(header, one[0], q0, ref);
+    const got = int8Candidates(header, one, q0, new Float32Array(one[0].rows.length), 0, one[0].rows.length);
+    expect(got?.rows).toEqual(ref.rows);
   });
 });

@@ -9,7 +9,6 @@
 // Bytes are counted per query as the response bodies received (HTTP headers not included), which
 // is what a static server's access log records as bytes sent.
 import {
-  Candidates,
   IVF_DEFAULTS,
   IVF_FIXED_BYTES,
   exactRowScore,
@@ -21,12 +20,12 @@ import {
   parseIvfList,
   probeLists,
   rowRuns,
-  scoreList,
   type IvfHeader,
   type IvfList,
 } from '../../src/lib/core/retrieval/ivf';
 import { f16ToF32 } from '../../src/lib/core/shard/vector-files';
 import type { IvfRemoteRequest, IvfRemoteResult, IvfQueryStats } from './ivf-types';
+import { scoreProbed } from './ivf-gpu';
 
 type CacheKind = 'opfs' | 'memory';
 
@@ -351,8 +350,8 @@ export async function ivfRemoteSearch(
     if (norm > 0) for (let j = 0; j < h.dim; j++) q[j] /= Math.sqrt(norm);
     const probed = probeLists(h, q, nprobe);
     const lists = await pool(probed.map((l) => () => getList(r, h, l, stats)));
-    const cand = new Candidates(rerank);
-    for (const list of lists) scoreList(h, list, q, cand);
+    const { cand, scoring } = await scoreProbed(h, lists, q, rerank, req.scoring ?? 'auto');
+    stats.scoring = scoring;
     const rows = await getRows(
       r,
       h,

@@ -13,6 +13,20 @@ export interface IvfRemoteRequest {
   rerank?: number;
   /** 'auto': OPFS, else memory (the result says why). */
   cache?: 'auto' | 'opfs' | 'memory';
+  /**
+   * Where the probed lists' int8 codes are scored: 'auto' (default) on a hardware WebGPU adapter,
+   * else the CPU; 'webgpu' on any adapter, software ones included (tests); 'cpu' never on the GPU.
+   * The candidates, so the results, are the same on either.
+   */
+  scoring?: 'auto' | 'webgpu' | 'cpu';
+}
+
+/** Where a query's int8 scores were computed, and why not on the GPU when they were not. */
+export interface IvfScoring {
+  device: 'webgpu' | 'cpu';
+  reason?: string;
+  /** WebGPU scored, but the cut was too close to call: the CPU scored again. */
+  recomputed?: boolean;
 }
 
 /** What one query cost. */
@@ -31,6 +45,8 @@ export interface IvfQueryStats {
   listsEmpty: number;
   rowsFetched: number;
   rowsCached: number;
+  /** Where the int8 codes were scored. */
+  scoring?: IvfScoring;
   /** Wall time in the worker. */
   ms: number;
 }
