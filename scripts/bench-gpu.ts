@@ -8,6 +8,9 @@
 //   (c) the WGSL exact search kernel (src/lib/platform/gpu-exact.ts) vs the JS path
 //       (core/retrieval/exact.ts) on clustered unit vectors (--vectors × 384, --queries queries, top-10):
 //       queries whose top-10 ids match, ms per 100 queries.
+//   (d) IVF int8 scoring of each query's 16 probed lists on the WGSL kernel (platform/gpu-int8.ts,
+//       made exact by int8Candidates) vs the CPU loop, over the same vectors packed with nlist 2·√n:
+//       queries whose candidates match, ms per query.
 //
 // The encoders run as raw onnxruntime-web sessions on pre-tokenized inputs (deterministic random token
 // ids / pixels; tokenization and image decoding are not measured), one WASM and one WebGPU session per
@@ -232,6 +235,19 @@ function markdown(): string {
         `${e.sameTopK ?? '—'} of ${e.queries} | ${e.cpuFallbackQueries ?? '—'} | ` +
         `${e.maxGpuScoreError == null ? '—' : e.maxGpuScoreError.toExponential(2)} |`,
     );
+    const v = e.ivf;
+    if (v) {
+      lines.push('');
+      lines.push(
+        `| IVF int8 scoring, nlist ${v.nlist}, nprobe ${v.nprobe}, ${v.rerank} candidates | rows per query | ` +
+          `WGSL kernel, per query | CPU loop, per query | same candidates | undecided (CPU again) |`,
+      );
+      lines.push('|---|---|---|---|---|---|');
+      lines.push(
+        `| same vectors and queries${v.error ? ` (error: ${v.error})` : ''} | ${v.rowsPerQuery} | ${fmtMs(v.gpuMs)} | ` +
+          `${fmtMs(v.cpuMs)} | ${v.same ?? '—'} of ${v.queries} | ${v.undecided ?? '—'} |`,
+      );
+    }
   }
   if (report.errors.length) lines.push('', 'Errors:', ...report.errors.map((x) => `- ${x}`));
   lines.push('', `Total ${report.seconds} s.`, '');
@@ -268,6 +284,7 @@ function record(row: EncoderRow): void {
 function recordExact(row: ExactRow): void {
   report.exact = row;
   if (row.error) report.errors.push(`exact: ${row.error}`);
+  if (row.ivf?.error) report.errors.push(`ivf: ${row.ivf.error}`);
   save();
 }
 

@@ -13,6 +13,7 @@ import {
   type Matrix,
 } from '../../src/lib/core/retrieval/exact';
 import { createGpuExact } from '../../src/lib/platform/gpu-exact';
+import { measureIvfInt8, type IvfInt8Row } from './gpu-measure-ivf';
 
 export const GPU_DTYPES = ['fp32', 'fp16', 'q8'] as const;
 export type GpuDtype = (typeof GPU_DTYPES)[number];
@@ -66,6 +67,8 @@ export interface ExactRow {
   cpuFallbackQueries: number | null;
   maxGpuScoreError: number | null;
   error?: string;
+  /** The IVF int8 scoring kernel on the same vectors (absent when the exact row failed first). */
+  ivf?: IvfInt8Row;
 }
 
 /** What the adapter says about itself, as the bench reports it. */
@@ -374,6 +377,7 @@ export async function measureExact(
       `exact: WGSL ${fmtMs(row.gpuMs)} for ${opts.queries} queries (upload ${fmtMs(row.gpuUploadMs)}), ` +
         `same top-${k} ${row.sameTopK} of ${opts.queries}, CPU-fallback queries ${row.cpuFallbackQueries}`,
     );
+    row.ivf = await measureIvfInt8(docs, queries, log);
   } catch (e) {
     row.error = errText(e);
     log(`exact: ERROR ${row.error}`);
