@@ -34,6 +34,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { RawImage } from '@huggingface/transformers';
 import { modelPath, type Dtype, type ModelSpec } from '../src/lib/core/retrieval/models';
+import { median } from '../src/lib/core/eval/stats';
 import type { PlainTensor } from '../tests/browser/bench-ort.worker';
 import {
   busySeconds,
@@ -103,10 +104,6 @@ const CORPUS_DOCS = Number(argv['corpus-docs']);
 const CORPUS_BATCH = Number(argv['corpus-batch']);
 const ROUNDS = Number(argv.rounds);
 const log = (...a: unknown[]) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...a);
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const textSpec = (): ModelSpec => registrySpec(TEXT_MODEL, { maxTokens: MAX_TOKENS });
 
 // ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import { chromium, type Page } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 import { buildSite, serveStatic } from '../tests/e2e/static-server';
 import { DATA_DIR } from '../tests/paths';
+import { median } from '../src/lib/core/eval/stats';
 import { writeBenchmarksSection } from './lib/benchmarks-md';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -134,11 +135,6 @@ async function round(base: string, shard: Round['shard']): Promise<Round> {
   }
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 const sec = (ms: number) => (ms / 1000).toFixed(2);
 
 const server = await serveStatic(OUT, PREFIX);

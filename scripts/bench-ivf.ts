@@ -18,6 +18,7 @@ import type { IvfHarness } from '../tests/browser/ivf-harness';
 import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
 import { serveRanges } from '../tests/e2e/range-server';
 import { IVF_DEFAULTS } from '../src/lib/core/retrieval/ivf';
+import { median } from '../src/lib/core/eval/stats';
 import { chromiumProcs, renderers, startDevServer } from './lib/bench-browser';
 import { exactTopRows, writeIvfFixture } from './lib/ivf-fixture';
 import { defaultNlist, packIvf } from './lib/pack-ivf';
@@ -53,10 +54,6 @@ for (const [name, v] of Object.entries({
 
 const call = harnessCaller<IvfHarness>('ivfHarness');
 const mib = (b: number) => (b / 2 ** 20).toFixed(2);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN;
-};
 
 const dir = mkdtempSync(join(tmpdir(), 'loupe-bench-ivf-'));
 const shard = join(dir, 'shards/scale');

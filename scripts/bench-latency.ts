@@ -26,6 +26,7 @@ import { chromium, type Page } from 'playwright-core';
 import { build, preview } from 'vite';
 import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 import { DATA_DIR } from '../tests/paths';
+import { samplePercentile } from '../src/lib/core/eval/stats';
 import { writeBenchmarksSection } from './lib/benchmarks-md';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -86,13 +87,7 @@ const scenarios: Scenario[] = [
   },
 ].filter((s) => !argv.only || s.name === argv.only);
 
-function quantile(xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  if (!s.length) return NaN;
-  const pos = (s.length - 1) * q;
-  const lo = Math.floor(pos);
-  return s[lo] + (s[Math.min(lo + 1, s.length - 1)] - s[lo]) * (pos - lo);
-}
+const quantile = (xs: number[], q: number): number => samplePercentile(xs, q * 100);
 
 async function timings(page: Page): Promise<Row> {
   return page.evaluate(

@@ -3,6 +3,7 @@
 // (scoreList), over an IVF index packed in memory from the exact row's vectors. Same code in Node
 // (Dawn) and in the browser page; no Node or DOM API.
 import type { Matrix } from '../../src/lib/core/retrieval/exact';
+import { median } from '../../src/lib/core/eval/stats';
 import {
   Candidates,
   buildIvf,
@@ -33,11 +34,6 @@ export interface IvfInt8Row {
   queries: number;
   error?: string;
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN;
-};
 
 /** Packs `docs` (nlist = 2·√n) and scores each query's `nprobe` lists on both sides. */
 export async function measureIvfInt8(

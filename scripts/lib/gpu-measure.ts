@@ -13,6 +13,7 @@ import {
   type Matrix,
 } from '../../src/lib/core/retrieval/exact';
 import { createGpuExact } from '../../src/lib/platform/gpu-exact';
+import { median } from '../../src/lib/core/eval/stats';
 import { measureIvfInt8, type IvfInt8Row } from './gpu-measure-ivf';
 
 export const GPU_DTYPES = ['fp32', 'fp16', 'q8'] as const;
@@ -114,11 +115,7 @@ export const fmtCos = (c: number | null | undefined): string => (c == null ? 'â€
 export const errText = (e: unknown): string =>
   (e instanceof Error ? e.message : String(e)).split('\n')[0].slice(0, 300);
 
-export function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
+export { median };
 
 /** Minimum over rows of the cosine between row r of `a` and of `b` (rows of `width` values). */
 function minRowCosine(a: Float32Array, b: Float32Array, rows: number, width: number): number {

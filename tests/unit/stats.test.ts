@@ -17,7 +17,9 @@ import {
   pairedBootstrap,
   pairedBootstrapFromIndices,
   pairedTTest,
+  median,
   percentile,
+  samplePercentile,
   RANDOMIZATION_TOLERANCE,
   randomizationTest,
   regularizedIncompleteBeta,
@@ -128,6 +130,17 @@ describe('percentile (numpy default linear)', () => {
       const sorted = Float64Array.from(x).sort();
       q.forEach((qq, i) => expectRel(percentile(sorted, qq), values[i], 0, 1e-15));
     }
+  });
+
+  it('takes unsorted samples too (samplePercentile, median), as np.percentile and np.median', () => {
+    for (const { x, q, values } of FX.percentile) {
+      const shuffled = [...x].reverse();
+      q.forEach((qq, i) => expectRel(samplePercentile(shuffled, qq), values[i], 0, 1e-15));
+      expect(median(shuffled)).toBe(percentile(Float64Array.from(x).sort(), 50));
+    }
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(median([])).toBeNaN();
+    expect(samplePercentile([], 90)).toBeNaN();
   });
 
   it('uses exactly 2.5/97.5 for 95%', () => {

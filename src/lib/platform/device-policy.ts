@@ -5,6 +5,7 @@
 // few fixed inputs (parity), and single text queries run on whichever device answered them faster at
 // load. Pure functions: the worker (workers/encoder/parity.ts) runs the models and the clocks.
 import type { Dtype } from '../core/retrieval/models';
+import { median } from '../core/eval/stats';
 import type { BackendChoice, Device } from './backend';
 
 /** Weight variants whose quantised ops the WebGPU execution provider does not accelerate. */
@@ -135,13 +136,7 @@ export function parityVerdict(
   };
 }
 
-/** Median of a few timings (ms). */
-export function median(xs: readonly number[]): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
+export { median };
 
 /** Where single text queries run, from a few single-query timings on each device at load. */
 export interface QueryDeviceChoice {

@@ -104,6 +104,26 @@ function mean(x: Float64Array): number {
 // ---------------------------------------------------------------------------------------------------
 // Percentiles and bootstrap
 
+/** The median of an unsorted sample (the mean of the middle two for an even count); NaN when empty. */
+export function median(xs: readonly number[]): number {
+  return xs.length
+    ? percentile(
+        [...xs].sort((a, b) => a - b),
+        50,
+      )
+    : NaN;
+}
+
+/** The q-th percentile (0 ≤ q ≤ 100) of an unsorted sample, as `percentile`; NaN when empty. */
+export function samplePercentile(xs: readonly number[], q: number): number {
+  return xs.length
+    ? percentile(
+        [...xs].sort((a, b) => a - b),
+        q,
+      )
+    : NaN;
+}
+
 /**
  * The q-th percentile (0 ≤ q ≤ 100) of an ascending-sorted sample, exactly as numpy's default
  * `np.percentile(x, q)` ('linear', Hyndman & Fan type 7): with h = (n − 1)·(q / 100), lo = ⌊h⌋ and
