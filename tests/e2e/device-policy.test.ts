@@ -89,6 +89,9 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
     expect(again.info).toMatchObject({ device: 'wasm', fallbackReason: r.info.fallbackReason });
     expect(again.info.parity?.cached).toBe(true);
     expect(again.progress.some((p) => p.startsWith('status:Checking WebGPU'))).toBe(false);
+    // …and no WebGPU session first: the known failure sends the load straight to WASM.
+    expect(again.progress.filter((p) => /^status:Loading .* for WebGPU/.test(p))).toEqual([]);
+    expect(again.progress.some((p) => /^status:Loading .* for WASM/.test(p))).toBe(true);
     expect(realErrors(page)).toEqual([]);
   });
 

@@ -24,7 +24,7 @@ import {
   type BackendProbe,
   type Device,
 } from '../../src/lib/platform/backend';
-import { applyDevicePolicy } from '../../src/lib/platform/device-policy';
+import { afterParityFailure, applyDevicePolicy } from '../../src/lib/platform/device-policy';
 import {
   configureEnv,
   errorText,
@@ -37,7 +37,7 @@ import {
 } from './environment';
 import { WARMUP_IMAGE_SIZE, embedImageBatch } from './image';
 import { phased, progressCallback } from './progress';
-import { checkWebGpu } from './parity';
+import { checkWebGpu, knownVerdict } from './parity';
 import { checkActivation, pairLogits } from './rerank';
 import { disposeEncoder, dropEncoder, encoders, setActive, watchDevice } from './session';
 import { embedTextBatch } from './text';
@@ -164,7 +164,7 @@ export async function load(
   probePromise ??= probeBackend();
   const probe = await probePromise;
   // The device policy (device-policy.ts): quantised weights never run on WebGPU.
-  const choice = applyDevicePolicy(
+  let choice = applyDevicePolicy(
     chooseBackend(probe, { preferred: opts.device ?? 'auto', dtype: opts.dtype, available: spec.dtypes }),
   );
   let fallbackReason: string | undefined;
@@ -177,6 +177,28 @@ export async function load(
   let checked: string | undefined;
   let queryEnc: Encoder | undefined;
   let verdictInfo: Pick<LoadedEncoder, 'parity' | 'queryDevice'> = {};
+  const adapter = probe.adapterInfo ?? 'unknown adapter';
+  if (choice.device === 'webgpu' && !isCrossEncoder(spec) && !opts.simulateWebGpuFailure) {
+    // A parity check that already failed here: go where it sent the model, without a WebGPU session.
+    const prior = await knownVerdict(
+      spec,
+      choice.dtype,
+      adapter,
+      opts.simulateParityMismatch === true,
+      opts.knownVerdicts,
+    );
+    if (prior && !prior.verdict.parity.ok) {
+      const why = prior.verdict.parity.reason;
+      const next = afterParityFailure(choice.dtype, spec.dtypes, (opts.dtype ?? 'auto') === 'auto');
+      if (next.device === 'webgpu') {
+        const r = await load(spec, { ...opts, dtype: next.dtype }, onProgress);
+        return { ...r, deviceReason: `${why}; ${r.deviceReason}`, reason: `${why}; ${r.reason}` };
+      }
+      fallbackReason = `${why}; running on WASM (${next.dtype})`;
+      verdictInfo = { parity: { ...prior.verdict.parity, cached: true, key: prior.key } };
+      choice = { ...choice, device: 'wasm', dtype: next.dtype };
+    }
+  }
   if (choice.device === 'webgpu') {
     try {
       // Fails where session creation would, before any cached WebGPU session is reused.
@@ -195,7 +217,7 @@ export async function load(
     }
     // Parity with WASM and the faster device for one text query, once per (model, dtype, adapter).
     if (!isCrossEncoder(spec)) {
-      const c = await checkWebGpu(spec, enc, opts, probe.adapterInfo ?? 'unknown adapter', report, {
+      const c = await checkWebGpu(spec, enc, opts, adapter, report, {
         get: (dtype) => getEncoder(spec, 'wasm', dtype, report).promise,
         has: (dtype) => encoders.has(cacheKey(spec, dtype, 'wasm')),
         drop: (dtype) => dropEncoder(cacheKey(spec, dtype, 'wasm')),
@@ -210,6 +232,8 @@ export async function load(
           reason: `${c.retry.why}; ${r.reason}`,
         };
       }
+      // Failed parity: the model runs on WASM, and its WebGPU session is freed.
+      if (c.fallbackReason) await dropEncoder(cacheKey(spec, enc.dtype, 'webgpu'));
       ({ enc, fallbackReason, checked, queryEnc } = c);
       verdictInfo = c.info;
     }

@@ -69,6 +69,30 @@ async function timeQuery(enc: Encoder, spec: ModelSpec): Promise<number> {
   return performance.now() - t0;
 }
 
+function keyOf(spec: ModelSpec, dtype: Dtype, adapter: string, simulateMismatch: boolean): string {
+  const model = `${spec.local ? 'local:' : ''}${spec.localPath ?? spec.hubId}`;
+  return verdictKey(model, spec.revision, dtype, adapter, simulateMismatch);
+}
+
+/**
+ * A verdict already known for `spec` at `dtype` on `adapter` (this worker's, or one the page passed to
+ * a restarted worker), before any WebGPU session is made: a failed one spares loading the model on
+ * WebGPU only to leave it. Null when none is known (or its check is still running and fails).
+ */
+export async function knownVerdict(
+  spec: ModelSpec,
+  dtype: Dtype,
+  adapter: string,
+  simulateMismatch: boolean,
+  known: [string, DeviceVerdict][] = [],
+): Promise<{ verdict: DeviceVerdict; key: string } | null> {
+  const key = keyOf(spec, dtype, adapter, simulateMismatch);
+  const hit = verdicts.get(key);
+  if (hit) return hit.then((verdict) => ({ verdict, key })).catch(() => null);
+  const given = known.find(([k]) => k === key)?.[1];
+  return given ? { verdict: given, key } : null;
+}
+
 /**
  * The verdict for a WebGPU encoder: cached, or measured against `wasm` (loaded on demand; the caller
  * keeps it for queries or the fallback). WebGPU errors propagate (the caller's WebGPU failure rule).
@@ -83,13 +107,7 @@ export async function deviceVerdict(
   report: OnProgress,
   known: [string, DeviceVerdict][] = [],
 ): Promise<{ verdict: DeviceVerdict; cached: boolean; key: string }> {
-  const key = verdictKey(
-    `${spec.local ? 'local:' : ''}${spec.localPath ?? spec.hubId}`,
-    spec.revision,
-    gpu.dtype,
-    adapter,
-    simulateMismatch,
-  );
+  const key = keyOf(spec, gpu.dtype, adapter, simulateMismatch);
   const hit = verdicts.get(key);
   if (hit) return { verdict: await hit, cached: true, key };
   const given = known.find(([k]) => k === key)?.[1];
