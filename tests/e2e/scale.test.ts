@@ -134,6 +134,17 @@ describe('the 10k rung (issue 18)', () => {
       await rows.last().locator('button').click();
       const picked = await rows.last().locator('button').getAttribute('data-qid');
       await expect.poll(() => page.getAttribute('[data-testid="query-detail"]', 'data-qid')).toBe(picked);
+      // The filter matches ids and texts, case-folded, as the shard's queries say.
+      const needle = picked!.slice(-3).toUpperCase();
+      const want = readFileSync(join(dir, 'queries.jsonl'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { _id: string; text: string })
+        .filter((q) => `${q._id}\n${q.text}`.toLowerCase().includes(needle.toLowerCase())).length;
+      await page.fill('input[aria-label="Filter queries"]', needle);
+      await expect.poll(() => list.getAttribute('data-rows')).toBe(String(want));
+      await page.fill('input[aria-label="Filter queries"]', '');
+      await expect.poll(() => list.getAttribute('data-rows')).toBe(String(QUERIES));
       await list.evaluate((el) => el.scrollTo(0, 0));
     }
     // The benchmark view with 1,000 queries fits a phone, a tablet and a desktop.
