@@ -1,6 +1,7 @@
 // What a dense run through a packed IVF-int8 index on the shard's host cost (bytes per query, lists
 // probed), summarised for the run's configuration and worded for the Search line and the Benchmark's
 // run details. Pure.
+import { median } from '../eval/stats';
 
 /** One query's cost, as workers/index/ivf-remote.ts counts it (the fields used here). */
 export interface IvfQueryCost {
@@ -38,13 +39,6 @@ export interface IvfRunInfo {
   cacheReason?: string;
 }
 
-function median(xs: number[]): number {
-  if (!xs.length) return 0;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
 /** Sums the per-query costs of one run. */
 export function ivfRunInfo(
   perQuery: readonly IvfQueryCost[],
@@ -67,7 +61,7 @@ export function ivfRunInfo(
     rerank: index.rerank,
     queries: perQuery.length,
     totalBytes: sum((q) => q.bytes),
-    medianBytes: median(bytes),
+    medianBytes: bytes.length ? median(bytes) : 0,
     maxBytes: bytes.length ? Math.max(...bytes) : 0,
     requests: sum((q) => q.requests),
     listsProbed: sum((q) => q.listsFetched + q.listsCached + q.listsEmpty),
