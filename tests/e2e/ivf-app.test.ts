@@ -16,6 +16,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DATA_DIR } from '../paths';
 import { parseIvfHeader } from '../../src/lib/core/retrieval/ivf';
+import { ivfBytes } from '../../src/lib/core/retrieval/ivf-report';
 import { parseRun } from '../../src/lib/core/eval/trec';
 import { launch, pageErrors, type Session } from './browser';
 import { shotPath } from './artifacts';
@@ -97,7 +98,11 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
   let s: Session;
   let page: Page;
   let npySize: number;
-  const exact = { search: [] as string[], run: new Map<string, string[]>() };
+  const exact = {
+    search: [] as string[],
+    run: new Map<string, string[]>(),
+    scores: new Map<string, number>(),
+  };
   const packedUrl = () => `${server.url}shards/medquad-ivf/`;
   const since = (from: number): RangeLogEntry[] => server.log.slice(from);
   const sum = (es: RangeLogEntry[]) => es.reduce((a, e) => a + e.bytes, 0);
@@ -166,11 +171,13 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     expect(
       server.log.some((e) => e.path.endsWith('medquad-exact/' + SET + 'text.npy') && e.status === 200),
     ).toBe(true);
-    for (const [q, docs] of parseRun(await downloadText(page, 'export-run'), 'run.trec'))
+    for (const [q, docs] of parseRun(await downloadText(page, 'export-run'), 'run.trec')) {
       exact.run.set(
         q,
         docs.map((d) => d.docId),
       );
+      for (const d of docs) exact.scores.set(`${q} ${d.docId}`, d.score);
+    }
     expect(exact.run.size).toBe(NQ);
     await page.goto(
       `${baseUrl}/?shard=${url}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
@@ -201,9 +208,11 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     expect(entries.every((e) => /\/(ivf-text\.bin|text\.npy)$/.test(e.path))).toBe(true);
     expect(shown).toBe(sum(entries));
     expect(sum(entries.filter((e) => e.path.endsWith('.npy')))).toBeLessThan(npySize / 4);
+    // The figure on screen is the log's, in the units shown.
     expect(await line.innerText()).toMatch(
-      /^IVF: [\d.]+ (B|KiB|MiB) fetched, \d+ of \d+ lists from the network/,
+      /^IVF: [\d.]+ (B|KiB|MiB) fetched, \d+ of 16 lists from the network/,
     );
+    expect(await line.innerText()).toContain(`IVF: ${ivfBytes(sum(entries))} fetched`);
     // The ranking: the exact one within IVF recall (most of the top 10 the same).
     const hits = await searchHits(page);
     expect(hits).toHaveLength(20);
@@ -243,6 +252,13 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     for (const [q, docs] of run) {
       const truth = new Set(exact.run.get(q)!.slice(0, 10));
       hits += docs.slice(0, 10).filter((d) => truth.has(d.docId)).length;
+      // Candidates are rescored exactly: a document in both runs has the exact run's cosine, within
+      // the float16 rounding of the row's length (the exact run normalises each float16 row, the
+      // index takes the inner product with the row as stored; the rows were unit length in float32).
+      for (const d of docs) {
+        const want = exact.scores.get(`${q} ${d.docId}`);
+        if (want !== undefined) expect(Math.abs(d.score - want)).toBeLessThan(1e-3);
+      }
     }
     const recall = hits / (NQ * 10);
     console.log(`IVF vs exact in the app: recall@10 = ${recall.toFixed(3)} over ${NQ} queries`);
@@ -288,7 +304,7 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
   test('fits 390, 1024 and 1440 px with the readouts shown, without page errors', async () => {
     for (const width of [390, 1024, 1440]) {
       await page.setViewportSize({ width, height: 900 });
-      for (const route of ['search', 'benchmark']) {
+      for (const route of ['search', 'benchmark', 'shards']) {
         await page.evaluate((r) => (location.hash = `#/${r}`), route);
         await page.waitForSelector(`[data-testid="app"][data-route="${route}"]`);
         await page.waitForTimeout(200);
