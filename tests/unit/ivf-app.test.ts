@@ -157,10 +157,23 @@ describe('what a packed-index run cost', () => {
     expect(lines[0]).toBe(
       'Packed IVF index: 3,000 vectors in 48 lists, nprobe 16; int8 codes + exact rescoring of the top 40 (float16 rows).',
     );
-    expect(lines[1]).toBe(
+    expect(lines[1]).toBe('int8 scores on the CPU.');
+    expect(lines[2]).toBe(
       'Transferred: 1000 B for 2 queries (median 500 B, largest 1000 B per query; 18 Range requests).',
     );
-    expect(lines[2]).toBe('Lists probed: 32 (16 from the network, 16 from the browser cache (OPFS)).');
+    expect(lines[3]).toBe('Lists probed: 32 (16 from the network, 16 from the browser cache (OPFS)).');
+  });
+
+  it('says where the int8 codes were scored', () => {
+    const gpu = { ...q(1, 1, 0), scoring: { device: 'webgpu' as const } };
+    const cpu = { ...q(1, 1, 0), scoring: { device: 'cpu' as const, reason: 'no hardware WebGPU adapter' } };
+    expect(describeIvfRun(ivfRunInfo([gpu, gpu], index))[1]).toBe('int8 scores on WebGPU (the WGSL kernel).');
+    expect(describeIvfRun(ivfRunInfo([gpu, cpu], index))[1]).toBe(
+      'int8 scores on the CPU for 1 of 2 queries (no hardware WebGPU adapter).',
+    );
+    expect(describeIvfRun(ivfRunInfo([cpu], index))[1]).toBe(
+      'int8 scores on the CPU (no hardware WebGPU adapter).',
+    );
   });
 
   it('a run’s identity is the index and nprobe, not what it happened to transfer', () => {

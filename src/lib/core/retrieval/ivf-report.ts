@@ -13,6 +13,8 @@ export interface IvfQueryCost {
   listsEmpty: number;
   rowsFetched: number;
   rowsCached: number;
+  /** Where the int8 codes were scored (absent: the CPU). */
+  scoring?: { device: 'webgpu' | 'cpu'; reason?: string };
 }
 
 /** A run's (or one Search query's) use of the packed index. */
@@ -34,6 +36,9 @@ export interface IvfRunInfo {
   listsProbed: number;
   listsFetched: number;
   rowsFetched: number;
+  /** Queries whose int8 codes were scored on WebGPU (the rest on the CPU), and why not, when not. */
+  webgpuQueries: number;
+  cpuReason?: string;
   /** Where fetched lists are kept: the browser's OPFS, or memory only (with why). */
   cache: 'opfs' | 'memory';
   cacheReason?: string;
@@ -52,6 +57,8 @@ export function ivfRunInfo(
   },
 ): IvfRunInfo {
   const bytes = perQuery.map((q) => q.bytes);
+  const cpuReason = perQuery.find((q) => q.scoring?.device !== 'webgpu' && q.scoring?.reason)?.scoring
+    ?.reason;
   const sum = (f: (q: IvfQueryCost) => number) => perQuery.reduce((a, q) => a + f(q), 0);
   return {
     kind: 'ivf-int8',
@@ -67,6 +74,8 @@ export function ivfRunInfo(
     listsProbed: sum((q) => q.listsFetched + q.listsCached + q.listsEmpty),
     listsFetched: sum((q) => q.listsFetched),
     rowsFetched: sum((q) => q.rowsFetched),
+    webgpuQueries: perQuery.filter((q) => q.scoring?.device === 'webgpu').length,
+    ...(cpuReason ? { cpuReason } : {}),
     cache: index.cache,
     ...(index.cacheReason ? { cacheReason: index.cacheReason } : {}),
   };
@@ -94,6 +103,10 @@ export function describeIvfRun(i: IvfRunInfo): string[] {
   return [
     `Packed IVF index: ${i.n.toLocaleString('en')} vectors in ${i.nlist} lists, nprobe ${i.nprobe}; ` +
       `int8 codes + exact rescoring of the top ${i.rerank} (float16 rows).`,
+    i.webgpuQueries === i.queries && i.queries
+      ? 'int8 scores on WebGPU (the WGSL kernel).'
+      : `int8 scores on the CPU${i.webgpuQueries ? ` for ${i.queries - i.webgpuQueries} of ${i.queries} queries` : ''}` +
+        (i.cpuReason ? ` (${i.cpuReason}).` : '.'),
     `Transferred: ${ivfBytes(i.totalBytes)} for ${i.queries} quer${i.queries === 1 ? 'y' : 'ies'} ` +
       `(median ${ivfBytes(i.medianBytes)}, largest ${ivfBytes(i.maxBytes)} per query; ${i.requests} Range requests).`,
     `Lists probed: ${i.listsProbed} (${i.listsFetched} from the network, ${i.listsProbed - i.listsFetched} from the ` +
