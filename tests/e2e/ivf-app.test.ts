@@ -213,6 +213,9 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
       /^IVF: [\d.]+ (B|KiB|MiB) fetched, \d+ of 16 lists from the network/,
     );
     expect(await line.innerText()).toContain(`IVF: ${ivfBytes(sum(entries))} fetched`);
+    const [, lists, rows] = /(\d+) of 16 lists from the network.*, (\d+) rows for rescoring/.exec(
+      await line.innerText(),
+    )!;
     // The ranking: the exact one within IVF recall (most of the top 10 the same).
     const hits = await searchHits(page);
     expect(hits).toHaveLength(20);
@@ -226,6 +229,33 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     expect(await line.getAttribute('data-bytes')).toBe('0');
     expect(await searchHits(page)).toEqual(hits);
     await page.screenshot({ path: shotPath('ivf-app-search.png'), fullPage: true });
+
+    // A new page (a fresh index worker, nothing in memory): lists and rows come from OPFS; only the
+    // index's 64-byte fixed part is read again, to check that the file has not changed. Cache writes
+    // run after the answer: first every one of them is in OPFS (the header, each list, each row).
+    await page.waitForFunction(
+      async (want) => {
+        const root = await navigator.storage.getDirectory();
+        const dir = await root.getDirectoryHandle('loupe-ivf').catch(() => null);
+        let n = 0;
+        if (dir)
+          for await (const [, sub] of (
+            dir as unknown as { entries(): AsyncIterable<[string, unknown]> }
+          ).entries())
+            for await (const name of (sub as { keys(): AsyncIterable<string> }).keys())
+              if (!name.startsWith('.')) n++;
+        return n === want;
+      },
+      1 + Number(lists) + Number(rows),
+      { timeout: 60_000, polling: 250 },
+    );
+    await page.reload();
+    await phase(page, 'ready', 'done');
+    const fresh = server.log.length;
+    await search(page);
+    expect(since(fresh).map((e) => [e.range, e.bytes])).toEqual([['bytes=0-63', 64]]);
+    expect(await line.getAttribute('data-bytes')).toBe('64');
+    expect(await searchHits(page)).toEqual(hits);
   });
 
   test('a Benchmark dense run on the packed shard: bytes per query in the run details = server log', async () => {

@@ -54,14 +54,26 @@ export async function remoteIvfFor(
   chunking: Chunking | undefined,
   multiImage: MultiImage | undefined,
 ): Promise<RemoteIvf | null> {
-  if (plan.docParts.length !== 1) return null;
-  const part = plan.docParts[0];
   const store = await openShardStore();
-  const set = await store.getArtifact<RemoteIvfSet>(
-    shardHash,
-    REMOTE_IVF_KIND,
-    precomputedKey(spec.id, encoder.dtype, part),
+  const sets = await Promise.all(
+    plan.docParts.map((part) =>
+      store.getArtifact<RemoteIvfSet>(
+        shardHash,
+        REMOTE_IVF_KIND,
+        precomputedKey(spec.id, encoder.dtype, part),
+      ),
+    ),
   );
+  const set = sets[0];
+  if (plan.docParts.length > 1) {
+    // A document with a text and an image is one vector, the fusion of both: no single index holds it.
+    const names = sets.flatMap((x) => (x ? [x.ivfUrl] : []));
+    if (names.length)
+      plan.notes.push(
+        `does not use the packed index ${names.join(', ')} (each document is its text and image fused): the corpus is embedded here`,
+      );
+    return null;
+  }
   if (!set) return null;
   const file = set.ivfUrl;
   const mismatch = precomputedMismatch(set.sidecar, spec, encoder.dtype, encoder.dim);
