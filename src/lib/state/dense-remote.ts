@@ -122,7 +122,7 @@ export async function remoteIvfFor(
     const matrix = new Float32Array(want.length * dim);
     vecs.forEach((v, j) => matrix.set(v, j * dim));
     // Excluded documents (a query's own image) are asked for on top of the depth, then dropped.
-    const extra = Math.max(0, ...want.map((i) => q.exclude[i]?.length ?? 0));
+    const extra = want.reduce((a, i) => Math.max(a, q.exclude[i]?.length ?? 0), 0);
     job.onProgress?.({ kind: 'status', message: `Searching the packed index for ${want.length} queries` });
     const r = await searchRemoteIvf(
       { url: set.ivfUrl, vectorsUrl: set.vectorsUrl, k: depth + extra },
