@@ -345,3 +345,124 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
   });
 });
+
+// The CLIP retriever over a packed image + text shard (vqa-rad, generated clip-tiny: random weights):
+// each task whose documents are one part is ranked through that part's index; a query's own image
+// (`exclude_ids`) is left out; image + text queries use feature fusion. 16 lists probed of 16 and
+// 4·k ≥ n rescored: the index ranks like exact search but for float16 rounding (the query image is
+// embedded here, where the exact run reuses the corpus row of the same image).
+describe('the CLIP retriever on a packed image + text shard opened by URL', () => {
+  const CLIP = 'loupe-test/clip-tiny-random';
+  const CLIP_SET = `embeddings/${CLIP}/fp32/`;
+  const TASKS = ['text-to-image', 'image-to-image', 'image-question-to-passage'];
+  let dir: string;
+  let server: RangeServer;
+  let s: Session;
+  let page: Page;
+  const exact = new Map<string, Map<string, string[]>>();
+
+  /** Runs every task on the shard at `url`, the dense retriever with feature fusion; the runs by task. */
+  async function runTasks(url: string): Promise<Map<string, Map<string, string[]>>> {
+    const out = new Map<string, Map<string, string[]>>();
+    await page.goto(
+      `${baseUrl}/?shard=${url}&task=${TASKS[0]}&retriever=dense&model=${CLIP}&device=wasm&dtype=fp32&fusion=feature#/benchmark`,
+    );
+    await phase(page, 'ready', 'done');
+    for (const task of TASKS) {
+      await page.selectOption('[data-testid="task-select"]', task);
+      await page.click('[data-testid="run-task"]');
+      expect(await phase(page, 'done', 'error')).toBe('done');
+      const run = parseRun(await downloadText(page, 'export-run'), 'run.trec');
+      out.set(task, new Map([...run].map(([q, docs]) => [q, docs.map((d) => d.docId)])));
+    }
+    return out;
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'loupe-ivf-clip-'));
+    // Every document and image of vqa-rad, the first 12 queries of each task (and their qrels).
+    const packed = join(dir, 'shards/vqa-ivf');
+    const src = join(DATA_DIR, 'vqa-rad');
+    cpSync(src, packed, { recursive: true });
+    const kept = lines(join(src, 'queries.jsonl')).filter(
+      (q, i, all) => all.filter((x) => x.task === q.task).indexOf(q) < 12,
+    );
+    const ids = new Set(kept.map((q) => q._id as string));
+    const qrels = readFileSync(join(src, 'qrels/test.tsv'), 'utf8').trim().split('\n');
+    writeFileSync(join(packed, 'queries.jsonl'), kept.map((q) => JSON.stringify(q)).join('\n') + '\n');
+    writeFileSync(
+      join(packed, 'qrels/test.tsv'),
+      [qrels[0], ...qrels.slice(1).filter((l) => ids.has(l.split('\t')[0]))].join('\n') + '\n',
+    );
+    const manifest = JSON.parse(readFileSync(join(packed, 'shard.json'), 'utf8')) as Json;
+    delete manifest.counts;
+    writeFileSync(join(packed, 'shard.json'), JSON.stringify({ ...manifest, name: 'vqa-ivf' }));
+    execFileSync(
+      'npx',
+      ['tsx', 'scripts/pack-shard.ts', '--shard', packed, '--model', CLIP, '--index', 'ivf', '--nlist', '16'],
+      { cwd: ROOT, stdio: 'pipe' },
+    );
+    const plain = join(dir, 'shards/vqa-exact');
+    cpSync(packed, plain, { recursive: true });
+    writeFileSync(
+      join(plain, 'shard.json'),
+      JSON.stringify({ ...manifest, name: 'vqa-exact', embeddings: 'embeddings/index.json' }),
+    );
+    for (const part of ['text', 'image']) {
+      const file = join(plain, CLIP_SET, `sidecar-${part}.json`);
+      const side = JSON.parse(readFileSync(file, 'utf8')) as Json;
+      expect(side.ivf).toBe(`ivf-${part}.bin`);
+      delete side.ivf;
+      writeFileSync(file, JSON.stringify(side));
+    }
+    server = await serveRanges(dir, PREFIX);
+    s = await launch();
+    page = s.page;
+  }, 600_000);
+
+  afterAll(async () => {
+    await s?.dispose();
+    await server?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('the exact reference (the whole .npy files)', async () => {
+    for (const [task, run] of await runTasks(`${server.url}shards/vqa-exact/`)) exact.set(task, run);
+    expect(await page.locator('[data-testid="run-ivf"]').count()).toBe(0);
+  });
+
+  test('every task through the packed index: Range reads only, exclusions kept, rankings as exact', async () => {
+    const from = server.log.length;
+    const runs = await runTasks(`${server.url}shards/vqa-ivf/`);
+    const vectors = server.log.slice(from).filter((e) => /\.(npy|bin)$/.test(e.path));
+    expect(vectors.length).toBeGreaterThan(0);
+    expect(vectors.every((e) => e.status === 206 && !!e.range)).toBe(true);
+    // Both indexes were read: the image part (text-to-image, image-to-image) and the text part.
+    for (const part of ['text', 'image'])
+      expect(vectors.some((e) => e.path.endsWith(`${CLIP_SET}ivf-${part}.bin`))).toBe(true);
+    expect(await page.locator('[data-testid="run-ivf"]').innerText()).toContain('16 lists, nprobe 16');
+    const queries = lines(join(dir, 'shards/vqa-ivf/queries.jsonl'));
+    // The generated CLIP's image vectors are all but identical (their 2nd and 12th nearest differ by
+    // ~3e-6, under float16's resolution): image-to-image rankings are float16 noise, compared nowhere.
+    for (const task of TASKS.filter((t) => t !== 'image-to-image')) {
+      const run = runs.get(task)!;
+      const want = exact.get(task)!;
+      expect(run.size).toBe(want.size);
+      let hits = 0;
+      for (const [q, docs] of run) {
+        const truth = new Set(want.get(q)!.slice(0, 10));
+        hits += docs.slice(0, 10).filter((d) => truth.has(d)).length;
+      }
+      const recall = hits / [...run.values()].reduce((a, d) => a + Math.min(10, d.length), 0);
+      console.log(`${task}: recall@10 vs exact ${recall.toFixed(3)}`);
+      expect(recall).toBeGreaterThanOrEqual(0.95);
+    }
+    for (const q of queries.filter((x) => x.task === 'image-to-image')) {
+      const ranked = runs.get('image-to-image')!.get(q._id as string)!;
+      expect(ranked).toHaveLength(100);
+      expect(ranked.length).toBe(exact.get('image-to-image')!.get(q._id as string)!.length);
+      for (const x of q.exclude_ids as string[]) expect(ranked).not.toContain(x);
+    }
+    expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+  });
+});
