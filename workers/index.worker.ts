@@ -23,7 +23,13 @@ import {
   exactCorpusSearch,
 } from './index/corpus';
 import { exactTopK } from './index/exact';
-import { ivfRemoteClearCache, ivfRemoteClose, ivfRemoteFlush, ivfRemoteSearch } from './index/ivf-remote';
+import {
+  ivfRemoteClearCache,
+  ivfRemoteClose,
+  ivfRemoteFlush,
+  ivfRemoteForget,
+  ivfRemoteSearch,
+} from './index/ivf-remote';
 import { recallAgainstExact } from './index/recall';
 import { search } from './index/search';
 import { closeOpen, indexInfo } from './index/session';
@@ -90,6 +96,8 @@ const api = {
   ivfRemoteFlush,
   /** Removes every cached remote index from OPFS. */
   ivfRemoteClearCache,
+  /** Forgets the remote indexes at these URLs and removes their OPFS cache. */
+  ivfRemoteForget,
   /** What is open. */
   info: indexInfo,
   /** Bytes of the wasm heap (hnswlib's memory, graph and its own copy of the vectors). */

@@ -40,6 +40,7 @@ import { isDicom } from '../src/lib/core/media/dicom/image';
 import {
   PRECOMPUTED_INDEX,
   PRECOMPUTED_KIND,
+  REMOTE_IVF_KIND,
   precomputedKey,
   readPrecomputed,
   type PrecomputedSet,
@@ -57,7 +58,12 @@ export type ImportResult =
        * Precomputed embedding sets (embeddings/ in the shard) kept with the shard, as
        * `model|dtype|part`, and the sets left out with why (the model then embeds the corpus itself).
        */
-      precomputed: { stored: string[]; problems: string[] };
+      precomputed: {
+        stored: string[];
+        problems: string[];
+        /** Sets searched through a packed IVF index on the shard's host (`model|dtype|part`). */
+        ivf?: string[];
+      };
     }
   | { ok: false; issues: ShardIssue[] };
 
@@ -88,6 +94,14 @@ export interface ImportOptions {
 
 /** Outcome of inspecting a Parquet dataset: its files and the detected mapping, or why it cannot be read. */
 export type InspectResult = { ok: true; inspection: ParquetInspection } | { ok: false; issues: ShardIssue[] };
+
+/**
+ * The absolute URL of a file of a shard read over HTTP (`base`: the source's label, its base URL);
+ * paths come from the shard's own checked index (relative, no `..`), each segment URL-encoded.
+ */
+function urlOfFile(base: string): (path: string) => string {
+  return (path) => new URL(path.split('/').map(encodeURIComponent).join('/'), base).href;
+}
 
 /** A hub dataset URL is listed through the hub's API first (a plain URL cannot be listed). */
 async function openSource(d: SourceDescriptor): Promise<ShardSource> {
@@ -219,6 +233,7 @@ const api = {
         source,
         parsed.docs,
         parsed.manifest.embeddings === PRECOMPUTED_INDEX,
+        descriptor.kind === 'url' ? urlOfFile(source.label) : undefined,
       );
       const stored: string[] = [];
       for (const set of [...pre.sets, ...parquetSets]) {
@@ -226,9 +241,23 @@ const api = {
         await store.putArtifact(parsed.hash, PRECOMPUTED_KIND, key, set);
         stored.push(key);
       }
+      // Sets with a packed IVF index on the shard's host: their URLs, not their vectors (this import's
+      // source decides: a folder or zip of the same shard afterwards drops them).
+      await store.deleteArtifacts(parsed.hash, REMOTE_IVF_KIND);
+      const ivfSets: string[] = [];
+      for (const set of pre.ivf ?? []) {
+        const key = precomputedKey(set.sidecar.model_id, set.sidecar.dtype, set.sidecar.part);
+        await store.putArtifact(parsed.hash, REMOTE_IVF_KIND, key, set);
+        ivfSets.push(key);
+      }
       for (const p of pre.problems) console.warn(`loupe: precomputed embeddings not used: ${p}`);
       report.flush();
-      return { ok: true, summary, cached, precomputed: { stored, problems: pre.problems } };
+      return {
+        ok: true,
+        summary,
+        cached,
+        precomputed: { stored, problems: pre.problems, ...(ivfSets.length ? { ivf: ivfSets } : {}) },
+      };
     } catch (e) {
       // Storage refusals are reported like validation issues: what failed and what to do (put() has
       // already removed whatever it wrote).

@@ -1,8 +1,9 @@
 // Builds the packed IVF-int8 index (src/lib/core/retrieval/ivf.ts) of one precomputed set, in Node,
 // from the float16 rows pack-shard (or make-scale-shard --vectors random) wrote: spherical k-means
 // on a seeded sample, every row assigned to its nearest centroid, int8 codes per list. Writes
-// `ivf-<part>.bin` beside the set's `<part>.npy`.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+// `ivf-<part>.bin` beside the set's `<part>.npy` and names it in the sidecar (`"ivf"`), which is how
+// the app knows to search a shard opened by URL through it.
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildIvf, parseIvfHeader } from '../../src/lib/core/retrieval/ivf';
 import { parsePrecomputedSidecar } from '../../src/lib/core/shard/precomputed';
@@ -42,7 +43,8 @@ export function packIvf(
   const sidecarFile = join(folder, `sidecar-${part}.json`);
   if (!existsSync(sidecarFile)) return null;
   const t0 = performance.now();
-  const sidecar = parsePrecomputedSidecar(JSON.parse(readFileSync(sidecarFile, 'utf8')), sidecarFile);
+  const sidecarJson = JSON.parse(readFileSync(sidecarFile, 'utf8')) as Record<string, unknown>;
+  const sidecar = parsePrecomputedSidecar(sidecarJson, sidecarFile);
   const npyFile = join(folder, sidecar.vectors);
   const bytes = new Uint8Array(readFileSync(npyFile));
   const m = parseNpy(bytes, npyFile);
@@ -57,10 +59,16 @@ export function packIvf(
     iterations: opts.iterations,
     seed: opts.seed,
   });
-  const out = join(folder, `ivf-${part}.bin`);
+  const name = `ivf-${part}.bin`;
+  const out = join(folder, name);
   // Read back before writing: the file must parse as the app will parse it.
   const header = parseIvfHeader(ivf, out, ivf.length);
-  writeFileSync(out, ivf);
+  // Index first, then the sidecar that names it (each whole: written aside, then renamed), so a
+  // reader never finds the sidecar naming an index that is not there yet.
+  writeFileSync(`${out}.tmp`, ivf);
+  renameSync(`${out}.tmp`, out);
+  writeFileSync(`${sidecarFile}.tmp`, JSON.stringify({ ...sidecarJson, ivf: name }) + '\n');
+  renameSync(`${sidecarFile}.tmp`, sidecarFile);
   return {
     file: out,
     n: m.n,

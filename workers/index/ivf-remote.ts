@@ -24,6 +24,7 @@ import {
   type IvfList,
 } from '../../src/lib/core/retrieval/ivf';
 import { f16ToF32 } from '../../src/lib/core/shard/vector-files';
+import { IVF_CACHE_DIR, ivfCacheKey } from '../../src/lib/core/retrieval/ivf-cache-key';
 import type { IvfRemoteRequest, IvfRemoteResult, IvfQueryStats } from './ivf-types';
 import { scoreProbed } from './ivf-gpu';
 
@@ -101,7 +102,7 @@ class OpfsCache implements ByteCache {
 }
 
 /** OPFS folder of the cache. */
-export const OPFS_DIR = 'loupe-ivf';
+export const OPFS_DIR = IVF_CACHE_DIR;
 
 /** Starts a cache write without waiting for it; a failed write only means a later fetch. */
 /**
@@ -139,23 +140,13 @@ interface Remote {
 
 const remotes = new Map<string, Remote>();
 
-function hashKey(s: string): string {
-  let h1 = 0x811c9dc5;
-  let h2 = 0x01000193;
-  for (let i = 0; i < s.length; i++) {
-    h1 = Math.imul(h1 ^ s.charCodeAt(i), 0x01000193) >>> 0;
-    h2 = Math.imul(h2 ^ s.charCodeAt(i), 0x5bd1e995) >>> 0;
-  }
-  return h1.toString(16).padStart(8, '0') + h2.toString(16).padStart(8, '0');
-}
-
 async function openCache(
   url: string,
   want: 'auto' | CacheKind,
 ): Promise<{ cache: ByteCache; reason?: string }> {
   if (want === 'memory') return { cache: new MemoryCache(), reason: 'memory cache asked for' };
   try {
-    return { cache: await OpfsCache.open(hashKey(url)) };
+    return { cache: await OpfsCache.open(ivfCacheKey(url)) };
   } catch (e) {
     if (want === 'opfs') throw e;
     return { cache: new MemoryCache(), reason: `OPFS: ${(e as Error)?.message ?? String(e)}` };
@@ -378,6 +369,16 @@ export async function ivfRemoteFlush(): Promise<void> {
 export async function ivfRemoteClose(): Promise<void> {
   await ivfRemoteFlush();
   remotes.clear();
+}
+
+/** Forgets the indexes at `urls` and removes their OPFS cache folders (the Storage panel's clear). */
+export async function ivfRemoteForget(urls: string[]): Promise<void> {
+  await ivfRemoteFlush();
+  for (const [key, r] of remotes) if (urls.includes(r.url)) remotes.delete(key);
+  const root = await navigator.storage.getDirectory();
+  const dir = await root.getDirectoryHandle(OPFS_DIR).catch(() => null);
+  for (const url of urls)
+    await dir?.removeEntry(ivfCacheKey(url), { recursive: true }).catch(() => undefined);
 }
 
 /** Removes every cached index from OPFS. */

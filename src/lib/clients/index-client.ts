@@ -173,6 +173,11 @@ export function clearRemoteIvfCache(): Promise<void> {
   return client.run((r) => r.ivfRemoteClearCache());
 }
 
+/** Forgets the remote IVF indexes at `urls` and removes their OPFS cache folders. */
+export function forgetRemoteIvf(urls: string[]): Promise<void> {
+  return client.run((r) => r.ivfRemoteForget(urls));
+}
+
 /** What the worker has open. */
 export function indexInfo(): Promise<IndexInfo> {
   return client.run((r) => r.info() as Promise<IndexInfo>);

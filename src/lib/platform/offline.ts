@@ -6,6 +6,9 @@ import type { ModelSpec } from '../core/retrieval/models';
 import { openShardStore } from './shard-store';
 import { MODEL_REGISTRY, RERANKER_REGISTRY } from './model-registry';
 import { modelFolder, servedModelFolders } from './model-index';
+import { listIvfCache } from './ivf-cache';
+import { ivfCacheKey } from '../core/retrieval/ivf-cache-key';
+import { REMOTE_IVF_KIND, type RemoteIvfSet } from '../core/shard/precomputed';
 
 /** TRANSFORMERS_CACHE: the Cache Storage name transformers.js keeps model files in (env.cacheKey). */
 export const TRANSFORMERS_CACHE = 'transformers-cache';
@@ -39,6 +42,8 @@ export interface StorageReport {
     runs: number;
     /** Artifact counts by kind (`run`, `emb`, `bm25`, `hnsw`, `precomputed`…). */
     artifacts: Record<string, number>;
+    /** Packed indexes on the shard's host cached in OPFS (absent when none is): their URLs and size. */
+    ivf?: { urls: string[]; files: number; bytes: number };
   }[];
   models: CachedModel[];
   /** Files in the service worker's app-shell cache (0 when there is none). */
@@ -88,11 +93,20 @@ export async function removeCachedModel(model: string): Promise<number> {
 export async function listStorage(): Promise<StorageReport> {
   const store = await openShardStore({ sweep: false });
   const shards: StorageReport['shards'] = [];
+  const ivfFolders = await listIvfCache();
   for (const s of await store.list()) {
     const artifacts: Record<string, number> = {};
     for (const kind of ['run', 'emb', 'bm25', 'hnsw', 'precomputed']) {
       const n = (await store.listArtifacts(s.hash, kind)).length;
       if (n) artifacts[kind] = n;
+    }
+    const ivf = { urls: [] as string[], files: 0, bytes: 0 };
+    for (const [, set] of await store.listArtifacts<RemoteIvfSet>(s.hash, REMOTE_IVF_KIND)) {
+      const folder = ivfFolders.get(ivfCacheKey(set.ivfUrl));
+      if (!folder?.files) continue;
+      ivf.urls.push(set.ivfUrl);
+      ivf.files += folder.files;
+      ivf.bytes += folder.bytes;
     }
     shards.push({
       hash: s.hash,
@@ -100,6 +114,7 @@ export async function listStorage(): Promise<StorageReport> {
       storedBytes: s.storedBytes,
       runs: artifacts.run ?? 0,
       artifacts,
+      ...(ivf.urls.length ? { ivf } : {}),
     });
   }
   let shellFiles = 0;

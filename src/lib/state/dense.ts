@@ -36,6 +36,8 @@ import { stageTook, timeStage } from '../platform/query-timing';
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../clients/worker-client';
 import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../clients/index-client';
+import { remoteIvfFor, type DenseRanker } from './dense-remote';
+import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {
@@ -111,6 +113,8 @@ export interface DenseOutcome {
   /** Multi-image items scored by all their images: how, and how many image rows the corpus has. */
   multiImage?: MultiImage;
   images?: { rows: number; multiImageDocs: number };
+  /** Searched through the shard's packed IVF index (range-read): what it cost. */
+  ivf?: IvfRunInfo;
   embedded: {
     part: EmbedPart;
     computedBatches: number;
@@ -182,6 +186,14 @@ async function denseTaskWith(
   args.onEncoder?.(encoder);
   // An explicit dtype and device keep the embedding key stable, so stored batches are reused.
   const load = { device: encoder.device, dtype: encoder.dtype };
+  // A shard opened by URL with a packed index for this set: only the queries are embedded.
+  const ivf = await remoteIvfFor(args.shardHash, spec, encoder, plan, chunking, multiImage);
+  if (ivf) {
+    const a = { ...args, settings: { ...args.settings, fusion: 'feature' as const, ann: undefined } };
+    const more = [null, adhocImage, reuseCorpus, adhocMore, ivf.rank] as const;
+    const { runs } = await rankQueries(a, plan.queryParts, encoder.dim, new Map(), ...more);
+    return { encoder, runs, ...ivf.outcome(plan.notes) };
+  }
   // Ad-hoc queries: once the retrieval worker holds this corpus (from the first query or a run),
   // nothing is read from IndexedDB, copied or sent again; only the query is embedded and ranked.
   if (reuseCorpus && !args.settings.ann) {
@@ -436,6 +448,7 @@ async function rankQueries(
   adhocImage: Blob | null,
   adhoc = false,
   adhocMore: Blob[] = [],
+  ranker: DenseRanker = runDense,
 ): Promise<{ q: DenseQueries; runs: DenseOutcome['runs'] }> {
   const qs = args.queries;
   const q: DenseQueries = {
@@ -565,7 +578,7 @@ async function rankQueries(
         : [{ mode: 'feature' }];
   const runs: DenseOutcome['runs'] = [];
   for (const [i, fusion] of fusions.entries()) {
-    const rank = () => runDense(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job);
+    const rank = () => ranker(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job);
     // An ad-hoc query's first ranking is its search; the second fusion's is part of fusing.
     runs.push({ fusion, lists: await (adhoc ? timeStage(i === 0 ? 'search' : 'fuse', rank) : rank()) });
   }
@@ -639,6 +652,8 @@ export async function denseAdhoc(args: {
   onEncoder?: (e: LoadedEncoder) => void;
   onWarning?: (text: string) => void;
   prefetch?: PrefetchLookup;
+  /** Told what the query cost when it went through the shard's packed IVF index. */
+  onIvf?: (info: IvfRunInfo) => void;
 }) {
   const hasImage = !!args.image && supportsPart(args.settings.spec, 'image');
   const hasText = !!args.text.trim();
@@ -658,6 +673,7 @@ export async function denseAdhoc(args: {
     true,
     hasImage ? (args.moreImages ?? []) : [],
   );
+  if (out.ivf) args.onIvf?.(out.ivf);
   return out.runs.map((r) => ({
     fusion: r.fusion,
     hits: r.lists[0].docIds.map((docId, i) => ({ docId, score: r.lists[0].scores[i] })),

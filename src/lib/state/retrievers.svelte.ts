@@ -18,6 +18,7 @@ import {
 } from '../core/retrieval/chunking';
 import { describeMultiImage, hasMultiImageItems, type MultiImage } from '../core/retrieval/multi-image';
 import { densePlan, denseTask, type DenseSettings } from './dense';
+import { ivfBytes } from '../core/retrieval/ivf-report';
 import { hubFallback } from './hub-fallback';
 import type { Jobs } from './jobs.svelte';
 import type { Library } from './library.svelte';
@@ -394,6 +395,7 @@ export class Retrievers {
             ...(r.fusion ? { fusion: r.fusion } : {}),
             ...(out.chunking ? { chunking: out.chunking } : {}),
             ...(out.multiImage ? { multiImage: out.multiImage } : {}),
+            ...(out.ivf ? { ivf: out.ivf } : {}),
             ...(r.ann
               ? {
                   ann: {
@@ -413,7 +415,9 @@ export class Retrievers {
                 : ' · feature fusion';
           const annName = r.ann
             ? ` · HNSW ef=${r.ann.efSearch} (recall@10 vs exact ${r.ann.recallAt10.toFixed(3)})`
-            : '';
+            : out.ivf
+              ? ` · IVF nprobe=${out.ivf.nprobe}`
+              : '';
           const { added: isNew } = await this.app.runs.add(
             this.app.runs.meta({
               name: `${spec.label ?? spec.id}${fusionName}${annName}${out.chunking ? ` · ${describeChunking(out.chunking)}` : ''}${out.multiImage ? ` · ${describeMultiImage(out.multiImage)}` : ''}`,
@@ -431,7 +435,9 @@ export class Retrievers {
         const kept = outRuns.length - added;
         const ch = out.chunks;
         this.app.messages.info(
-          `Corpus embeddings: ${reused} batches from cache, ${computed} computed.` +
+          (out.ivf
+            ? `Corpus vectors: none downloaded (packed index: ${ivfBytes(out.ivf.totalBytes)} transferred).`
+            : `Corpus embeddings: ${reused} batches from cache, ${computed} computed.`) +
             (ch
               ? ` Long texts: ${ch.rows} chunks for ${ch.docs} documents (${ch.multiChunkDocs} longer than one window).`
               : '') +

@@ -12,6 +12,7 @@ import { describeChunking, isChunked } from '../core/retrieval/chunking';
 import type { OpenedDicom } from '../platform/dicom-image';
 import { hasMultiImageItems } from '../core/retrieval/multi-image';
 import { modelSpec } from './retrievers.svelte';
+import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import { hubFallback } from './hub-fallback';
 import { beginQuery, resultsSet, timeStage } from '../platform/query-timing';
 import type { Job, Jobs } from './jobs.svelte';
@@ -58,6 +59,8 @@ export interface SearchOutcome {
   /** What else the query's time includes (a first query: loading the model, embedding the corpus). */
   setup?: string;
   randomWeights: boolean;
+  /** Searched through the shard's packed IVF index: what this query transferred and probed. */
+  ivf?: IvfRunInfo;
   /** Counts the queries run on this page: tells one query's results from the previous one's. */
   seq: number;
 }
@@ -319,6 +322,7 @@ export class SearchState {
     this.openDocId = null;
     const t0 = performance.now();
     let ranAs: Job | undefined;
+    let ivf: IvfRunInfo | undefined;
     beginQuery();
     try {
       let spec = this.spec;
@@ -359,6 +363,7 @@ export class SearchState {
             },
             onWarning: (text) => this.app.messages.warn(text),
             prefetch: this.prefetch,
+            onIvf: (info) => (ivf = info),
           });
         const res = await this.app.jobs.run(
           `Searching with ${spec.label ?? spec.id}`,
@@ -401,6 +406,7 @@ export class SearchState {
         ms: performance.now() - t0,
         ...(ranAs ? { setup: setupOf(ranAs) } : {}),
         randomWeights: !!spec?.id.startsWith('loupe-test/'),
+        ...(ivf ? { ivf } : {}),
         seq: ++this.#seq,
       };
     } catch (e) {

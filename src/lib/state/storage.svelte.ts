@@ -15,6 +15,7 @@ import {
 } from '../platform/offline';
 import type { ModelSpec } from '../core/retrieval/models';
 import { hubAnswers, modelFolder, servedModelFolders } from '../platform/model-index';
+import { forgetRemoteIvf } from '../clients/index-client';
 import type { Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
 
@@ -175,6 +176,12 @@ export class StorageState {
   /** Removes a shard's corpus embeddings (runs stay; the next dense run embeds again). */
   async removeEmbeddings(hash: string): Promise<void> {
     await removeEmbeddings(hash);
+    await this.refresh();
+  }
+
+  /** Removes the cached parts of packed indexes (the next query reads them from their host again). */
+  async clearIvf(urls: string[]): Promise<void> {
+    await forgetRemoteIvf(urls);
     await this.refresh();
   }
 

@@ -3,6 +3,7 @@
 import type { Run } from '../types';
 import { describeChunking, type Chunking } from './chunking';
 import { describeMultiImage, type MultiImage } from './multi-image';
+import type { IvfRunInfo } from './ivf-report';
 
 /** How a run was produced. Every field is needed to reproduce it. */
 export type RetrieverConfig =
@@ -39,6 +40,8 @@ export type RetrieverConfig =
         /** Recall@10 against exact search and queries/s of this index over ef (the recall–QPS chart). */
         curve?: { efSearch: number; recall: number; qps: number }[];
       };
+      /** Searched through the shard's packed IVF-int8 index on its host (Range reads), with what it cost. */
+      ivf?: IvfRunInfo;
     }
   | { kind: 'fusion'; method: string; params: Record<string, number | string>; inputs: string[] }
   | { kind: 'import'; fileName: string; tag: string }
@@ -136,7 +139,7 @@ export function runTag(c: RetrieverConfig): string {
     case 'bm25':
       return `loupe-bm25-k1_${c.k1}-b_${c.b}`;
     case 'dense':
-      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}${c.chunking && c.chunking.aggregate !== 'first' ? `-chunk${c.chunking.aggregate}_o${c.chunking.overlap}` : ''}${c.multiImage ? `-images_${c.multiImage}` : ''}`;
+      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}${c.ivf ? `-ivf${c.ivf.nlist}_np${c.ivf.nprobe}` : ''}${c.chunking && c.chunking.aggregate !== 'first' ? `-chunk${c.chunking.aggregate}_o${c.chunking.overlap}` : ''}${c.multiImage ? `-images_${c.multiImage}` : ''}`;
     case 'fusion':
       return `loupe-${c.method}-${c.inputs.length}runs`;
     case 'import':
@@ -163,7 +166,7 @@ function describeSettings(c: RetrieverConfig): string {
     case 'bm25':
       return `BM25 k1=${c.k1} b=${c.b}`;
     case 'dense':
-      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? (c.fusion.sameAsScore ? ` · feature fusion (= score fusion at text weight ${c.fusion.textWeight}: identical rankings)` : c.fusion.mode === 'feature' ? ' · feature fusion' : ` · score fusion, text weight ${c.fusion.textWeight}`) : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}${describeChunking(c.chunking) ? ` · ${describeChunking(c.chunking)}` : ''}${c.multiImage ? ` · ${describeMultiImage(c.multiImage)}` : ''}`;
+      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? (c.fusion.sameAsScore ? ` · feature fusion (= score fusion at text weight ${c.fusion.textWeight}: identical rankings)` : c.fusion.mode === 'feature' ? ' · feature fusion' : ` · score fusion, text weight ${c.fusion.textWeight}`) : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}${c.ivf ? ` · packed IVF-int8 index, ${c.ivf.nlist} lists, nprobe ${c.ivf.nprobe}, exact rescoring of the top ${c.ivf.rerank}` : ''}${describeChunking(c.chunking) ? ` · ${describeChunking(c.chunking)}` : ''}${c.multiImage ? ` · ${describeMultiImage(c.multiImage)}` : ''}`;
     case 'fusion':
       return `${c.method} of ${c.inputs.length} runs`;
     case 'import':
@@ -190,6 +193,11 @@ export function configUsesTestModel(c: RetrieverConfig): boolean {
 export function configKey(c: RetrieverConfig, taskId: string, depth: number): string {
   const { ...copy } = c as Record<string, unknown>;
   if (c.kind === 'dense' && c.ann) copy.ann = { ...c.ann, recallAt10: undefined, curve: undefined };
+  // What a packed-index run transferred depends on the cache, not on the ranking.
+  if (c.kind === 'dense' && c.ivf) {
+    const { kind, n, nlist, nprobe, rerank } = c.ivf;
+    copy.ivf = { kind, n, nlist, nprobe, rerank };
+  }
   if (c.kind === 'fusion') copy.inputs = [...c.inputs].sort();
   // Why a backend was chosen is a description, not part of what produced the ranking.
   delete copy.deviceReason;

@@ -19,6 +19,8 @@ export const PRECOMPUTED_INDEX = 'embeddings/index.json';
 export const PRECOMPUTED_FORMAT = 'loupe-embeddings/1';
 /** PRECOMPUTED_KIND: artifact kind under which an imported set is stored with its shard. */
 export const PRECOMPUTED_KIND = 'precomputed';
+/** REMOTE_IVF_KIND: artifact kind of a set searched through its packed IVF index on the shard's host. */
+export const REMOTE_IVF_KIND = 'ivf';
 
 /** One set in index.json: a model at a dtype, in a folder under embeddings/. */
 export interface PrecomputedEntry {
@@ -43,6 +45,12 @@ export interface PrecomputedSidecar extends EmbeddingSidecar {
   /** Documents of the shard without that part (no row). */
   missing: string[];
   /**
+   * The packed IVF-int8 index beside the sidecar (`ivf-<part>.bin`, written by npm run pack-ivf). A
+   * shard opened by URL is then searched through it (HTTP Range reads) and the .npy is never read
+   * whole; folders and zips ignore it.
+   */
+  ivf?: string;
+  /**
    * Set only for a set read from a Parquet column (precomputed-parquet.ts): its file. Such a set may
    * leave revision and pooling empty and max_tokens out (not stated: not compared).
    */
@@ -54,6 +62,18 @@ export interface PrecomputedSet {
   sidecar: PrecomputedSidecar;
   /** rows × dim half-precision bit patterns. */
   f16: Uint16Array;
+}
+
+/**
+ * A set of a shard opened by URL that has a packed IVF index: kept with the shard instead of its
+ * vectors (workers/index/ivf-remote.ts reads the index and the rows it needs from these URLs).
+ */
+export interface RemoteIvfSet {
+  sidecar: PrecomputedSidecar;
+  /** Absolute URL of the packed index. */
+  ivfUrl: string;
+  /** Absolute URL of the set's float16 .npy. */
+  vectorsUrl: string;
 }
 
 /** The folder of a set: `<model-id>/<dtype>/` (model ids may contain a slash). */
@@ -114,6 +134,8 @@ export function parsePrecomputedSidecar(json: unknown, file: string): Precompute
     problems.push(`'missing' must be an array of document ids`);
   if (typeof o.vectors === 'string' && (o.vectors.includes('/') || !o.vectors.endsWith('.npy')))
     problems.push(`'vectors' must be a .npy file name beside the sidecar`);
+  if (o.ivf !== undefined && !(typeof o.ivf === 'string' && /^[^/]+\.bin$/.test(o.ivf)))
+    problems.push(`'ivf' must be a .bin file name beside the sidecar`);
   if (problems.length) throw new VectorFileError(file, problems.join('; '));
   return {
     ...base,
@@ -125,6 +147,7 @@ export function parsePrecomputedSidecar(json: unknown, file: string): Precompute
     ...(o.max_tokens !== undefined ? { max_tokens: o.max_tokens as number } : {}),
     vectors: o.vectors as string,
     missing: o.missing as string[],
+    ...(o.ivf !== undefined ? { ivf: o.ivf as string } : {}),
   };
 }
 
@@ -209,12 +232,17 @@ function halfBits(bytes: Uint8Array, file: string, n: number, dim: number): Uint
  * the sidecar. A set that fails is left out with a problem naming the file and what is wrong.
  * `declared`: shard.json names embeddings/index.json. A source that cannot list its files (a URL) is
  * asked for it only then, so opening a shard without embeddings requests no file it does not have.
+ * `href`: the absolute URL of a file, for a shard read over HTTP; then a set whose sidecar names a
+ * packed IVF index comes back in `ivf` (absent when none) with the URLs to search it by, and its
+ * .npy is not read.
  */
 export async function readPrecomputed(
   source: ShardSource,
   docs: readonly { id: string; title?: string; text?: string; image?: string }[],
   declared = false,
-): Promise<{ sets: PrecomputedSet[]; problems: string[] }> {
+  href?: (path: string) => string,
+): Promise<{ sets: PrecomputedSet[]; problems: string[]; ivf?: RemoteIvfSet[] }> {
+  const ivf: RemoteIvfSet[] = [];
   if (!declared && source.remote) return { sets: [], problems: [] };
   const indexBytes = await readAll(source, PRECOMPUTED_INDEX);
   if (!indexBytes && !declared) return { sets: [], problems: [] };
@@ -247,6 +275,14 @@ export async function readPrecomputed(
         const check = checkSidecar(sidecar, { n: sidecar.doc_ids.length, dim: sidecar.dim }, ids);
         if (!check.ok) throw new VectorFileError(file, check.problems.map((p) => p.message).join('; '));
         const vfile = `embeddings/${entry.path}${sidecar.vectors}`;
+        if (sidecar.ivf && href) {
+          ivf.push({
+            sidecar,
+            ivfUrl: href(`embeddings/${entry.path}${sidecar.ivf}`),
+            vectorsUrl: href(vfile),
+          });
+          continue;
+        }
         const vbytes = await readAll(source, vfile);
         if (!vbytes) throw new VectorFileError(vfile, 'missing (named by the sidecar)');
         sets.push({ sidecar, f16: halfBits(vbytes, vfile, ids.length, sidecar.dim) });
@@ -255,7 +291,7 @@ export async function readPrecomputed(
       }
     }
   }
-  return { sets, problems };
+  return { sets, problems, ...(ivf.length ? { ivf } : {}) };
 }
 
 /** Float32 rows → a float16 .npy (version 1.0, '<f2', C order). */

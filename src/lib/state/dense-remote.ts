@@ -1,0 +1,174 @@
+// Dense runs over a packed IVF-int8 index on the shard's host (issue 19): when a shard opened by URL
+// ships a set with an index (its sidecar names `ivf-<part>.bin`, kept at import as a REMOTE_IVF_KIND
+// artifact) for the model, dtype and document part of a run, only the queries are embedded; the index
+// worker reads the header, the probed lists and the rows it rescores with HTTP Range requests
+// (workers/index/ivf-remote.ts), never the whole .npy. dense.ts asks `remoteIvfFor` first and ranks
+// with the ranker it returns; everything else (folders, zips, URL shards without an index) is as before.
+import type { Chunking } from '../core/retrieval/chunking';
+import { isChunked } from '../core/retrieval/chunking';
+import { fuseFeatures } from '../core/retrieval/dense';
+import { ivfRunInfo, type IvfRunInfo } from '../core/retrieval/ivf-report';
+import type { EmbedPart, ModelSpec } from '../core/retrieval/models';
+import type { MultiImage } from '../core/retrieval/multi-image';
+import {
+  REMOTE_IVF_KIND,
+  precomputedKey,
+  precomputedMismatch,
+  type RemoteIvfSet,
+} from '../core/shard/precomputed';
+import { openShardStore } from '../platform/shard-store';
+import { searchRemoteIvf, type IvfQueryStats } from '../clients/index-client';
+import type { JobOptions } from '../clients/worker-client';
+import type { DenseQueries, QueryFusion, RankedList } from '../../../workers/retrieval.worker';
+
+/** Ranks embedded queries (the retrieval worker's runDense, or the packed index). */
+export type DenseRanker = (
+  q: DenseQueries,
+  fusion: QueryFusion,
+  depth: number,
+  job: JobOptions,
+) => Promise<RankedList[]>;
+
+export interface RemoteIvf {
+  set: RemoteIvfSet;
+  rank: DenseRanker;
+  /** What the ranking cost so far (all calls of `rank`), or null before the first. */
+  info(): IvfRunInfo | null;
+  /** The rest of the run's outcome: no corpus batch embedded, the notes, what the index cost. */
+  outcome(notes: string[]): {
+    embedded: { part: EmbedPart; computedBatches: 0; reusedBatches: 0; precomputedBatches: 0; missing: 0 }[];
+    notes: string[];
+    ivf?: IvfRunInfo;
+  };
+}
+
+/**
+ * The shard's packed index for this run (its one document part, at the encoder's dtype), or null:
+ * none, or one that cannot serve it (then a note in `plan.notes` says why the corpus is embedded).
+ */
+export async function remoteIvfFor(
+  shardHash: string,
+  spec: ModelSpec,
+  encoder: { dtype: string; dim: number },
+  plan: { docParts: EmbedPart[]; queryParts: EmbedPart[]; notes: string[] },
+  chunking: Chunking | undefined,
+  multiImage: MultiImage | undefined,
+): Promise<RemoteIvf | null> {
+  const store = await openShardStore();
+  const sets = await Promise.all(
+    plan.docParts.map((part) =>
+      store.getArtifact<RemoteIvfSet>(
+        shardHash,
+        REMOTE_IVF_KIND,
+        precomputedKey(spec.id, encoder.dtype, part),
+      ),
+    ),
+  );
+  const set = sets[0];
+  if (plan.docParts.length > 1) {
+    // A document with a text and an image is one vector, the fusion of both: no single index holds it.
+    const names = sets.flatMap((x) => (x ? [x.ivfUrl] : []));
+    if (names.length)
+      plan.notes.push(
+        `does not use the packed index ${names.join(', ')} (each document is its text and image fused): the corpus is embedded here`,
+      );
+    return null;
+  }
+  if (!set) return null;
+  const file = set.ivfUrl;
+  const mismatch = precomputedMismatch(set.sidecar, spec, encoder.dtype, encoder.dim);
+  if (mismatch.length) {
+    plan.notes.push(
+      `does not use the packed index ${file} (${mismatch.join(', ')}): the corpus is embedded here`,
+    );
+    return null;
+  }
+  const cannot = isChunked(chunking)
+    ? 'long texts are chunked'
+    : multiImage
+      ? 'multi-image items are scored by every image'
+      : '';
+  if (cannot) {
+    plan.notes.push(`does not use the packed index ${file} (${cannot}): the corpus is embedded here`);
+    return null;
+  }
+  const notes = [`searched the packed IVF index ${file} (range-read; the vectors were not downloaded)`];
+  if (plan.queryParts.length > 1)
+    notes.push('image + text queries use feature fusion only (one vector per query)');
+  const stats: IvfQueryStats[] = [];
+  let last: {
+    n: number;
+    nlist: number;
+    nprobe: number;
+    rerank: number;
+    cache: 'opfs' | 'memory';
+    cacheReason?: string;
+  } | null = null;
+  const ids = set.sidecar.doc_ids;
+
+  const rank: DenseRanker = async (q, _fusion, depth, job) => {
+    const dim = q.dim;
+    const want: number[] = [];
+    const vecs: Float32Array[] = [];
+    q.ids.forEach((_, i) => {
+      const t = q.hasText[i] && q.text ? q.text.subarray(i * dim, (i + 1) * dim) : null;
+      const v = q.hasImage[i] && q.image ? q.image.subarray(i * dim, (i + 1) * dim) : null;
+      if (!t && !v) return;
+      want.push(i);
+      vecs.push(t && v ? fuseFeatures(t, v) : (t ?? v)!.slice());
+    });
+    const out: RankedList[] = q.ids.map((queryId) => ({ queryId, docIds: [], scores: new Float64Array(0) }));
+    if (!want.length) return out;
+    const matrix = new Float32Array(want.length * dim);
+    vecs.forEach((v, j) => matrix.set(v, j * dim));
+    // Excluded documents (a query's own image) are asked for on top of the depth, then dropped.
+    const extra = want.reduce((a, i) => Math.max(a, q.exclude[i]?.length ?? 0), 0);
+    job.onProgress?.({ kind: 'status', message: `Searching the packed index for ${want.length} queries` });
+    const r = await searchRemoteIvf(
+      { url: set.ivfUrl, vectorsUrl: set.vectorsUrl, k: depth + extra },
+      matrix,
+      job.signal,
+    );
+    if (r.n !== ids.length)
+      throw new Error(`${file}: the index has ${r.n} rows, its sidecar names ${ids.length} documents`);
+    last = {
+      n: r.n,
+      nlist: r.nlist,
+      nprobe: r.nprobe,
+      rerank: r.rerank,
+      cache: r.cache,
+      cacheReason: r.cacheReason,
+    };
+    stats.push(...r.perQuery);
+    want.forEach((qi, j) => {
+      const skip = new Set(q.exclude[qi] ?? []);
+      const docIds: string[] = [];
+      const scores: number[] = [];
+      r.rows[j].forEach((row, k) => {
+        const id = ids[row];
+        if (skip.has(id) || docIds.length >= depth) return;
+        docIds.push(id);
+        scores.push(r.scores[j][k]);
+      });
+      out[qi] = { queryId: q.ids[qi], docIds, scores: Float64Array.from(scores) };
+    });
+    return out;
+  };
+  const info = () => (last ? ivfRunInfo(stats, last) : null);
+  return {
+    set,
+    rank,
+    info,
+    outcome: (before) => ({
+      embedded: plan.docParts.map((part) => ({
+        part,
+        computedBatches: 0,
+        reusedBatches: 0,
+        precomputedBatches: 0,
+        missing: 0,
+      })),
+      notes: [...before, ...notes],
+      ...(last ? { ivf: info()! } : {}),
+    }),
+  };
+}

@@ -1,0 +1,468 @@
+// The packed IVF-int8 index through the app (issue 19, item 2), in real Chromium. The medquad corpus
+// (3,000 answers, real text) with 24 of its queries is packed here by `npm run pack-shard -- --index
+// ivf` (the app's encoder in headless Chromium, the generated bert-tiny model: random weights, so the
+// rankings exercise the pipeline, not retrieval quality), then served twice by a plain static server
+// that honours Range and logs the body bytes of every response, under a sub-path: once as packed,
+// once without the index (its sidecar names none), which the app reads the usual way (the whole .npy)
+// for the exact reference. Opened by URL in the app, the packed shard's dense Search and Benchmark
+// run read only Range slices (never the whole .npy), the bytes the UI shows equal the server log, the
+// rankings agree with the exact ones within IVF recall, a repeated query transfers nothing (OPFS),
+// and the Storage panel lists the shard's index cache and clears it.
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { DATA_DIR } from '../paths';
+import { parseIvfHeader } from '../../src/lib/core/retrieval/ivf';
+import { ivfBytes } from '../../src/lib/core/retrieval/ivf-report';
+import { parseRun } from '../../src/lib/core/eval/trec';
+import { launch, pageErrors, type Session } from './browser';
+import { shotPath } from './artifacts';
+import { serveRanges, type RangeLogEntry, type RangeServer } from './range-server';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const baseUrl = inject('baseUrl');
+const MODEL = 'loupe-test/bert-tiny-random';
+const TASK = 'qa-answer-retrieval';
+const PREFIX = '/course/loupe/';
+const NLIST = 48;
+const NQ = 24;
+const SET = `embeddings/${MODEL}/fp32/`;
+const QUERY = 'What are the symptoms of glaucoma ?';
+
+type Json = Record<string, unknown>;
+const lines = (p: string) =>
+  readFileSync(p, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Json);
+
+/** medquad with its first NQ queries (and their qrels), every document; named `name`. */
+function writeShard(dir: string, name: string): void {
+  const src = join(DATA_DIR, 'medquad');
+  mkdirSync(join(dir, 'qrels'), { recursive: true });
+  const queries = lines(join(src, 'queries.jsonl')).slice(0, NQ);
+  const ids = new Set(queries.map((q) => q._id as string));
+  const qrels = readFileSync(join(src, 'qrels/test.tsv'), 'utf8').trim().split('\n');
+  const manifest = JSON.parse(readFileSync(join(src, 'shard.json'), 'utf8')) as Json;
+  delete manifest.counts;
+  writeFileSync(join(dir, 'shard.json'), JSON.stringify({ ...manifest, name }, null, 2));
+  cpSync(join(src, 'corpus.jsonl'), join(dir, 'corpus.jsonl'));
+  writeFileSync(join(dir, 'queries.jsonl'), queries.map((q) => JSON.stringify(q)).join('\n') + '\n');
+  writeFileSync(
+    join(dir, 'qrels/test.tsv'),
+    [qrels[0], ...qrels.slice(1).filter((l) => ids.has(l.split('\t')[0]))].join('\n') + '\n',
+  );
+}
+
+async function phase(page: Page, ...phases: string[]): Promise<string> {
+  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
+  await page.waitForSelector(sel, { timeout: 300_000 });
+  return (await page.getAttribute('[data-testid="app"]', 'data-phase')) ?? '';
+}
+
+async function downloadText(page: Page, testId: string): Promise<string> {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
+  return readFileSync(await dl.path(), 'utf8');
+}
+
+/** The Search view's results: doc ids of the (single) result column. */
+async function searchHits(page: Page): Promise<string[]> {
+  return page
+    .locator('[data-testid="results"] [data-doc]')
+    .evaluateAll((els) => els.map((e) => e.getAttribute('data-doc') ?? ''));
+}
+
+/** Runs the Search form's query and waits for its results (a new summary line). */
+async function search(page: Page): Promise<void> {
+  const seq = await page
+    .locator('[data-testid="search-summary"]')
+    .getAttribute('data-seq', { timeout: 1000 })
+    .catch(() => null);
+  await page.click('[data-testid="search-submit"]');
+  await page.waitForFunction(
+    (prev) => {
+      const s = document.querySelector('[data-testid="search-summary"]');
+      return !!s && s.getAttribute('data-seq') !== prev;
+    },
+    seq,
+    { timeout: 300_000 },
+  );
+}
+
+describe('a packed IVF index used by the app for a shard opened by URL', () => {
+  let dir: string;
+  let server: RangeServer;
+  let s: Session;
+  let page: Page;
+  let npySize: number;
+  const exact = {
+    search: [] as string[],
+    run: new Map<string, string[]>(),
+    scores: new Map<string, number>(),
+  };
+  const packedUrl = () => `${server.url}shards/medquad-ivf/`;
+  const since = (from: number): RangeLogEntry[] => server.log.slice(from);
+  const sum = (es: RangeLogEntry[]) => es.reduce((a, e) => a + e.bytes, 0);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'loupe-ivf-app-'));
+    const packed = join(dir, 'shards/medquad-ivf');
+    writeShard(packed, 'medquad-ivf');
+    // The packing command as a user runs it: embeddings, then the index beside them.
+    execFileSync(
+      'npx',
+      [
+        'tsx',
+        'scripts/pack-shard.ts',
+        '--shard',
+        packed,
+        '--model',
+        MODEL,
+        '--index',
+        'ivf',
+        '--nlist',
+        String(NLIST),
+      ],
+      { cwd: ROOT, stdio: 'pipe' },
+    );
+    // The same shard without the index (another name, so another shard): the exact reference.
+    const plain = join(dir, 'shards/medquad-exact');
+    cpSync(packed, plain, { recursive: true });
+    const manifest = JSON.parse(readFileSync(join(plain, 'shard.json'), 'utf8')) as Json;
+    writeFileSync(join(plain, 'shard.json'), JSON.stringify({ ...manifest, name: 'medquad-exact' }));
+    const sidecar = JSON.parse(readFileSync(join(plain, SET, 'sidecar-text.json'), 'utf8')) as Json;
+    delete sidecar.ivf;
+    writeFileSync(join(plain, SET, 'sidecar-text.json'), JSON.stringify(sidecar));
+    rmSync(join(plain, SET, 'ivf-text.bin'));
+    npySize = readFileSync(join(packed, SET, 'text.npy')).length;
+    server = await serveRanges(dir, PREFIX);
+    s = await launch();
+    page = s.page;
+  }, 600_000);
+
+  afterAll(async () => {
+    await s?.dispose();
+    await server?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('pack-shard --index ivf writes the index and names it in the sidecar', () => {
+    const folder = join(dir, 'shards/medquad-ivf', SET);
+    const sidecar = JSON.parse(readFileSync(join(folder, 'sidecar-text.json'), 'utf8')) as Json;
+    expect(sidecar).toMatchObject({ model_id: MODEL, dtype: 'fp32', part: 'text', ivf: 'ivf-text.bin' });
+    const bin = readFileSync(join(folder, 'ivf-text.bin'));
+    const h = parseIvfHeader(new Uint8Array(bin), 'ivf-text.bin', bin.length);
+    expect(h).toMatchObject({ n: 3000, nlist: NLIST, dim: sidecar.dim });
+    expect(existsSync(join(folder, 'ivf-text.bin.tmp'))).toBe(false);
+    const manifest = JSON.parse(readFileSync(join(dir, 'shards/medquad-ivf/shard.json'), 'utf8')) as Json;
+    expect(manifest.embeddings).toBe('embeddings/index.json');
+  });
+
+  test('the exact reference: the shard without an index reads the whole .npy', async () => {
+    const url = `${server.url}shards/medquad-exact/`;
+    await page.goto(
+      `${baseUrl}/?shard=${url}&task=${TASK}&retriever=dense&model=${MODEL}&device=wasm&dtype=fp32&run=1`,
+    );
+    expect(await phase(page, 'done', 'error')).toBe('done');
+    // Read the usual way: the whole .npy in one plain GET.
+    expect(
+      server.log.some((e) => e.path.endsWith('medquad-exact/' + SET + 'text.npy') && e.status === 200),
+    ).toBe(true);
+    for (const [q, docs] of parseRun(await downloadText(page, 'export-run'), 'run.trec')) {
+      exact.run.set(
+        q,
+        docs.map((d) => d.docId),
+      );
+      for (const d of docs) exact.scores.set(`${q} ${d.docId}`, d.score);
+    }
+    expect(exact.run.size).toBe(NQ);
+    await page.goto(
+      `${baseUrl}/?shard=${url}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+    );
+    await phase(page, 'ready', 'done');
+    await search(page);
+    exact.search = await searchHits(page);
+    expect(exact.search).toHaveLength(20);
+    expect(await page.locator('[data-testid="search-ivf"]').count()).toBe(0);
+  });
+
+  test('Search on the packed shard: Range reads only, bytes shown = server log, then 0 bytes from the cache', async () => {
+    const from = server.log.length;
+    await page.goto(
+      `${baseUrl}/?shard=${packedUrl()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+    );
+    await phase(page, 'ready', 'done');
+    const opened = server.log.length;
+    // Opening the shard did not read the vectors.
+    expect(since(from).filter((e) => e.path.endsWith('.npy') || e.path.endsWith('.bin'))).toEqual([]);
+    await search(page);
+    const line = page.locator('[data-testid="search-ivf"]');
+    const shown = Number(await line.getAttribute('data-bytes'));
+    const entries = since(opened);
+    // Every request of the query was a Range read of the index or of rows of the .npy.
+    expect(entries.length).toBeGreaterThan(2);
+    expect(entries.every((e) => e.status === 206 && !!e.range)).toBe(true);
+    expect(entries.every((e) => /\/(ivf-text\.bin|text\.npy)$/.test(e.path))).toBe(true);
+    expect(shown).toBe(sum(entries));
+    expect(sum(entries.filter((e) => e.path.endsWith('.npy')))).toBeLessThan(npySize / 4);
+    // The figure on screen is the log's, in the units shown.
+    expect(await line.innerText()).toMatch(
+      /^IVF: [\d.]+ (B|KiB|MiB) fetched, \d+ of 16 lists from the network/,
+    );
+    expect(await line.innerText()).toContain(`IVF: ${ivfBytes(sum(entries))} fetched`);
+    const [, lists, rows] = /(\d+) of 16 lists from the network.*, (\d+) rows for rescoring/.exec(
+      await line.innerText(),
+    )!;
+    // The ranking: the exact one within IVF recall (most of the top 10 the same).
+    const hits = await searchHits(page);
+    expect(hits).toHaveLength(20);
+    const top = new Set(exact.search.slice(0, 10));
+    expect(hits.slice(0, 10).filter((d) => top.has(d)).length).toBeGreaterThanOrEqual(8);
+
+    // The same query again: everything from the cache, nothing on the wire.
+    const again = server.log.length;
+    await search(page);
+    expect(since(again)).toEqual([]);
+    expect(await line.getAttribute('data-bytes')).toBe('0');
+    expect(await searchHits(page)).toEqual(hits);
+    await page.screenshot({ path: shotPath('ivf-app-search.png'), fullPage: true });
+
+    // A new page (a fresh index worker, nothing in memory): lists and rows come from OPFS; only the
+    // index's 64-byte fixed part is read again, to check that the file has not changed. Cache writes
+    // run after the answer: first every one of them is in OPFS (the header, each list, each row).
+    await page.waitForFunction(
+      async (want) => {
+        const root = await navigator.storage.getDirectory();
+        const dir = await root.getDirectoryHandle('loupe-ivf').catch(() => null);
+        let n = 0;
+        if (dir)
+          for await (const [, sub] of (
+            dir as unknown as { entries(): AsyncIterable<[string, unknown]> }
+          ).entries())
+            for await (const name of (sub as { keys(): AsyncIterable<string> }).keys())
+              if (!name.startsWith('.')) n++;
+        return n === want;
+      },
+      1 + Number(lists) + Number(rows),
+      { timeout: 60_000, polling: 250 },
+    );
+    await page.reload();
+    await phase(page, 'ready', 'done');
+    const fresh = server.log.length;
+    await search(page);
+    expect(since(fresh).map((e) => [e.range, e.bytes])).toEqual([['bytes=0-63', 64]]);
+    expect(await line.getAttribute('data-bytes')).toBe('64');
+    expect(await searchHits(page)).toEqual(hits);
+  });
+
+  test('a Benchmark dense run on the packed shard: bytes per query in the run details = server log', async () => {
+    const from = server.log.length;
+    await page.goto(
+      `${baseUrl}/?shard=${packedUrl()}&task=${TASK}&retriever=dense&model=${MODEL}&device=wasm&dtype=fp32&run=1`,
+    );
+    expect(await phase(page, 'done', 'error')).toBe('done');
+    const entries = since(from);
+    expect(entries.filter((e) => e.path.endsWith('.npy')).every((e) => e.status === 206 && !!e.range)).toBe(
+      true,
+    );
+    const details = page.locator('[data-testid="run-ivf"]');
+    expect(Number(await details.getAttribute('data-total-bytes'))).toBe(
+      sum(entries.filter((e) => /\/(ivf-text\.bin|text\.npy)$/.test(e.path))),
+    );
+    const text = await details.innerText();
+    expect(text).toContain(`${NLIST} lists, nprobe 16`);
+    expect(text).toContain('int8 codes + exact rescoring of the top');
+    expect(text).toMatch(new RegExp(`for ${NQ} queries \\(median [\\d.]+ (B|KiB|MiB), largest`));
+    const run = parseRun(await downloadText(page, 'export-run'), 'run.trec');
+    expect(run.size).toBe(NQ);
+    let hits = 0;
+    for (const [q, docs] of run) {
+      const truth = new Set(exact.run.get(q)!.slice(0, 10));
+      hits += docs.slice(0, 10).filter((d) => truth.has(d.docId)).length;
+      // Candidates are rescored exactly: a document in both runs has the exact run's cosine, within
+      // the float16 rounding of the row's length (the exact run normalises each float16 row, the
+      // index takes the inner product with the row as stored; the rows were unit length in float32).
+      for (const d of docs) {
+        const want = exact.scores.get(`${q} ${d.docId}`);
+        if (want !== undefined) expect(Math.abs(d.score - want)).toBeLessThan(1e-3);
+      }
+    }
+    const recall = hits / (NQ * 10);
+    console.log(`IVF vs exact in the app: recall@10 = ${recall.toFixed(3)} over ${NQ} queries`);
+    expect(recall).toBeGreaterThanOrEqual(0.9);
+    await page.screenshot({ path: shotPath('ivf-app-benchmark.png'), fullPage: true });
+  });
+
+  test('the Storage panel lists the index cache of the shard and clears it', async () => {
+    await page.evaluate(() => (location.hash = '#/shards'));
+    const item = page.locator('[data-testid="storage-shards"] li', { hasText: 'medquad-ivf' });
+    const ivf = item.locator('[data-testid="storage-ivf"]');
+    await ivf.waitFor({ timeout: 30_000 });
+    const cachedBytes = Number(await ivf.getAttribute('data-bytes'));
+    expect(cachedBytes).toBeGreaterThan(0);
+    expect(await ivf.innerText()).toMatch(/packed index cache/);
+    const opfs = () =>
+      page.evaluate(async () => {
+        const root = await navigator.storage.getDirectory();
+        const dir = await root.getDirectoryHandle('loupe-ivf').catch(() => null);
+        const names: string[] = [];
+        if (dir)
+          for await (const k of (dir as unknown as { keys(): AsyncIterable<string> }).keys()) names.push(k);
+        return names;
+      });
+    expect((await opfs()).length).toBe(1);
+    await item.locator('[data-testid="clear-ivf"]').click();
+    await item.locator('[data-testid="clear-ivf"]').click();
+    await ivf.waitFor({ state: 'detached', timeout: 30_000 });
+    expect(await opfs()).toEqual([]);
+
+    // Cleared: the next query reads the header and its lists from the host again.
+    const from = server.log.length;
+    await page.goto(
+      `${baseUrl}/?shard=${packedUrl()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+    );
+    await phase(page, 'ready', 'done');
+    await search(page);
+    const bytes = Number(await page.locator('[data-testid="search-ivf"]').getAttribute('data-bytes'));
+    expect(bytes).toBeGreaterThan(0);
+    expect(bytes).toBe(sum(since(from).filter((e) => /\/(ivf-text\.bin|text\.npy)$/.test(e.path))));
+  });
+
+  test('fits 390, 1024 and 1440 px with the readouts shown, without page errors', async () => {
+    for (const width of [390, 1024, 1440]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const route of ['search', 'benchmark', 'shards']) {
+        await page.evaluate((r) => (location.hash = `#/${r}`), route);
+        await page.waitForSelector(`[data-testid="app"][data-route="${route}"]`);
+        await page.waitForTimeout(200);
+        const w = await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
+        expect({ width, route, scroll: w[0] }).toEqual({ width, route, scroll: w[1] });
+      }
+    }
+    expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+  });
+});
+
+// The CLIP retriever over a packed image + text shard (vqa-rad, generated clip-tiny: random weights):
+// each task whose documents are one part is ranked through that part's index; a query's own image
+// (`exclude_ids`) is left out; image + text queries use feature fusion. 16 lists probed of 16 and
+// 4·k ≥ n rescored: the index ranks like exact search but for float16 rounding (the query image is
+// embedded here, where the exact run reuses the corpus row of the same image).
+describe('the CLIP retriever on a packed image + text shard opened by URL', () => {
+  const CLIP = 'loupe-test/clip-tiny-random';
+  const CLIP_SET = `embeddings/${CLIP}/fp32/`;
+  const TASKS = ['text-to-image', 'image-to-image', 'image-question-to-passage'];
+  let dir: string;
+  let server: RangeServer;
+  let s: Session;
+  let page: Page;
+  const exact = new Map<string, Map<string, string[]>>();
+
+  /** Runs every task on the shard at `url`, the dense retriever with feature fusion; the runs by task. */
+  async function runTasks(url: string): Promise<Map<string, Map<string, string[]>>> {
+    const out = new Map<string, Map<string, string[]>>();
+    await page.goto(
+      `${baseUrl}/?shard=${url}&task=${TASKS[0]}&retriever=dense&model=${CLIP}&device=wasm&dtype=fp32&fusion=feature#/benchmark`,
+    );
+    await phase(page, 'ready', 'done');
+    for (const task of TASKS) {
+      await page.selectOption('[data-testid="task-select"]', task);
+      await page.click('[data-testid="run-task"]');
+      expect(await phase(page, 'done', 'error')).toBe('done');
+      const run = parseRun(await downloadText(page, 'export-run'), 'run.trec');
+      out.set(task, new Map([...run].map(([q, docs]) => [q, docs.map((d) => d.docId)])));
+    }
+    return out;
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'loupe-ivf-clip-'));
+    // Every document and image of vqa-rad, the first 12 queries of each task (and their qrels).
+    const packed = join(dir, 'shards/vqa-ivf');
+    const src = join(DATA_DIR, 'vqa-rad');
+    cpSync(src, packed, { recursive: true });
+    const kept = lines(join(src, 'queries.jsonl')).filter(
+      (q, i, all) => all.filter((x) => x.task === q.task).indexOf(q) < 12,
+    );
+    const ids = new Set(kept.map((q) => q._id as string));
+    const qrels = readFileSync(join(src, 'qrels/test.tsv'), 'utf8').trim().split('\n');
+    writeFileSync(join(packed, 'queries.jsonl'), kept.map((q) => JSON.stringify(q)).join('\n') + '\n');
+    writeFileSync(
+      join(packed, 'qrels/test.tsv'),
+      [qrels[0], ...qrels.slice(1).filter((l) => ids.has(l.split('\t')[0]))].join('\n') + '\n',
+    );
+    const manifest = JSON.parse(readFileSync(join(packed, 'shard.json'), 'utf8')) as Json;
+    delete manifest.counts;
+    writeFileSync(join(packed, 'shard.json'), JSON.stringify({ ...manifest, name: 'vqa-ivf' }));
+    execFileSync(
+      'npx',
+      ['tsx', 'scripts/pack-shard.ts', '--shard', packed, '--model', CLIP, '--index', 'ivf', '--nlist', '16'],
+      { cwd: ROOT, stdio: 'pipe' },
+    );
+    const plain = join(dir, 'shards/vqa-exact');
+    cpSync(packed, plain, { recursive: true });
+    writeFileSync(
+      join(plain, 'shard.json'),
+      JSON.stringify({ ...manifest, name: 'vqa-exact', embeddings: 'embeddings/index.json' }),
+    );
+    for (const part of ['text', 'image']) {
+      const file = join(plain, CLIP_SET, `sidecar-${part}.json`);
+      const side = JSON.parse(readFileSync(file, 'utf8')) as Json;
+      expect(side.ivf).toBe(`ivf-${part}.bin`);
+      delete side.ivf;
+      writeFileSync(file, JSON.stringify(side));
+    }
+    server = await serveRanges(dir, PREFIX);
+    s = await launch();
+    page = s.page;
+  }, 600_000);
+
+  afterAll(async () => {
+    await s?.dispose();
+    await server?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('the exact reference (the whole .npy files)', async () => {
+    for (const [task, run] of await runTasks(`${server.url}shards/vqa-exact/`)) exact.set(task, run);
+    expect(await page.locator('[data-testid="run-ivf"]').count()).toBe(0);
+  });
+
+  test('every task through the packed index: Range reads only, exclusions kept, rankings as exact', async () => {
+    const from = server.log.length;
+    const runs = await runTasks(`${server.url}shards/vqa-ivf/`);
+    const vectors = server.log.slice(from).filter((e) => /\.(npy|bin)$/.test(e.path));
+    expect(vectors.length).toBeGreaterThan(0);
+    expect(vectors.every((e) => e.status === 206 && !!e.range)).toBe(true);
+    // Both indexes were read: the image part (text-to-image, image-to-image) and the text part.
+    for (const part of ['text', 'image'])
+      expect(vectors.some((e) => e.path.endsWith(`${CLIP_SET}ivf-${part}.bin`))).toBe(true);
+    expect(await page.locator('[data-testid="run-ivf"]').innerText()).toContain('16 lists, nprobe 16');
+    const queries = lines(join(dir, 'shards/vqa-ivf/queries.jsonl'));
+    // The generated CLIP's image vectors are all but identical (their 2nd and 12th nearest differ by
+    // ~3e-6, under float16's resolution): image-to-image rankings are float16 noise, compared nowhere.
+    for (const task of TASKS.filter((t) => t !== 'image-to-image')) {
+      const run = runs.get(task)!;
+      const want = exact.get(task)!;
+      expect(run.size).toBe(want.size);
+      let hits = 0;
+      for (const [q, docs] of run) {
+        const truth = new Set(want.get(q)!.slice(0, 10));
+        hits += docs.slice(0, 10).filter((d) => truth.has(d)).length;
+      }
+      const recall = hits / [...run.values()].reduce((a, d) => a + Math.min(10, d.length), 0);
+      console.log(`${task}: recall@10 vs exact ${recall.toFixed(3)}`);
+      expect(recall).toBeGreaterThanOrEqual(0.95);
+    }
+    for (const q of queries.filter((x) => x.task === 'image-to-image')) {
+      const ranked = runs.get('image-to-image')!.get(q._id as string)!;
+      expect(ranked).toHaveLength(100);
+      expect(ranked.length).toBe(exact.get('image-to-image')!.get(q._id as string)!.length);
+      for (const x of q.exclude_ids as string[]) expect(ranked).not.toContain(x);
+    }
+    expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+  });
+});
