@@ -3,7 +3,10 @@
 // server that honours Range (tests/e2e/range-server.ts, which logs the bytes it sends), searched by
 // the index worker in headless Chromium (a fresh profile) through tests/browser/ivf-harness.html.
 //
-//   npm run bench:ivf -- --docs 100000 [--dim 384] [--queries 100] [--nlist N] [--nprobe 16] [--k 10]
+//   npm run bench:ivf -- --docs 100000 [--dim 384] [--queries 100] [--nlist N] [--nprobe 16[,32…]] [--k 10]
+//
+// Several --nprobe values are measured over one packed index, each in a fresh browser profile (an
+// empty OPFS cache), so a row per nprobe costs one packing.
 //
 // Reports: packing time, the first query's time and bytes (header + lists + rows), bytes and time per
 // later query (cold lists: first sight of each query; warm: the same queries again), recall@10 against
@@ -37,15 +40,15 @@ const N = Number(args.docs);
 const DIM = Number(args.dim);
 const NQ = Number(args.queries);
 const K = Number(args.k);
-const NPROBE = Number(args.nprobe);
+const NPROBES = args.nprobe.split(',').map(Number);
 const NLIST = args.nlist ? Number(args.nlist) : defaultNlist(N);
 for (const [name, v] of Object.entries({
   docs: N,
   dim: DIM,
   queries: NQ,
   k: K,
-  nprobe: NPROBE,
   nlist: NLIST,
+  ...Object.fromEntries(NPROBES.map((v, i) => [`nprobe (value ${i + 1})`, v])),
 }))
   if (!Number.isInteger(v) || v < 1) {
     console.error(`bench-ivf: --${name} must be a whole number ≥ 1`);
@@ -77,75 +80,83 @@ try {
 
   const server = await serveRanges(dir, '/course/loupe/');
   const { server: vite, base } = await startDevServer();
-  const profile = mkdtempSync(join(tmpdir(), 'loupe-bench-ivf-profile-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
-    headless: true,
-  });
   try {
-    const page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(`${base}/tests/browser/ivf-harness.html`);
-    await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
-    const set = `${server.url}shards/scale/${fx.setPath}`;
-    const req = { url: `${set}ivf-text.bin`, vectorsUrl: `${set}text.npy`, k: K, nprobe: NPROBE };
-    const pass = async () => {
-      const out: { bytes: number; ms: number; rows: number[]; logBytes: number }[] = [];
-      for (let i = 0; i < NQ; i++) {
-        const from = server.log.length;
-        const t0 = performance.now();
-        const r = await call(page, 'search', req, Array.from(fx.queries.subarray(i * DIM, (i + 1) * DIM)));
-        if (!r.ok) throw new Error(r.error);
-        out.push({
-          bytes: r.result.perQuery[0].bytes,
-          ms: performance.now() - t0,
-          rows: r.result.rows[0],
-          logBytes: server.log.slice(from).reduce((s, e) => s + e.bytes, 0),
-        });
-      }
-      return out;
-    };
-    const cold = await pass();
-    const warm = await pass();
-    const mismatched = [...cold, ...warm].filter((x) => x.bytes !== x.logBytes).length;
-    let hits = 0;
-    cold.forEach((x, i) => {
-      const s = new Set(truth[i]);
-      hits += x.rows.filter((r) => s.has(r)).length;
-    });
-    const later = cold.slice(1);
-    const rss = renderers(chromiumProcs(profile)).reduce((s, p) => s + p.hwmBytes, 0);
-    const row = {
-      docs: N,
-      dim: DIM,
-      nlist: NLIST,
-      nprobe: NPROBE,
-      ivfMiB: Number(mib(packed.bytes)),
-      headerMiB: Number(mib(packed.headerBytes)),
-      packS: Number(packS.toFixed(1)),
-      firstQueryMs: Math.round(cold[0].ms),
-      firstQueryMiB: Number(mib(cold[0].bytes)),
-      laterMedianMiB: Number(mib(median(later.map((x) => x.bytes)))),
-      laterMaxMiB: Number(mib(Math.max(...later.map((x) => x.bytes)))),
-      laterMedianMs: Math.round(median(later.map((x) => x.ms))),
-      warmMaxBytes: Math.max(...warm.map((x) => x.bytes)),
-      warmMedianMs: Math.round(median(warm.map((x) => x.ms))),
-      recallAt10: Number((hits / (NQ * K)).toFixed(4)),
-      rendererPeakRssMiB: Math.round(rss / 2 ** 20),
-      bytesEqualServerLog: mismatched === 0,
-    };
-    console.log(JSON.stringify(row, null, 2));
-    console.log(
-      `| ${N.toLocaleString('en')} × ${DIM} | ${NLIST} / ${NPROBE} | ${row.ivfMiB} (header ${row.headerMiB}) | ${row.packS} s | ` +
-        `${row.firstQueryMs} ms, ${row.firstQueryMiB} MiB | ${row.laterMedianMiB} (max ${row.laterMaxMiB}) MiB, ${row.laterMedianMs} ms | ` +
-        `${row.warmMaxBytes} B, ${row.warmMedianMs} ms | ${row.recallAt10} | ${row.rendererPeakRssMiB} MiB |`,
-    );
-    if (mismatched) process.exitCode = 1;
+    for (const NPROBE of NPROBES) await measure(NPROBE);
   } finally {
-    await context.close().catch(() => undefined);
-    rmSync(profile, { recursive: true, force: true });
     await vite.close();
     await server.close();
+  }
+
+  /** One nprobe, from a fresh profile: a cold pass over the queries, then the same queries warm. */
+  async function measure(NPROBE: number): Promise<void> {
+    const profile = mkdtempSync(join(tmpdir(), 'loupe-bench-ivf-profile-'));
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS,
+      headless: true,
+    });
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      await page.goto(`${base}/tests/browser/ivf-harness.html`);
+      await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+      const set = `${server.url}shards/scale/${fx.setPath}`;
+      const req = { url: `${set}ivf-text.bin`, vectorsUrl: `${set}text.npy`, k: K, nprobe: NPROBE };
+      const pass = async () => {
+        const out: { bytes: number; ms: number; rows: number[]; logBytes: number }[] = [];
+        for (let i = 0; i < NQ; i++) {
+          const from = server.log.length;
+          const t0 = performance.now();
+          const r = await call(page, 'search', req, Array.from(fx.queries.subarray(i * DIM, (i + 1) * DIM)));
+          if (!r.ok) throw new Error(r.error);
+          out.push({
+            bytes: r.result.perQuery[0].bytes,
+            ms: performance.now() - t0,
+            rows: r.result.rows[0],
+            logBytes: server.log.slice(from).reduce((s, e) => s + e.bytes, 0),
+          });
+        }
+        return out;
+      };
+      const cold = await pass();
+      const warm = await pass();
+      const mismatched = [...cold, ...warm].filter((x) => x.bytes !== x.logBytes).length;
+      let hits = 0;
+      cold.forEach((x, i) => {
+        const s = new Set(truth[i]);
+        hits += x.rows.filter((r) => s.has(r)).length;
+      });
+      const later = cold.slice(1);
+      const rss = renderers(chromiumProcs(profile)).reduce((s, p) => s + p.hwmBytes, 0);
+      const row = {
+        docs: N,
+        dim: DIM,
+        nlist: NLIST,
+        nprobe: NPROBE,
+        ivfMiB: Number(mib(packed.bytes)),
+        headerMiB: Number(mib(packed.headerBytes)),
+        packS: Number(packS.toFixed(1)),
+        firstQueryMs: Math.round(cold[0].ms),
+        firstQueryMiB: Number(mib(cold[0].bytes)),
+        laterMedianMiB: Number(mib(median(later.map((x) => x.bytes)))),
+        laterMaxMiB: Number(mib(Math.max(...later.map((x) => x.bytes)))),
+        laterMedianMs: Math.round(median(later.map((x) => x.ms))),
+        warmMaxBytes: Math.max(...warm.map((x) => x.bytes)),
+        warmMedianMs: Math.round(median(warm.map((x) => x.ms))),
+        recallAt10: Number((hits / (NQ * K)).toFixed(4)),
+        rendererPeakRssMiB: Math.round(rss / 2 ** 20),
+        bytesEqualServerLog: mismatched === 0,
+      };
+      console.log(JSON.stringify(row, null, 2));
+      console.log(
+        `| ${N.toLocaleString('en')} × ${DIM} | ${NLIST} / ${NPROBE} | ${row.ivfMiB} (header ${row.headerMiB}) | ${row.packS} s | ` +
+          `${row.firstQueryMs} ms, ${row.firstQueryMiB} MiB | ${row.laterMedianMiB} (max ${row.laterMaxMiB}) MiB, ${row.laterMedianMs} ms | ` +
+          `${row.warmMaxBytes} B, ${row.warmMedianMs} ms | ${row.recallAt10} | ${row.rendererPeakRssMiB} MiB |`,
+      );
+      if (mismatched) process.exitCode = 1;
+    } finally {
+      await context.close().catch(() => undefined);
+      rmSync(profile, { recursive: true, force: true });
+    }
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });
