@@ -45,6 +45,8 @@ const state: {
   /** Exact top-k of every query (indices, best first). */
   ref?: { k: number; ids: number[][]; scores: number[][] };
   ivf?: { header: ReturnType<typeof parseIvfHeader>; lists: IvfList[] };
+  /** The corpus the retrieval worker holds (floatExact). */
+  floatDocs?: Matrix;
 } = { n: 0, dim: 0 };
 
 const percentile = (xs: number[], p: number) => {
@@ -75,8 +77,8 @@ function makeQueries(nq: number, dim: number, seed: number): Matrix {
 
 const vectorsHarness = {
   /**
-   * Streams a corpus of float16 rows from `url` (the server answers `${url}/${first}` with rows
-   * first … first + piece − 1): each piece decoded, normalised, folded into the exact reference of
+   * Streams a corpus of float16 rows from `url` (the server answers `${url}/${first}/${count}` with
+   * rows first … first + count − 1): each piece decoded, normalised, folded into the exact reference of
    * `nq` seeded random queries, added to the compact store when `compact` and kept when `keep`.
    */
   async stream(
@@ -105,7 +107,7 @@ const vectorsHarness = {
     let addMs = 0;
     for (let first = 0; first < n; first += opts.piece) {
       const count = Math.min(opts.piece, n - first);
-      const bits = new Uint16Array(await (await fetch(`${url}/${first}`)).arrayBuffer());
+      const bits = new Uint16Array(await (await fetch(`${url}/${first}/${count}`)).arrayBuffer());
       if (bits.length !== count * dim)
         throw new Error(`piece ${first}: ${bits.length} values, not ${count * dim}`);
       const rows = normalizeRows({ data: Float32Array.from(bits, f16ToF32), n: count, dim }).data;
@@ -199,13 +201,19 @@ const vectorsHarness = {
     return compactStoreInfo();
   },
 
-  /** Float32 exact search as a dense run does it today: the matrix in the retrieval worker, one query at a time. */
+  /**
+   * Float32 exact search as a dense run does it today: the matrix in the retrieval worker (sent on
+   * the first call for this corpus), one query at a time.
+   */
   async floatExact(k: number, nq?: number) {
     const d = state.docs;
     if (!d) throw new Error('no corpus kept');
-    const docIds = Array.from({ length: d.n }, (_, i) => String(i));
     const t0 = performance.now();
-    await setDenseDocs(`bench-${d.n}-${Date.now()}`, d.data.slice(), d.dim, docIds, []);
+    if (state.floatDocs !== d) {
+      const docIds = Array.from({ length: d.n }, (_, i) => String(i));
+      await setDenseDocs(`bench-${d.n}-${Date.now()}`, d.data.slice(), d.dim, docIds, []);
+      state.floatDocs = d;
+    }
     const loadMs = performance.now() - t0;
     const q = state.queries!;
     const m = nq ?? q.n;
@@ -233,11 +241,12 @@ const vectorsHarness = {
   },
 
   async floatExactClose() {
+    state.floatDocs = undefined;
     await resetRetrieval();
   },
 
-  /** HNSW over the kept corpus in the index worker (hnswlib wasm): build time, heap, per-query search. */
-  async hnsw(k: number, opts: { M?: number; efConstruction?: number; efSearch: number[]; nq?: number }) {
+  /** HNSW over the kept corpus in the index worker (hnswlib wasm): build time and heap. */
+  async hnswBuild(opts: { M?: number; efConstruction?: number } = {}) {
     const d = state.docs;
     if (!d) throw new Error('no corpus kept');
     const t0 = performance.now();
@@ -250,12 +259,15 @@ const vectorsHarness = {
       efConstruction: opts.efConstruction,
       force: true,
     });
-    const buildMs = performance.now() - t0;
-    const heapBytes = await indexWasmHeapBytes();
+    return { ms: performance.now() - t0, addMs: built.timings.addMs, heapBytes: await indexWasmHeapBytes() };
+  },
+
+  /** Each query alone through the built HNSW index, at each efSearch. */
+  async hnswQueries(k: number, efSearch: number[], nq?: number) {
     const q = state.queries!;
-    const m = opts.nq ?? q.n;
+    const m = nq ?? q.n;
     const points = [];
-    for (const ef of opts.efSearch) {
+    for (const ef of efSearch) {
       const ms: number[] = [];
       const ids: number[][] = [];
       for (let i = 0; i < m; i++) {
@@ -271,7 +283,7 @@ const vectorsHarness = {
         recall: recall(ids, k),
       });
     }
-    return { buildMs, addMs: built.timings.addMs, heapBytes, points };
+    return points;
   },
 
   hnswClose() {
