@@ -2,7 +2,8 @@
 // kernel (workers/int8-kernel.ts): the kernel's integer sums equal the JS reference (worst-case
 // magnitudes included), the codes follow ivf.ts's quantiser, candidate selection equals a full
 // sort, and int8 scan + exact rescoring of the top R gives exact search's top 10 (exactSearch over
-// the float32 rows, the outside reference) on seeded clustered vectors.
+// the float32 rows, the outside reference) on seeded clustered vectors; and when a dense run takes
+// the store (state/dense-compact.ts), and how its run is described.
 import { describe, expect, it } from 'vitest';
 import { clusteredVectors, exactSearch, indexTieBreak, mulberry32 } from '../../src/lib/core/retrieval/exact';
 import { encodeValue, quantiserScales } from '../../src/lib/core/retrieval/ivf';
@@ -16,6 +17,13 @@ import {
   scanJs,
   topCandidates,
 } from '../../src/lib/core/retrieval/int8-scan';
+import { describeConfig, runTag, type RetrieverConfig } from '../../src/lib/core/retrieval/runs';
+import {
+  COMPACT_FROM_BYTES,
+  COMPACT_INDEX,
+  compactFromRows,
+  useCompactStore,
+} from '../../src/lib/state/dense-compact';
 import { INT8_KERNEL_WASM, int8Kernel, int8KernelSupported } from '../../workers/int8-kernel';
 
 /** A wasm memory holding n rows of codes (P wide), then the query, then the scores. */
@@ -178,5 +186,35 @@ describe('candidate selection and exact rescoring', () => {
       { index: 9, score: 0.75 },
       { index: 4, score: 0.25 },
     ]);
+  });
+});
+
+describe('when a dense run takes the compact store', () => {
+  it('from 256 MiB of float32 rows (174,763 documents at 384), single-vector exact runs only', () => {
+    expect(compactFromRows(384)).toBe(Math.ceil(COMPACT_FROM_BYTES / (4 * 384)));
+    expect(compactFromRows(384)).toBe(174_763);
+    expect(compactFromRows(384, 20_000)).toBe(20_000);
+    const s = {};
+    expect(useCompactStore(174_762, 384, s, false, 1)).toBe(false);
+    expect(useCompactStore(174_763, 384, s, false, 1)).toBe(true);
+    expect(useCompactStore(1_000_000, 384, { ann: { M: 16 } }, false, 1)).toBe(false);
+    expect(useCompactStore(1_000_000, 384, s, true, 1)).toBe(false);
+    expect(useCompactStore(1_000_000, 384, s, false, 2)).toBe(false);
+    expect(useCompactStore(20_000, 384, { compactFrom: 20_000 }, false, 1)).toBe(true);
+  });
+
+  it('names the index in the run’s description and TREC tag', () => {
+    const c: RetrieverConfig = {
+      kind: 'dense',
+      modelId: 'loupe-test/bert-tiny-random',
+      revision: 'main',
+      dtype: 'fp32',
+      device: 'wasm',
+      index: COMPACT_INDEX,
+    };
+    expect(describeConfig(c)).toBe(
+      'loupe-test/bert-tiny-random (fp32, wasm) · int8 scan + exact rescoring of top 100',
+    );
+    expect(runTag(c)).toBe('loupe-dense-loupe-test_bert-tiny-random-fp32-int8r100');
   });
 });

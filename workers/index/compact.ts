@@ -8,6 +8,10 @@ import type { Progress } from '../../src/lib/core/types';
 import { asMatrix } from './session';
 import type { CompactInfo, CompactOptions, CompactResult, Space } from './compact-types';
 
+/** What the store read back, for tests (read in the worker, as the encoder's counters are). */
+const counters = { searches: 0, queries: 0, rowsRead: 0, reads: 0, store: '' };
+(self as unknown as { loupeCompactCounters: typeof counters }).loupeCompactCounters = counters;
+
 let open: { s: CompactStore; space: Space; key?: string; reason?: string; docIds?: string[] } | null = null;
 
 function closeStore(): void {
@@ -77,6 +81,11 @@ export function compactSearch(
   if (open.space === 'cosine') normalizeRows(q);
   const t0 = performance.now();
   const { result, stats } = open.s.search(q, k, opts);
+  counters.searches++;
+  counters.queries += q.n;
+  counters.rowsRead += stats.rowsRead;
+  counters.reads += stats.reads;
+  counters.store = stats.store;
   const r: CompactResult = { result, stats, ms: performance.now() - t0 };
   return Comlink.transfer(r, [result.indices.buffer, result.scores.buffer]);
 }
