@@ -16,7 +16,17 @@
 //
 //   npm run bench:vectors -- --rung clustered-100000 [--rung /path/text.npy[:rows]] [--queries 200]
 //     [--rounds 3] [--rerank 100] [--keep-max 100000] [--write-benchmarks]
-import { mkdtempSync, openSync, readSync, rmSync, closeSync, statSync, createReadStream } from 'node:fs';
+//   npm run bench:vectors -- --from-json saved-output.log   (the section from a saved run's last line)
+import {
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  closeSync,
+  statSync,
+  createReadStream,
+} from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -40,6 +50,8 @@ const { values: argv } = parseArgs({
     'keep-max': { type: 'string', default: '100000' },
     piece: { type: 'string', default: '16384' },
     'write-benchmarks': { type: 'boolean', default: false },
+    /** Write the BENCHMARKS.md section from a saved report (the JSON line a run prints last). */
+    'from-json': { type: 'string' },
   },
 });
 const NQ = Number(argv.queries);
@@ -317,4 +329,10 @@ function markdown(rep: {
   return md.join('\n');
 }
 
-await main();
+if (argv['from-json']) {
+  const lines = readFileSync(argv['from-json'], 'utf8').trim().split('\n');
+  writeBenchmarksSection(
+    'vectors',
+    markdown(JSON.parse(lines.filter((l) => l.startsWith('{"date"')).at(-1)!)),
+  );
+} else await main();

@@ -121,16 +121,49 @@ export function topCandidates(
   R: number,
   exclude?: ReadonlySet<number> | null,
 ): Int32Array {
-  // Candidates are admitted by score only; ties at the cut resolve to the lower row because rows
-  // arrive in ascending order and an equal score never displaces a held one.
-  const top = new TopK(R, (a, b) => b - a);
+  // A min-heap of the R best (score, row) seen, the worst at the root: lower score, or on equal
+  // scores the higher row. Rows arrive in ascending order, so a newcomer that only ties the root is
+  // worse than it and is skipped with one comparison (the common case over a million rows).
+  const hs = new Int32Array(R);
+  const hr = new Int32Array(R);
+  let size = 0;
+  const worse = (i: number, j: number) => hs[i] < hs[j] || (hs[i] === hs[j] && hr[i] > hr[j]);
+  const swap = (i: number, j: number) => {
+    const ts = hs[i];
+    hs[i] = hs[j];
+    hs[j] = ts;
+    const tr = hr[i];
+    hr[i] = hr[j];
+    hr[j] = tr;
+  };
   for (let r = 0; r < n; r++) {
-    const s = scores[r];
-    if (s < top.threshold || (s === top.threshold && top.size === R)) continue;
-    if (exclude?.has(r)) continue;
-    top.push(s, r);
+    const sc = scores[r];
+    if (size === R && sc <= hs[0]) continue;
+    if (R === 0 || exclude?.has(r)) continue;
+    if (size < R) {
+      let i = size++;
+      hs[i] = sc;
+      hr[i] = r;
+      while (i > 0) {
+        const p = (i - 1) >> 1;
+        if (!worse(i, p)) break;
+        swap(i, p);
+        i = p;
+      }
+    } else {
+      hs[0] = sc;
+      hr[0] = r;
+      for (let i = 0; ;) {
+        const l = 2 * i + 1;
+        if (l >= size) break;
+        const c = l + 1 < size && worse(l + 1, l) ? l + 1 : l;
+        if (!worse(c, i)) break;
+        swap(i, c);
+        i = c;
+      }
+    }
   }
-  return Int32Array.from(top.drain(), (e) => e.index).sort();
+  return hr.slice(0, size).sort();
 }
 
 /**
