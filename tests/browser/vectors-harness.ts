@@ -164,6 +164,8 @@ const vectorsHarness = {
     const scores: number[][] = [];
     let rowsRead = 0;
     let reads = 0;
+    const scanMs: number[] = [];
+    const rescoreMs: number[] = [];
     let kernel = '';
     let store = '';
     for (let i = 0; i < m; i++) {
@@ -174,6 +176,8 @@ const vectorsHarness = {
       ids.push(Array.from(r.result.indices.subarray(0, r.result.counts[0])));
       scores.push(Array.from(r.result.scores.subarray(0, r.result.counts[0])));
       rowsRead += r.stats.rowsRead;
+      scanMs.push(r.stats.scanMs);
+      rescoreMs.push(r.stats.rescoreMs);
       reads += r.stats.reads;
       kernel = r.stats.kernel;
       store = r.stats.store;
@@ -182,6 +186,9 @@ const vectorsHarness = {
       p50: percentile(ms, 0.5),
       p95: percentile(ms, 0.95),
       workerP50: percentile(workerMs, 0.5),
+      /** Median per query of the int8 scan + candidate selection, and of reading + rescoring the R rows. */
+      scanP50: percentile(scanMs, 0.5),
+      rescoreP50: percentile(rescoreMs, 0.5),
       recall: recall(ids, k),
       sameTop: ids.filter((x, i) => x.join() === state.ref!.ids[i].slice(0, k).join()).length,
       ids,
