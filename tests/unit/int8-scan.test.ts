@@ -20,7 +20,7 @@ import {
 import { describeConfig, runTag, type RetrieverConfig } from '../../src/lib/core/retrieval/runs';
 import {
   COMPACT_FROM_BYTES,
-  COMPACT_INDEX,
+  compactIndex,
   compactFromRows,
   useCompactStore,
 } from '../../src/lib/state/dense-compact';
@@ -210,11 +210,13 @@ describe('when a dense run takes the compact store', () => {
       revision: 'main',
       dtype: 'fp32',
       device: 'wasm',
-      index: COMPACT_INDEX,
+      index: compactIndex(100),
     };
     expect(describeConfig(c)).toBe(
       'loupe-test/bert-tiny-random (fp32, wasm) · int8 scan + exact rescoring of top 100',
     );
     expect(runTag(c)).toBe('loupe-dense-loupe-test_bert-tiny-random-fp32-int8r100');
+    // A deeper run rescores its whole depth.
+    expect(compactIndex(1000)).toEqual({ kind: 'int8-rescore', rerank: 1000 });
   });
 });

@@ -30,8 +30,10 @@ const PIECE = 16_384;
 /** The run's index, as stored in its configuration (described by core's describeVectorIndex). */
 export type CompactIndex = VectorIndex;
 
-/** The index of a run through the compact store. */
-export const COMPACT_INDEX: CompactIndex = { kind: 'int8-rescore', rerank: COMPACT_RERANK };
+/** The index of a run through the compact store at `depth`: R is COMPACT_RERANK, or the depth when deeper. */
+export function compactIndex(depth: number): CompactIndex {
+  return { kind: 'int8-rescore', rerank: Math.max(COMPACT_RERANK, depth) };
+}
 
 /** Documents from which a dense run goes through the compact store (`override`: the URL's compact-from). */
 export function compactFromRows(dim: number, override?: number): number {
@@ -119,7 +121,7 @@ export function compactRanker(docIds: string[], missing: string[], job: JobOptio
     const { result } = rows.length
       ? await searchCompactStore(qm.subarray(0, rows.length * dim), depth, {
           exclude,
-          rerank: Math.max(COMPACT_RERANK, depth),
+          rerank: compactIndex(depth).rerank,
           signal: job.signal,
         })
       : { result: null };

@@ -234,7 +234,7 @@ async function denseTaskWith(
         runs,
         embedded,
         notes: plan.notes,
-        ...(held ? { compact: compact.COMPACT_INDEX } : {}),
+        ...(held ? { compact: compact.compactIndex(args.settings.depth) } : {}),
         ...(chunking ? { chunking } : {}),
         ...(multiImage ? { multiImage } : {}),
       };
@@ -356,7 +356,8 @@ async function denseTaskWith(
     const rank = await compact.loadCompactStore(key, matrix, dim, docIds, missing, args.job);
     const a = [args, plan.queryParts, dim, imageRowOf, imageCopy, adhocImage, reuseCorpus] as const;
     const { runs } = await rankQueries(...a, adhocMore, rank);
-    return { encoder, runs, embedded, notes: plan.notes, compact: compact.COMPACT_INDEX, ...chunked };
+    const index = compact.compactIndex(args.settings.depth);
+    return { encoder, runs, embedded, notes: plan.notes, compact: index, ...chunked };
   }
   // The index worker gets its own copy: the retrieval worker takes ownership of `matrix`.
   const annDocs = args.settings.ann ? matrix.slice() : null;
