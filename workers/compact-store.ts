@@ -26,6 +26,8 @@ import {
   type Matrix,
 } from '../src/lib/core/retrieval/exact';
 import type { TieBreak } from '../src/lib/core/retrieval/topk';
+import { formatBytes } from '../src/lib/core/shard/limits';
+import { isQuotaError } from '../src/lib/platform/shard-store';
 import { MemoryRows, OpfsRows, type RowStore, type RowStoreKind } from './chunked-exact';
 import { int8Kernel, int8KernelSupported } from './int8-kernel';
 
@@ -122,7 +124,18 @@ export class CompactStore {
     if (this.sealed) throw new Error('the compact store is finished: open a new one to add rows');
     if (rows.length % this.dim !== 0)
       throw new RangeError(`vectors: ${rows.length} values is not a multiple of ${this.dim}`);
-    this.store.write(rows, this.rowsTotal);
+    try {
+      this.store.write(rows, this.rowsTotal);
+    } catch (e) {
+      // A full origin-private file system: say what the store needed, not just that a write failed.
+      if (!isQuotaError(e) && !/short write/.test((e as Error)?.message ?? '')) throw e;
+      throw new Error(
+        `the browser's storage filled up at row ${this.rowsTotal} of the compact vector store: its float32 rows ` +
+          `need ${formatBytes(4 * this.dim * (this.rowsTotal + rows.length / this.dim))} or more in the ` +
+          `origin-private file system. Delete cached shards or runs you no longer need (Shards view), or ` +
+          `allow this site more storage in the browser settings`,
+      );
+    }
     this.acc.observe(rows);
     this.rowsTotal += rows.length / this.dim;
     return this.rowsTotal;

@@ -341,6 +341,24 @@ const vectorsHarness = {
     return { nprobe, rerank, p50: percentile(ms, 0.5), p95: percentile(ms, 0.95), recall: recall(ids, k) };
   },
 
+  /** Names of the files in this origin's OPFS root. */
+  async opfsFiles(): Promise<string[]> {
+    const dir = await navigator.storage.getDirectory();
+    const names: string[] = [];
+    for await (const name of (dir as unknown as { keys(): AsyncIterable<string> }).keys()) names.push(name);
+    return names;
+  },
+
+  /** compactBuild, with the error's message instead of a rejection. */
+  async compactBuildError(opts: { store?: 'auto' | RowStoreKind; piece?: number } = {}) {
+    try {
+      await vectorsHarness.compactBuild(opts);
+      return null;
+    } catch (e) {
+      return (e as Error)?.message ?? String(e);
+    }
+  },
+
   /** Drops the kept corpus and the IVF lists (before measuring the compact path's memory). */
   dropCorpus() {
     state.docs = undefined;

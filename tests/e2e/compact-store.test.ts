@@ -83,4 +83,27 @@ describe('compact vector store in the index worker (1M path, small)', () => {
     expect(narrow.recall).toBeLessThanOrEqual(1);
     await call(page, 'compactClose');
   });
+
+  it('says the storage is full when OPFS cannot take the rows, and leaves no file or store behind', async () => {
+    // The quota override applies only to an origin whose storage is still unused: a fresh profile.
+    const s2 = await launch();
+    try {
+      const cdp = await s2.context.newCDPSession(s2.page);
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: baseUrl, quotaSize: 2_000_000 });
+      await s2.page.goto(HARNESS);
+      await s2.page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+      await call(s2.page, 'generate', N, 5, DIM, K, 11);
+      const message = await call(s2.page, 'compactBuildError', { store: 'opfs', piece: 3_000 });
+      expect(message).toMatch(
+        /^the browser's storage filled up at row \d+ of the compact vector store: its float32 rows need [\d.]+ [KM]i?B or more in the origin-private file system\. Delete cached shards/,
+      );
+      expect(await call(s2.page, 'compactClose')).toEqual({ open: false });
+      // The file's removal is asynchronous in the worker: wait for it (it never comes if it stays).
+      await expect
+        .poll(async () => (await call(s2.page, 'opfsFiles')).filter((f) => f.startsWith('loupe-exact-rows-')))
+        .toEqual([]);
+    } finally {
+      await s2.dispose();
+    }
+  });
 });

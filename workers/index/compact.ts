@@ -56,7 +56,13 @@ export function compactAdd(vectors: Float32Array): number {
   if (open.docIds && open.s.n + m.n > open.docIds.length)
     throw new RangeError(`${open.s.n + m.n} rows for ${open.docIds.length} document ids`);
   if (open.space === 'cosine') normalizeRows(m);
-  return open.s.add(m.data);
+  try {
+    return open.s.add(m.data);
+  } catch (e) {
+    // Nothing half-written: a store that could not take its rows is closed and its file removed.
+    closeStore();
+    throw e;
+  }
 }
 
 /** Encodes the rows into int8 codes (reading them back from OPFS), with 'index' progress. */
