@@ -37,7 +37,7 @@ const READ_ROWS = 4096;
 const FILE_PREFIX = 'loupe-exact-rows-';
 
 /** Float32 rows by row number (written once, in order; read at random). */
-interface RowStore {
+export interface RowStore {
   readonly kind: RowStoreKind;
   write(rows: Float32Array, firstRow: number): void;
   /** Rows first … first + count − 1 into `out` (count × dim floats). */
@@ -47,7 +47,7 @@ interface RowStore {
   close(): void;
 }
 
-class MemoryRows implements RowStore {
+export class MemoryRows implements RowStore {
   readonly kind = 'memory' as const;
   private parts: Float32Array[] = [];
   constructor(
@@ -92,7 +92,7 @@ interface SyncHandle {
   close(): void;
 }
 
-class OpfsRows implements RowStore {
+export class OpfsRows implements RowStore {
   readonly kind = 'opfs' as const;
   private constructor(
     private readonly dir: FileSystemDirectoryHandle,

@@ -12,6 +12,7 @@
 //   recall.ts      recall@k of HNSW against exact search
 //   corpus.ts      the chunked exact corpus (workers/chunked-exact.ts) for 1M-scale exact search
 //   ivf-remote.ts  IVF-int8 search over a packed index on a static host (Range reads, OPFS cache)
+//   compact.ts     the compact vector store (int8 codes in memory, float32 rows in OPFS, top R rescored)
 import * as Comlink from 'comlink';
 import { hnswModule } from './hnsw-engine';
 import { build } from './index/build';
@@ -22,6 +23,14 @@ import {
   exactCorpusOpen,
   exactCorpusSearch,
 } from './index/corpus';
+import {
+  compactAdd,
+  compactClose,
+  compactFinish,
+  compactInfo,
+  compactOpen,
+  compactSearch,
+} from './index/compact';
 import { exactTopK } from './index/exact';
 import {
   ivfRemoteClearCache,
@@ -44,6 +53,8 @@ export {
 export { INDEX_FORMAT_VERSION, hnswArtifactKey } from './index/artifact';
 export { OVERFETCH_MAX } from './index/search';
 export { RECALL_SAMPLE } from './index/recall';
+export type { CompactInfo, CompactOptions, CompactResult, CompactStats } from './index/compact-types';
+export { DEFAULT_RERANK } from './compact-store';
 export type { IvfQueryStats, IvfRemoteRequest, IvfRemoteResult } from './index/ivf-types';
 export type {
   BuildRequest,
@@ -98,6 +109,18 @@ const api = {
   ivfRemoteClearCache,
   /** Forgets the remote indexes at these URLs and removes their OPFS cache. */
   ivfRemoteForget,
+  /** Starts an empty compact vector store (int8 codes in memory, float32 rows in OPFS). */
+  compactOpen,
+  /** Appends rows to it (transferred; normalised here for cosine); returns the row count. */
+  compactAdd,
+  /** Encodes the rows into int8 codes; the store is then searchable. */
+  compactFinish,
+  /** Top-k per query: int8 scan of every code, exact rescoring of the best R rows read from OPFS. */
+  compactSearch,
+  /** What the compact store holds. */
+  compactInfo,
+  /** Frees the compact store (codes, OPFS file). */
+  compactClose,
   /** What is open. */
   info: indexInfo,
   /** Bytes of the wasm heap (hnswlib's memory, graph and its own copy of the vectors). */

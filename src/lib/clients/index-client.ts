@@ -5,6 +5,9 @@ import * as Comlink from 'comlink';
 import type {
   BuildRequest,
   BuildResult,
+  CompactInfo,
+  CompactOptions,
+  CompactResult,
   ExactBackend,
   ExactCorpusInfo,
   ExactCorpusOptions,
@@ -25,6 +28,10 @@ import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
 export type {
   BuildRequest,
   BuildResult,
+  CompactInfo,
+  CompactOptions,
+  CompactResult,
+  CompactStats,
   ExactBackend,
   ExactCorpusInfo,
   ExactCorpusOptions,
@@ -149,6 +156,44 @@ export function exactCorpusInfo(): Promise<ExactCorpusInfo> {
 /** Frees the chunked exact corpus (the HNSW index, if any, stays open). */
 export function closeExactCorpus(): Promise<void> {
   return client.run((r) => r.exactCorpusClose());
+}
+
+/** Starts an empty compact vector store in the index worker (int8 codes in memory, float32 rows in OPFS). */
+export function openCompactStore(opts: CompactOptions, signal?: AbortSignal): Promise<CompactInfo> {
+  return client.run((r) => r.compactOpen(opts) as Promise<CompactInfo>, signal);
+}
+
+/** Appends rows to the compact store; `vectors` is transferred (detached afterwards). */
+export function addToCompactStore(vectors: Float32Array, signal?: AbortSignal): Promise<number> {
+  return client.run((r) => r.compactAdd(Comlink.transfer(vectors, [vectors.buffer])), signal);
+}
+
+/** Encodes the compact store's rows into int8 codes (progress per block read back); then it is searchable. */
+export function finishCompactStore(opts: JobOptions = {}): Promise<CompactInfo> {
+  return client.run(
+    (r) => r.compactFinish(proxyProgress(opts.onProgress)) as Promise<CompactInfo>,
+    opts.signal,
+  );
+}
+
+/** Top-k per query from the compact store: int8 scan, exact rescoring of the best `rerank`. */
+export function searchCompactStore(
+  queries: Float32Array,
+  k: number,
+  opts: { exclude?: number[][]; rerank?: number; signal?: AbortSignal } = {},
+): Promise<CompactResult> {
+  const { signal, ...rest } = opts;
+  return client.run((r) => r.compactSearch(queries, k, rest), signal);
+}
+
+/** What the compact store holds. */
+export function compactStoreInfo(): Promise<CompactInfo> {
+  return client.run((r) => r.compactInfo() as Promise<CompactInfo>);
+}
+
+/** Frees the compact store. */
+export function closeCompactStore(): Promise<void> {
+  return client.run((r) => r.compactClose());
 }
 
 /**

@@ -140,6 +140,7 @@ export class App {
     if (Number.isInteger(num('depth')) && num('depth') > 0) r.depth = num('depth');
     r.simulateWebGpuFailure = params.get('simulate-webgpu-failure') === '1';
     r.simulateParityMismatch = params.get('simulate-parity-mismatch') === '1';
+    if (Number.isInteger(num('compact-from')) && num('compact-from') > 0) r.compactFrom = num('compact-from');
     // The view the URL names (the same parameters the page writes back: view-url.ts).
     const u = new URL(location.href);
     u.search = params.toString();

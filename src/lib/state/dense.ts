@@ -38,6 +38,7 @@ import type { JobOptions } from '../clients/worker-client';
 import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../clients/index-client';
 import { remoteIvfFor, type DenseRanker } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
+import * as compact from './dense-compact';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {
@@ -63,6 +64,8 @@ export interface DenseSettings {
   ann?: AnnSettings;
   /** Texts longer than the model's window: first window (absent), or every window aggregated by mean or max. */
   chunking?: Chunking;
+  /** Documents from which exact runs take the compact store (URL `compact-from=N`; default: dense-compact.ts). */
+  compactFrom?: number;
   /** Multi-image items: every image, by mean or max (absent: each item's first image). */
   multiImage?: MultiImage;
   /** The corpus has multi-image documents: embed every image of them (else documents keep one image each). */
@@ -107,6 +110,8 @@ export interface DenseOutcome {
   runs: { fusion?: QueryFusion; lists: Lists; ann?: AnnSettings & { recallAt10: number } }[];
   /** With HNSW: recall@10 against exact search and queries/s for ef = 16…512 on this task's queries. */
   annCurve?: RecallReport;
+  /** Ranked through the compact store (int8 scan + exact rescoring of the top R) instead of float32 exact. */
+  compact?: compact.CompactIndex;
   /** The chunking used (absent: first window only), and how many chunks the corpus has. */
   chunking?: Chunking;
   chunks?: { rows: number; docs: number; multiChunkDocs: number };
@@ -204,7 +209,8 @@ async function denseTaskWith(
       chunking,
       multiImage,
     );
-    if (await hasDenseDocs(key)) {
+    const held = plan.queryParts.length === 1 ? await compact.heldCompactRanker(key, args.job) : null;
+    if (held || (await hasDenseDocs(key))) {
       const { runs } = await rankQueries(
         args,
         plan.queryParts,
@@ -214,6 +220,7 @@ async function denseTaskWith(
         adhocImage,
         true,
         adhocMore,
+        held ?? undefined,
       );
       const embedded = plan.docParts.map((part) => ({
         part,
@@ -227,6 +234,7 @@ async function denseTaskWith(
         runs,
         embedded,
         notes: plan.notes,
+        ...(held ? { compact: compact.compactIndex(args.settings.depth) } : {}),
         ...(chunking ? { chunking } : {}),
         ...(multiImage ? { multiImage } : {}),
       };
@@ -340,13 +348,20 @@ async function denseTaskWith(
       if (i >= 0 && !imageRows.missing.includes(docId)) imageRowOf.set(path, i);
     }
   const imageCopy = imageRows ? imageRows.embeddings.slice() : null;
-  // The index worker gets its own copy: the retrieval worker takes ownership of `matrix`.
-  const annDocs = args.settings.ann ? matrix.slice() : null;
-  await setDenseDocs(key, matrix, dim, docIds, missing, chunkRows?.rowDoc);
   const chunked = {
     ...(chunking ? { chunking, ...(chunkStats ? { chunks: chunkStats } : {}) } : {}),
     ...(multiImage ? { multiImage, ...(imageStats ? { images: imageStats } : {}) } : {}),
   };
+  if (compact.useCompactStore(docIds.length, dim, args.settings, !!chunkRows, plan.queryParts.length)) {
+    const rank = await compact.loadCompactStore(key, matrix, dim, docIds, missing, args.job);
+    const a = [args, plan.queryParts, dim, imageRowOf, imageCopy, adhocImage, reuseCorpus] as const;
+    const { runs } = await rankQueries(...a, adhocMore, rank);
+    const index = compact.compactIndex(args.settings.depth);
+    return { encoder, runs, embedded, notes: plan.notes, compact: index, ...chunked };
+  }
+  // The index worker gets its own copy: the retrieval worker takes ownership of `matrix`.
+  const annDocs = args.settings.ann ? matrix.slice() : null;
+  await setDenseDocs(key, matrix, dim, docIds, missing, chunkRows?.rowDoc);
 
   const { q, runs } = await rankQueries(
     args,

@@ -3,7 +3,7 @@
 // reranking is rerank.svelte.ts). A configuration that was already run for the task is found, not run and stored again.
 import type { Bm25Params } from '../core/retrieval/bm25';
 import type { Run, TaskInfo } from '../core/types';
-import type { RetrieverConfig } from '../core/retrieval/runs';
+import { describeVectorIndex, type RetrieverConfig } from '../core/retrieval/runs';
 import { supportsPart, type Dtype, type ModelSpec } from '../core/retrieval/models';
 import { specMatches, type RunSpec } from '../core/eval/permalink';
 import type { Device } from '../platform/backend';
@@ -74,6 +74,8 @@ export class Retrievers {
   customModels = $state.raw<ModelSpec[]>([]);
   /** Debug switch from the URL (`simulate-webgpu-failure=1`): WebGPU loads fail, to show the fallback. */
   simulateWebGpuFailure = false;
+  /** URL `compact-from=N`: exact runs over N or more documents take the compact store (state/dense-compact.ts). */
+  compactFrom: number | undefined = undefined;
   /** Debug switch from the URL (`simulate-parity-mismatch=1`): the WebGPU parity check fails, to show its fallback. */
   simulateParityMismatch = false;
   /** The encoder in use: model, device, dtype, threads and why (shown in the UI). */
@@ -355,6 +357,7 @@ export class Retrievers {
           depth: this.depth,
           simulateWebGpuFailure: this.simulateWebGpuFailure,
           simulateParityMismatch: this.simulateParityMismatch,
+          ...(this.compactFrom ? { compactFrom: this.compactFrom } : {}),
           ...(this.denseSearch === 'hnsw' ? { ann: $state.snapshot(this.ann) } : {}),
           ...(isChunked(this.chunking) ? { chunking: $state.snapshot(this.chunking) } : {}),
           ...(this.multiImage
@@ -396,6 +399,7 @@ export class Retrievers {
             ...(out.chunking ? { chunking: out.chunking } : {}),
             ...(out.multiImage ? { multiImage: out.multiImage } : {}),
             ...(out.ivf ? { ivf: out.ivf } : {}),
+            ...(out.compact ? { index: out.compact } : {}),
             ...(r.ann
               ? {
                   ann: {
@@ -417,7 +421,9 @@ export class Retrievers {
             ? ` · HNSW ef=${r.ann.efSearch} (recall@10 vs exact ${r.ann.recallAt10.toFixed(3)})`
             : out.ivf
               ? ` · IVF nprobe=${out.ivf.nprobe}`
-              : '';
+              : out.compact
+                ? ` · ${describeVectorIndex(out.compact)}`
+                : '';
           const { added: isNew } = await this.app.runs.add(
             this.app.runs.meta({
               name: `${spec.label ?? spec.id}${fusionName}${annName}${out.chunking ? ` · ${describeChunking(out.chunking)}` : ''}${out.multiImage ? ` · ${describeMultiImage(out.multiImage)}` : ''}`,

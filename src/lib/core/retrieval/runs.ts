@@ -30,6 +30,8 @@ export type RetrieverConfig =
       chunking?: Chunking;
       /** Multi-image items scored by every image (core/multi-image.ts): mean or max. Absent: the first image. */
       multiImage?: MultiImage;
+      /** Ranked through the compact vector store (large corpora): int8 scan, exact rescoring of the top R. */
+      index?: VectorIndex;
       /** Approximate search (HNSW) instead of exact, with its recall@10 against exact on this run. */
       ann?: {
         kind: 'hnsw';
@@ -58,6 +60,17 @@ export type RetrieverConfig =
       /** Id of the reranked run. */
       input: string;
     };
+
+/** The compact store's search (workers/compact-store.ts): every int8 code scanned, the best `rerank` rescored exactly. */
+export interface VectorIndex {
+  kind: 'int8-rescore';
+  rerank: number;
+}
+
+/** How a run's compact index reads in its description. */
+export function describeVectorIndex(i: VectorIndex): string {
+  return `int8 scan + exact rescoring of top ${i.rerank}`;
+}
 
 /** STORED_RUN_VERSION: bump when the encoding changes; older records are dropped on read. */
 export const STORED_RUN_VERSION = 1;
@@ -139,7 +152,7 @@ export function runTag(c: RetrieverConfig): string {
     case 'bm25':
       return `loupe-bm25-k1_${c.k1}-b_${c.b}`;
     case 'dense':
-      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}${c.ivf ? `-ivf${c.ivf.nlist}_np${c.ivf.nprobe}` : ''}${c.chunking && c.chunking.aggregate !== 'first' ? `-chunk${c.chunking.aggregate}_o${c.chunking.overlap}` : ''}${c.multiImage ? `-images_${c.multiImage}` : ''}`;
+      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}${c.ivf ? `-ivf${c.ivf.nlist}_np${c.ivf.nprobe}` : ''}${c.index ? `-int8r${c.index.rerank}` : ''}${c.chunking && c.chunking.aggregate !== 'first' ? `-chunk${c.chunking.aggregate}_o${c.chunking.overlap}` : ''}${c.multiImage ? `-images_${c.multiImage}` : ''}`;
     case 'fusion':
       return `loupe-${c.method}-${c.inputs.length}runs`;
     case 'import':
@@ -166,7 +179,7 @@ function describeSettings(c: RetrieverConfig): string {
     case 'bm25':
       return `BM25 k1=${c.k1} b=${c.b}`;
     case 'dense':
-      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? (c.fusion.sameAsScore ? ` · feature fusion (= score fusion at text weight ${c.fusion.textWeight}: identical rankings)` : c.fusion.mode === 'feature' ? ' · feature fusion' : ` · score fusion, text weight ${c.fusion.textWeight}`) : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}${c.ivf ? ` · packed IVF-int8 index, ${c.ivf.nlist} lists, nprobe ${c.ivf.nprobe}, exact rescoring of the top ${c.ivf.rerank}` : ''}${describeChunking(c.chunking) ? ` · ${describeChunking(c.chunking)}` : ''}${c.multiImage ? ` · ${describeMultiImage(c.multiImage)}` : ''}`;
+      return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? (c.fusion.sameAsScore ? ` · feature fusion (= score fusion at text weight ${c.fusion.textWeight}: identical rankings)` : c.fusion.mode === 'feature' ? ' · feature fusion' : ` · score fusion, text weight ${c.fusion.textWeight}`) : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}${c.ivf ? ` · packed IVF-int8 index, ${c.ivf.nlist} lists, nprobe ${c.ivf.nprobe}, exact rescoring of the top ${c.ivf.rerank}` : ''}${c.index ? ` · ${describeVectorIndex(c.index)}` : ''}${describeChunking(c.chunking) ? ` · ${describeChunking(c.chunking)}` : ''}${c.multiImage ? ` · ${describeMultiImage(c.multiImage)}` : ''}`;
     case 'fusion':
       return `${c.method} of ${c.inputs.length} runs`;
     case 'import':

@@ -1,0 +1,141 @@
+// Dense runs over large corpora through the index worker's compact vector store (int8 codes in
+// memory, float32 rows in OPFS, exact rescoring of the best COMPACT_RERANK per query; see
+// workers/compact-store.ts) instead of the retrieval worker's float32 matrix.
+//
+// When: from COMPACT_FROM_BYTES of float32 rows (256 MiB: about 175,000 documents at 384 dimensions),
+// for single-vector queries (one query part; no chunk or image max rows) and exact search (HNSW
+// runs keep their own path). Below it the float32 matrix fits beside everything else in the tab's
+// 1 GB and is exact by construction; above it the matrix alone grows past a quarter of the budget
+// (1M × 384 is 1.5 GB), while the compact store holds a quarter of it (384 MB at 1M) and answers in
+// one int8 scan plus R row reads (BENCHMARKS.md, issue 18 item 4). The URL option `compact-from=N`
+// moves the threshold to N documents (tests use it on small shards).
+import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
+import {
+  addToCompactStore,
+  compactStoreInfo,
+  finishCompactStore,
+  openCompactStore,
+  searchCompactStore,
+} from '../clients/index-client';
+import type { JobOptions } from '../clients/worker-client';
+import type { VectorIndex } from '../core/retrieval/runs';
+
+/** float32 corpus bytes from which a dense run uses the compact store. */
+export const COMPACT_FROM_BYTES = 256 * 2 ** 20;
+/** Candidates rescored exactly per query (recall@10 vs exact in BENCHMARKS.md, issue 18 item 4). */
+export const COMPACT_RERANK = 100;
+/** Rows per piece sent to the index worker while filling the store. */
+const PIECE = 16_384;
+
+/** The run's index, as stored in its configuration (described by core's describeVectorIndex). */
+export type CompactIndex = VectorIndex;
+
+/** The index of a run through the compact store at `depth`: R is COMPACT_RERANK, or the depth when deeper. */
+export function compactIndex(depth: number): CompactIndex {
+  return { kind: 'int8-rescore', rerank: Math.max(COMPACT_RERANK, depth) };
+}
+
+/** Documents from which a dense run goes through the compact store (`override`: the URL's compact-from). */
+export function compactFromRows(dim: number, override?: number): number {
+  return override ?? Math.ceil(COMPACT_FROM_BYTES / (4 * dim));
+}
+
+/** Whether a dense run over `n` documents of `dim` takes the compact store (see the file's header). */
+export function useCompactStore(
+  n: number,
+  dim: number,
+  settings: { compactFrom?: number; ann?: unknown },
+  rowsPerDoc: boolean,
+  queryParts: number,
+): boolean {
+  return n >= compactFromRows(dim, settings.compactFrom) && !settings.ann && !rowsPerDoc && queryParts === 1;
+}
+
+/** The corpus the store was last filled with by this page: its key, documents and missing ones. */
+let held: { key: string; docIds: string[]; missing: string[] } | null = null;
+
+/** Whether the index worker's compact store holds the corpus `key` (filled by this page). */
+export async function hasCompactStore(key: string): Promise<boolean> {
+  if (held?.key !== key) return false;
+  const info = await compactStoreInfo();
+  return info.open && info.ready && info.key === key;
+}
+
+/** The ranker over the corpus `key` when the compact store holds it (an ad-hoc query's reuse), else null. */
+export async function heldCompactRanker(key: string, job: JobOptions) {
+  return held && (await hasCompactStore(key)) ? compactRanker(held.docIds, held.missing, job) : null;
+}
+
+/**
+ * Fills the compact store with `matrix` (n × dim, one row per document of `docIds`), in pieces,
+ * unless it holds `key` already (the page's `matrix` can be dropped afterwards); returns its ranker.
+ */
+export async function loadCompactStore(
+  key: string,
+  matrix: Float32Array,
+  dim: number,
+  docIds: string[],
+  missing: string[],
+  job: JobOptions,
+): Promise<ReturnType<typeof compactRanker>> {
+  const rank = compactRanker(docIds, missing, job);
+  if (await hasCompactStore(key)) return rank;
+  held = null;
+  const n = docIds.length;
+  await openCompactStore({ dim, space: 'cosine', key, docIds }, job.signal);
+  for (let s = 0; s < n; s += PIECE) {
+    const e = Math.min(n, s + PIECE);
+    await addToCompactStore(matrix.slice(s * dim, e * dim), job.signal);
+    job.onProgress?.({ kind: 'store', done: e, total: n });
+  }
+  await finishCompactStore(job);
+  held = { key, docIds, missing };
+  return rank;
+}
+
+type Lists = { queryId: string; docIds: string[]; scores: Float64Array }[];
+
+/**
+ * Ranks queries with one vector each (their one part) against the compact store: the stand-in for
+ * the retrieval worker's exact ranking. Excluded and missing documents are never returned.
+ */
+export function compactRanker(docIds: string[], missing: string[], job: JobOptions) {
+  const docIndex = new Map(docIds.map((id, i) => [id, i]));
+  const missingIdx = missing.flatMap((id) => docIndex.get(id) ?? []);
+  return async (q: DenseQueries, _fusion: QueryFusion, depth: number): Promise<Lists> => {
+    const { dim } = q;
+    const nq = q.ids.length;
+    const rows: number[] = [];
+    const qm = new Float32Array(nq * dim);
+    for (let i = 0; i < nq; i++) {
+      const v = q.hasText[i] && q.text ? q.text : q.hasImage[i] && q.image ? q.image : null;
+      // A zero query has no cosine with anything: an empty list, as exact search gives.
+      if (!v || v.subarray(i * dim, (i + 1) * dim).every((x) => x === 0)) continue;
+      qm.set(v.subarray(i * dim, (i + 1) * dim), rows.length * dim);
+      rows.push(i);
+    }
+    const exclude = rows.map((i) => [
+      ...(q.exclude[i] ?? []).flatMap((id) => docIndex.get(id) ?? []),
+      ...missingIdx,
+    ]);
+    const { result } = rows.length
+      ? await searchCompactStore(qm.subarray(0, rows.length * dim), depth, {
+          exclude,
+          rerank: compactIndex(depth).rerank,
+          signal: job.signal,
+        })
+      : { result: null };
+    const lists: Lists = q.ids.map((id) => ({ queryId: id, docIds: [], scores: new Float64Array(0) }));
+    rows.forEach((i, r) => {
+      const n = result!.counts[r];
+      const ids: string[] = [];
+      const scores = new Float64Array(n);
+      for (let j = 0; j < n; j++) {
+        ids.push(docIds[result!.indices[r * result!.k + j]]);
+        scores[j] = result!.scores[r * result!.k + j];
+      }
+      lists[i] = { queryId: q.ids[i], docIds: ids, scores };
+    });
+    return lists;
+  };
+}

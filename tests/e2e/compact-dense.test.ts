@@ -1,0 +1,123 @@
+// A dense run through the compact vector store (issue 18 item 4) in the app, end to end in
+// Chromium: a 20,000-document synthetic shard (make-scale-shard, random unit vectors as precomputed
+// embeddings of the generated bert-tiny model: random weights, so this checks the path, not
+// retrieval quality) opened by one link with the store's threshold moved to 20,000 documents
+// (`compact-from=20000`; the default is 256 MiB of float32 rows). The run must say it used the store,
+// read R = 100 float32 rows per query back from OPFS (the index worker's counters), and rank every
+// query's top 10 as the float32 exact run of the same link without the option does (fresh profile).
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { launch, pageErrors } from './browser';
+
+const baseUrl = inject('baseUrl');
+const ROOT = resolve(import.meta.dirname, '../..');
+const MODEL = 'loupe-test/bert-tiny-random';
+const DOCS = 20_000;
+const QUERIES = 50;
+
+/** One dense run from a fresh profile; its run file's lines, the run's name and the store's counters. */
+async function denseRun(dir: string, extra: Record<string, string>) {
+  const s = await launch();
+  try {
+    const { page } = s;
+    const q = new URLSearchParams({
+      shard: `/generated-shards/${basename(dir)}/`,
+      task: 'scale-qa',
+      runs: `dense(model=${MODEL},dtype=fp32,device=wasm)`,
+      depth: '100',
+      ...extra,
+    });
+    await page.goto(`${baseUrl}/?${q}`);
+    await page.waitForSelector(
+      '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
+      {
+        timeout: 300_000,
+      },
+    );
+    expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+    const name = await page
+      .locator('[data-testid="runs-table"] [data-testid="run-name"]')
+      .first()
+      .innerText();
+    await page.locator('[data-testid="runs-table"] [data-testid="run-name"]').first().click();
+    const trec = await download(page, 'export-run');
+    const w = page.workers().find((x) => x.url().includes('index.worker'));
+    const counters = w
+      ? await w.evaluate(
+          () => (self as unknown as { loupeCompactCounters: Record<string, unknown> }).loupeCompactCounters,
+        )
+      : null;
+    expect(pageErrors(page).join('\n')).toBe('');
+    return { name, trec, counters };
+  } finally {
+    await s.dispose();
+  }
+}
+
+async function download(page: Page, testId: string): Promise<string> {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
+  return readFileSync(await dl.path(), 'utf8');
+}
+
+/** Each query's top 10 of a TREC run file: [doc id, score] in rank order. */
+function top10(trec: string): Map<string, [string, number][]> {
+  const out = new Map<string, [string, number][]>();
+  for (const line of trec.trim().split('\n')) {
+    const [qid, , doc, rank, score] = line.split(/\s+/);
+    if (Number(rank) > 10) continue;
+    const l = out.get(qid) ?? [];
+    l.push([doc, Number(score)]);
+    out.set(qid, l);
+  }
+  return out;
+}
+
+describe('dense run through the compact store (issue 18 item 4)', () => {
+  let dir = '';
+  beforeAll(() => {
+    mkdirSync(join(ROOT, 'generated-shards'), { recursive: true });
+    dir = mkdtempSync(join(ROOT, 'generated-shards', 'compact-20k-'));
+    execFileSync(
+      'npx',
+      [
+        'tsx',
+        'scripts/make-scale-shard.ts',
+        ...['--docs', String(DOCS), '--queries', String(QUERIES)],
+        ...['--vectors', 'random', '--model', MODEL, '--out', dir],
+      ],
+      { cwd: ROOT, stdio: 'pipe' },
+    );
+  }, 300_000);
+  afterAll(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('ranks the top 10 of float32 exact search, reading 100 rows per query from OPFS', async () => {
+    const compact = await denseRun(dir, { 'compact-from': String(DOCS) });
+    expect(compact.name).toContain('int8 scan + exact rescoring of top 100');
+    expect(compact.counters).toEqual({
+      searches: 1,
+      queries: QUERIES,
+      rowsRead: QUERIES * 100,
+      reads: expect.any(Number),
+      store: 'opfs',
+    });
+    const exact = await denseRun(dir, {});
+    expect(exact.name).not.toContain('int8');
+    // The float32 path never searched the store (its index worker, if started at all, read nothing).
+    expect(exact.counters ?? { searches: 0, rowsRead: 0 }).toMatchObject({ searches: 0, rowsRead: 0 });
+    const a = top10(compact.trec);
+    const b = top10(exact.trec);
+    expect(a.size).toBe(QUERIES);
+    expect([...a.keys()].sort()).toEqual([...b.keys()].sort());
+    for (const [qid, hits] of b) {
+      const got = a.get(qid)!;
+      expect(got.map((h) => h[0])).toEqual(hits.map((h) => h[0]));
+      // Exact scores both: float32 rows rescored vs the float64 cosine, equal to float32 precision.
+      got.forEach((h, i) => expect(Math.abs(h[1] - hits[i][1])).toBeLessThan(1e-6));
+    }
+  }, 600_000);
+});
