@@ -127,7 +127,7 @@ export type Progress =
       etaSeconds?: number;
     }
   | { kind: 'parse'; file: string; lines: number }
-  /** `what: 'documents'`: a streamed import writing documents, with its rate and the time left. */
+  /** `what: 'documents'`: a streamed import (records = documents, then queries, judgements, images), with its rate and time left. */
   | {
       kind: 'store';
       done: number;

@@ -89,23 +89,52 @@ async function write(
   let storedBytes = 0;
   let batch: Write[] = [];
   let batchBytes = 0;
+  let batchUnits = 0;
+  // Progress counts records committed (documents, queries, judgements, images), as put() does.
+  const triples: QrelTriple[] = [];
+  for (const [qid, row] of parsed.qrels) for (const [docId, grade] of row) triples.push([qid, docId, grade]);
+  const total = docTotal + parsed.queries.length + triples.length + images.size;
+  let committed = 0;
+  const t0 = Date.now();
+  let lastTick = 0;
+  const tick = (force = false) => {
+    const now = Date.now();
+    if (!onProgress || (!force && now - lastTick < 200)) return;
+    lastTick = now;
+    const s = (now - t0) / 1000;
+    const perSec = s > 0.5 ? committed / s : 0;
+    onProgress({
+      kind: 'store',
+      what: 'documents',
+      done: committed,
+      total,
+      docsPerSec: perSec,
+      ...(perSec > 0 ? { etaSeconds: (total - committed) / perSec } : {}),
+    });
+  };
   // The transaction in flight: the next one starts once it is done (two at most in memory).
   let inFlight: Promise<unknown> = Promise.resolve();
   const flush = async () => {
     await inFlight;
     if (batch.length === 0) return;
     const writes = batch;
+    const units = batchUnits;
     batch = [];
     batchBytes = 0;
+    batchUnits = 0;
     const tx = db.transaction(['docs', 'queries', 'qrels', 'images'], 'readwrite');
     const reqs = writes.map((w) => tx.objectStore(w.store).put(w.value as never));
-    inFlight = Promise.all([...reqs, tx.done]);
+    inFlight = Promise.all([...reqs, tx.done]).then(() => {
+      committed += units;
+      tick(committed === units); // the first commit is always said
+    });
     // A failed transaction must fail the import even when nothing awaits it again.
     inFlight.catch(() => undefined);
   };
-  const add = async (w: Write, bytes: number) => {
+  const add = async (w: Write, bytes: number, units: number) => {
     batch.push(w);
     batchBytes += bytes;
+    batchUnits += units;
     storedBytes += bytes;
     if (batchBytes >= TX_MAX_BYTES || batch.length >= TX_MAX_RECORDS) await flush();
   };
@@ -115,60 +144,39 @@ async function write(
   let chunk: Doc[] = [];
   let docChunks = 0;
   let docs = 0;
-  const t0 = Date.now();
-  let lastTick = 0;
-  const tick = (force = false) => {
-    const now = Date.now();
-    if (!onProgress || (!force && now - lastTick < 200)) return;
-    lastTick = now;
-    const s = (now - t0) / 1000;
-    const docsPerSec = s > 0.5 ? docs / s : 0;
-    onProgress({
-      kind: 'store',
-      what: 'documents',
-      done: docs,
-      total: docTotal,
-      docsPerSec,
-      ...(docsPerSec > 0 ? { etaSeconds: (docTotal - docs) / docsPerSec } : {}),
-    });
-  };
   const pushChunk = async () => {
     const records = chunk;
     chunk = [];
     const json = JSON.stringify(records);
     sums.docs.push(fnv1a(json));
-    await add({ store: 'docs', value: { hash, chunkNo: docChunks++, records } }, json.length);
+    await add({ store: 'docs', value: { hash, chunkNo: docChunks++, records } }, json.length, records.length);
   };
   tick(true);
   await feed(async (doc) => {
     chunk.push(doc);
     docs++;
-    if (chunk.length === DOCS_PER_CHUNK) {
-      await pushChunk();
-      tick();
-    }
+    if (chunk.length === DOCS_PER_CHUNK) await pushChunk();
   });
   if (chunk.length > 0) await pushChunk();
-  tick(true);
 
   // Queries, qrels and images: in memory already (they are small next to the corpus).
-  const triples: QrelTriple[] = [];
-  for (const [qid, row] of parsed.qrels) for (const [docId, grade] of row) triples.push([qid, docId, grade]);
   const queryChunks = chunked(parsed.queries, DOCS_PER_CHUNK);
   const qrelChunks = chunked(triples, QRELS_PER_CHUNK);
   for (const [chunkNo, records] of queryChunks.entries()) {
     const json = JSON.stringify(records);
     sums.queries.push(fnv1a(json));
-    await add({ store: 'queries', value: { hash, chunkNo, records } }, json.length);
+    await add({ store: 'queries', value: { hash, chunkNo, records } }, json.length, records.length);
   }
   for (const [chunkNo, records] of qrelChunks.entries()) {
     const json = JSON.stringify(records);
     sums.qrels.push(fnv1a(json));
-    await add({ store: 'qrels', value: { hash, chunkNo, records } }, json.length);
+    await add({ store: 'qrels', value: { hash, chunkNo, records } }, json.length, records.length);
   }
-  for (const [path, blob] of images) await add({ store: 'images', value: { hash, path, blob } }, blob.size);
+  for (const [path, blob] of images)
+    await add({ store: 'images', value: { hash, path, blob } }, blob.size, 1);
   await flush();
   await inFlight;
+  tick(true);
 
   const meta: ShardMetaRecord = {
     hash,

@@ -92,10 +92,10 @@ export function progressText(p: Progress, since: DownloadSample | null, now: num
     case 'parse':
       return `Parsing ${p.file}: line ${count(p.lines)}`;
     case 'store':
-      return p.what === 'documents'
-        ? `Caching the documents in IndexedDB: ${count(p.done)} / ${count(p.total)}` +
-            rates(p.docsPerSec, p.etaSeconds, 'docs')
-        : `Caching in IndexedDB: ${count(p.done)} / ${count(p.total)}`;
+      return (
+        `Caching in IndexedDB: ${count(p.done)} / ${count(p.total)}` +
+        (p.what === 'documents' ? ` records${rates(p.docsPerSec, p.etaSeconds, 'records')}` : '')
+      );
     case 'index':
       return `Indexing: ${count(p.done)} / ${count(p.total)} documents`;
     case 'search':
