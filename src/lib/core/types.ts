@@ -133,6 +133,8 @@ export type Progress =
       done: number;
       total: number;
       what?: 'documents';
+      /** The shard's documents (the first `docTotal` records are they). */
+      docTotal?: number;
       docsPerSec?: number;
       etaSeconds?: number;
     }

@@ -106,6 +106,7 @@ async function write(
     onProgress({
       kind: 'store',
       what: 'documents',
+      docTotal,
       done: committed,
       total,
       docsPerSec: perSec,
