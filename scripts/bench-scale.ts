@@ -42,6 +42,9 @@ const { values: argv } = parseArgs({
     'import-only': { type: 'boolean', default: false },
     // A shard made before (e.g. /work/gen-shards/…): linked into generated-shards/ and used as the rung.
     shard: { type: 'string' },
+    // With --import-only: stop once the progress line says every record is committed (before the page
+    // opens the shard, which loads it whole: the import's own memory, at rungs the open cannot hold).
+    'stop-after-store': { type: 'boolean', default: false },
   },
 });
 const SHARD = argv.shard ? resolve(argv.shard) : undefined;
@@ -75,7 +78,7 @@ interface Rung {
 
 function du(dir: string): number {
   return Number(
-    execSync(`du -sb ${JSON.stringify(dir)}`)
+    execSync(`du -sbL ${JSON.stringify(dir)}`)
       .toString()
       .split('\t')[0],
   );
@@ -160,6 +163,9 @@ try {
       page.on('pageerror', (e) => console.error('page error:', e.message));
       // The phase on the progress line, for the memory samples.
       await page.exposeFunction('loupeBenchPhase', (p: string | null) => (phase = p ?? 'idle'));
+      let stored = () => {};
+      const allStored = new Promise<void>((r) => (stored = r));
+      await page.exposeFunction('loupeBenchStored', () => stored());
       await page.addInitScript(() => {
         let last: string | null = null;
         setInterval(() => {
@@ -168,6 +174,9 @@ try {
             last = p;
             (window as unknown as { loupeBenchPhase: (p: string | null) => void }).loupeBenchPhase(p);
           }
+          const text = document.querySelector('[data-testid="job"]')?.textContent ?? '';
+          const m = /Caching in IndexedDB: ([\d,]+) \/ ([\d,]+) records/.exec(text);
+          if (m && m[1] === m[2]) (window as unknown as { loupeBenchStored: () => void }).loupeBenchStored();
         }, 100);
       });
       const runs = ['bm25(k1=0.9,b=0.4)', `dense(model=${MODEL},dtype=fp32,device=wasm)`].join(';');
@@ -180,9 +189,13 @@ try {
       console.log(`${name}: opening ${base}/?${q}`);
       await page.goto(`${base}/?${q}`);
       const endPhases = argv['import-only'] ? ['idle', 'ready', 'done', 'error'] : ['done', 'error'];
-      await page.waitForSelector(endPhases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-        timeout: 60 * 60_000,
-      });
+      const ended = page.waitForSelector(
+        endPhases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '),
+        { timeout: 60 * 60_000 },
+      );
+      ended.catch(() => undefined); // the context may close first (--stop-after-store)
+      if (argv['stop-after-store']) await Promise.race([ended, allStored]);
+      else await ended;
       if ((await page.getAttribute('[data-testid="app"]', 'data-phase')) === 'error')
         throw new Error(
           (await page.locator('[data-testid="message"][data-kind="error"]').allInnerTexts()).join(' '),
@@ -236,7 +249,7 @@ const header =
   `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
   `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · \`npm run bench:scale -- ` +
   (SHARD
-    ? `--shard ${SHARD}${argv['import-only'] ? ' --import-only' : ''}\`. `
+    ? `--shard ${SHARD}${argv['import-only'] ? ' --import-only' : ''}${argv['stop-after-store'] ? ' --stop-after-store' : ''}\`. `
     : `--rungs ${RUNGS.join(',')} --queries ${QUERIES}${argv['import-only'] ? ' --import-only' : ''}\`. `) +
   `Dense: ${MODEL} (generated, random weights) on WASM, exact search over the shard's random vectors.`;
 console.log(`\n${header}\n\n${lines.join('\n')}`);
