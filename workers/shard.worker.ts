@@ -30,7 +30,7 @@ import {
   type ShardSummary,
 } from '../src/lib/platform/shard-store';
 import type { ShardLimits } from '../src/lib/core/shard/limits';
-import { docCheckRef, streamCorpus, withReadRates } from '../src/lib/core/shard/stream-corpus';
+import { DocCheckRefs, streamCorpus, withReadRates } from '../src/lib/core/shard/stream-corpus';
 import { estimateStreamedBytes, putStreamed } from '../src/lib/platform/shard-stream-store';
 
 /** STORAGE_ISSUE_FILE: the `file` of issues about the browser's storage rather than a shard file. */
@@ -170,7 +170,7 @@ const api = {
     let parsed;
     const parquetSets: PrecomputedSet[] = [];
     // A streamed read keeps, per document, only what the embedding checks look at.
-    const docRefs: { id: string; text: string; image?: string }[] = [];
+    let docRefs: DocCheckRefs | null = new DocCheckRefs();
     let checkDocs: readonly { id: string; text?: string; image?: string }[] = [];
     try {
       const readOpts = {
@@ -214,9 +214,16 @@ const api = {
         parsed = await readShard(source, {
           ...readOpts,
           onProgress: withReadRates(report),
-          onDoc: (d) => void docRefs.push(docCheckRef(d)),
+          onDoc: (d) => docRefs?.add(d),
         });
-      checkDocs = parsed.streamed ? docRefs : parsed.docs;
+      // Only a shard that may have precomputed embeddings needs the list (the checks return early).
+      if (!parsed.streamed) checkDocs = parsed.docs;
+      else if (
+        parsed.manifest.embeddings === PRECOMPUTED_INDEX ||
+        (!source.remote && (await source.list())?.includes(PRECOMPUTED_INDEX) !== false)
+      )
+        checkDocs = docRefs!.list();
+      docRefs = null; // the ids go before the second pass
       // Corpus embeddings from a Parquet column (embeddings/index.json): checked before anything is
       // stored, and a bad one fails the import (the shard names them for a model: all or nothing).
       if (await hasParquetSets(source, parsed.manifest.embeddings === PRECOMPUTED_INDEX)) {

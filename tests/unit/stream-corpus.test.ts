@@ -8,7 +8,7 @@ import { FsSource } from '../../scripts/lib/fs-source';
 import { MemorySource } from '../../src/lib/core/shard/memory-source';
 import { readShard } from '../../src/lib/core/shard/read-shard';
 import { ShardValidationError } from '../../src/lib/core/shard/source';
-import { docCheckRef, streamCorpus, withReadRates } from '../../src/lib/core/shard/stream-corpus';
+import { DocCheckRefs, streamCorpus, withReadRates } from '../../src/lib/core/shard/stream-corpus';
 import type { Doc, Progress } from '../../src/lib/core/types';
 import { DATA_DIR } from '../paths';
 
@@ -85,12 +85,15 @@ describe('streamed shard read', () => {
   });
 
   it('keeps of each document only what the embedding checks need', () => {
-    expect(docCheckRef({ id: 'a', title: ' ', text: 'x', meta: {} })).toEqual({ id: 'a', text: 't' });
-    expect(docCheckRef({ id: 'b', title: '', text: ' ', meta: {}, image: 'i.png' })).toEqual({
-      id: 'b',
-      text: '',
-      image: 'i.png',
-    });
+    const refs = new DocCheckRefs();
+    refs.add({ id: 'a', title: ' ', text: 'x', meta: {} });
+    refs.add({ id: 'b', title: '', text: ' ', meta: {}, image: 'i.png' });
+    refs.add({ id: 'c', title: 'T', text: '', meta: { k: 'v' }, image: 'j.png' });
+    expect(refs.list()).toEqual([
+      { id: 'a', text: 't' },
+      { id: 'b', text: '', image: 'i.png' },
+      { id: 'c', text: 't', image: 'j.png' },
+    ]);
   });
 
   it('read progress gets the lines per second and the time left of its file', () => {

@@ -29,7 +29,18 @@ export async function streamCorpus(
   onDoc: (doc: Doc) => void | Promise<void>,
   opts: Omit<ReadShardOptions, 'onDoc' | 'onImage'> = {},
 ): Promise<void> {
-  const ctx = new ShardReadContext(source, { ...opts, onDoc });
+  // The first pass checked every id; this one is checked by the file's digest (same bytes, same ids),
+  // so its map of ids is emptied as it goes instead of holding every id of the corpus again.
+  const ctx: ShardReadContext = new ShardReadContext(source, {
+    ...opts,
+    onDoc: (doc) => {
+      if (ctx.docLines.size >= 4096) {
+        ctx.docLines.clear();
+        ctx.docLines.set(doc.id, 0); // never empty (readCorpus reports an empty corpus by it)
+      }
+      return onDoc(doc);
+    },
+  });
   ctx.format = corpus.format;
   ctx.strict = corpus.format === 'beir+images';
   const file = corpus.corpusFile;
@@ -54,13 +65,32 @@ export async function streamCorpus(
 
 /**
  * What the checks after the read (precomputed embeddings: which documents have a text or an image
- * part) need of a document, without its text: a streamed import keeps only this per document.
+ * part, in shard order) need of the documents, kept compactly by a streamed import: the ids (strings
+ * the reader made anyway), the few documents without text, and the image paths.
  */
-export function docCheckRef(d: Doc): { id: string; text: string; image?: string } {
-  const hasText = [d.title, d.text].some((s) => !!s && !!s.trim());
-  return d.image !== undefined
-    ? { id: d.id, text: hasText ? 't' : '', image: d.image }
-    : { id: d.id, text: hasText ? 't' : '' };
+export class DocCheckRefs {
+  private readonly ids: string[] = [];
+  private readonly noText = new Set<number>();
+  private readonly images = new Map<number, string>();
+
+  add(d: Doc): void {
+    const i = this.ids.push(d.id) - 1;
+    if (![d.title, d.text].some((s) => !!s && !!s.trim())) this.noText.add(i);
+    if (d.image !== undefined) this.images.set(i, d.image);
+  }
+
+  get size(): number {
+    return this.ids.length;
+  }
+
+  /** The documents as the checks take them (`text` is 't' for a document with a text part, else ''). */
+  list(): { id: string; text: string; image?: string }[] {
+    return this.ids.map((id, i) => {
+      const image = this.images.get(i);
+      const text = this.noText.has(i) ? '' : 't';
+      return image !== undefined ? { id, text, image } : { id, text };
+    });
+  }
 }
 
 /**
