@@ -106,8 +106,14 @@ describe('streamed import faults at the 100k rung (issue 18)', () => {
         null,
         { timeout: 180_000, polling: 100 },
       );
-      expect(await page.textContent('[data-testid="job"]')).toMatch(
-        /Caching in IndexedDB: [\d,]+ \/ [\d,]+ records · [\d,]+ records\/s · .+ left/,
+      // The progress line: records committed of all, the rate and the time left (once measurable).
+      await page.waitForFunction(
+        () =>
+          /Caching in IndexedDB: [\d,]+ \/ [\d,]+ records · [\d,]+ records\/s · .+ left/.test(
+            document.querySelector('[data-testid="job"]')?.textContent ?? '',
+          ),
+        null,
+        { timeout: 60_000, polling: 50 },
       );
       const half = await idbCounts(page);
       expect(half.shards).toBe(0);
