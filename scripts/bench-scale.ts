@@ -72,6 +72,8 @@ interface Rung {
   peakRssAll: number;
   /** The largest single renderer's peak RSS (the sum counts pages shared between renderers twice). */
   peakLargest: number;
+  /** The page's main-thread tasks over 50 ms (PerformanceObserver 'longtask'): how many, the longest. */
+  longTasks?: { count: number; maxMs: number };
   renderers: number;
   error?: string;
 }
@@ -167,9 +169,17 @@ try {
       const allStored = new Promise<void>((r) => (stored = r));
       await page.exposeFunction('loupeBenchStored', () => stored());
       await page.addInitScript(() => {
+        // Main-thread tasks over 50 ms from the moment the first job shows (the app's own start excluded).
+        const w = window as unknown as { loupeLongTasks: number[]; loupeJobSince?: number };
+        const long: number[] = (w.loupeLongTasks = []);
+        new PerformanceObserver((list) => {
+          for (const e of list.getEntries())
+            if (w.loupeJobSince !== undefined && e.startTime >= w.loupeJobSince) long.push(e.duration);
+        }).observe({ type: 'longtask', buffered: true });
         let last: string | null = null;
         setInterval(() => {
           const p = document.querySelector('[data-testid="job"]')?.getAttribute('data-phase') ?? null;
+          if (p !== null) w.loupeJobSince ??= performance.now() - 100;
           if (p !== last) {
             last = p;
             (window as unknown as { loupeBenchPhase: (p: string | null) => void }).loupeBenchPhase(p);
@@ -194,8 +204,10 @@ try {
         { timeout: 60 * 60_000 },
       );
       ended.catch(() => undefined); // the context may close first (--stop-after-store)
-      if (argv['stop-after-store']) await Promise.race([ended, allStored]);
-      else await ended;
+      if (argv['stop-after-store']) {
+        await Promise.race([ended, allStored]);
+        sampling = false; // the page now opens the shard: not the import's memory
+      } else await ended;
       if ((await page.getAttribute('[data-testid="app"]', 'data-phase')) === 'error')
         throw new Error(
           (await page.locator('[data-testid="message"][data-kind="error"]').allInnerTexts()).join(' '),
@@ -203,6 +215,10 @@ try {
       if (!argv['import-only'])
         await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 60 * 60_000 });
       rung.totalSeconds = (Date.now() - t0) / 1000;
+      const long = await page.evaluate(
+        () => (window as unknown as { loupeLongTasks: number[] }).loupeLongTasks,
+      );
+      rung.longTasks = { count: long.length, maxMs: Math.round(Math.max(0, ...long)) };
       rung.phases = await page.evaluate(() => {
         const out: Record<string, number> = {};
         for (const e of performance.getEntriesByType('measure'))
