@@ -8,10 +8,19 @@
 // /proc every 200 ms (Chromium's, not the app's estimate), its peak kept per phase.
 //
 //   npm run bench:scale [-- --rungs 10000,100000] [--queries 1000] [--no-build] [--write-benchmarks]
+//   npm run bench:scale -- --import-only --shard DIR   (one shard made before, import phase only)
 //
 // Shards are kept under generated-shards/bench-scale-<docs>-<queries>/ (gitignored) and reused.
 import { execFileSync, execSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,9 +38,19 @@ const { values: argv } = parseArgs({
     queries: { type: 'string', default: '1000' },
     'no-build': { type: 'boolean', default: false },
     'write-benchmarks': { type: 'boolean', default: false },
+    // Only the import (the link names the shard and nothing else): its time and the tab's memory.
+    'import-only': { type: 'boolean', default: false },
+    // A shard made before (e.g. /work/gen-shards/…): linked into generated-shards/ and used as the rung.
+    shard: { type: 'string' },
+    // With --import-only: stop once the progress line says every record is committed (before the page
+    // opens the shard, which loads it whole: the import's own memory, at rungs the open cannot hold).
+    'stop-after-store': { type: 'boolean', default: false },
   },
 });
-const RUNGS = argv.rungs.split(',').map(Number);
+const SHARD = argv.shard ? resolve(argv.shard) : undefined;
+const RUNGS = SHARD
+  ? [Number(JSON.parse(readFileSync(join(SHARD, 'shard.json'), 'utf8')).counts?.corpus ?? 0)]
+  : argv.rungs.split(',').map(Number);
 const QUERIES = Number(argv.queries);
 if (RUNGS.some((n) => !Number.isInteger(n) || n < 100) || !Number.isInteger(QUERIES) || QUERIES < 1) {
   console.error('--rungs: document counts ≥ 100, comma-separated; --queries: a positive integer');
@@ -53,13 +72,15 @@ interface Rung {
   peakRssAll: number;
   /** The largest single renderer's peak RSS (the sum counts pages shared between renderers twice). */
   peakLargest: number;
+  /** The page's main-thread tasks over 50 ms (PerformanceObserver 'longtask'): how many, the longest. */
+  longTasks?: { count: number; maxMs: number };
   renderers: number;
   error?: string;
 }
 
 function du(dir: string): number {
   return Number(
-    execSync(`du -sb ${JSON.stringify(dir)}`)
+    execSync(`du -sbL ${JSON.stringify(dir)}`)
       .toString()
       .split('\t')[0],
   );
@@ -80,10 +101,16 @@ const results: Rung[] = [];
 
 try {
   for (const docs of RUNGS) {
-    const queries = Math.min(QUERIES, docs);
-    const name = `bench-scale-${docs}-${queries}`;
+    const queries = SHARD
+      ? Number(JSON.parse(readFileSync(join(SHARD, 'shard.json'), 'utf8')).counts?.queries ?? 0)
+      : Math.min(QUERIES, docs);
+    const name = SHARD ? `linked-${SHARD.split('/').pop()}` : `bench-scale-${docs}-${queries}`;
     const dir = join(GEN, name);
     let makeSeconds = 0;
+    if (SHARD && !existsSync(dir)) {
+      mkdirSync(GEN, { recursive: true });
+      symlinkSync(SHARD, dir);
+    }
     if (!existsSync(join(dir, 'shard.json'))) {
       mkdirSync(GEN, { recursive: true });
       console.log(`${name}: make-scale-shard…`);
@@ -104,7 +131,7 @@ try {
       docs,
       queries,
       makeSeconds,
-      shardBytes: du(dir),
+      shardBytes: du(`${dir}/`),
       totalSeconds: 0,
       phases: {},
       peakRss: {},
@@ -138,38 +165,60 @@ try {
       page.on('pageerror', (e) => console.error('page error:', e.message));
       // The phase on the progress line, for the memory samples.
       await page.exposeFunction('loupeBenchPhase', (p: string | null) => (phase = p ?? 'idle'));
+      let stored = () => {};
+      const allStored = new Promise<void>((r) => (stored = r));
+      await page.exposeFunction('loupeBenchStored', () => stored());
       await page.addInitScript(() => {
+        // Main-thread tasks over 50 ms from the moment the first job shows (the app's own start excluded).
+        const w = window as unknown as { loupeLongTasks: number[]; loupeJobSince?: number };
+        const long: number[] = (w.loupeLongTasks = []);
+        new PerformanceObserver((list) => {
+          for (const e of list.getEntries())
+            if (w.loupeJobSince !== undefined && e.startTime >= w.loupeJobSince) long.push(e.duration);
+        }).observe({ type: 'longtask', buffered: true });
         let last: string | null = null;
         setInterval(() => {
           const p = document.querySelector('[data-testid="job"]')?.getAttribute('data-phase') ?? null;
+          if (p !== null) w.loupeJobSince ??= performance.now() - 100;
           if (p !== last) {
             last = p;
             (window as unknown as { loupeBenchPhase: (p: string | null) => void }).loupeBenchPhase(p);
           }
+          const text = document.querySelector('[data-testid="job"]')?.textContent ?? '';
+          const m = /Caching in IndexedDB: ([\d,]+) \/ ([\d,]+) records/.exec(text);
+          if (m && m[1] === m[2]) (window as unknown as { loupeBenchStored: () => void }).loupeBenchStored();
         }, 100);
       });
       const runs = ['bm25(k1=0.9,b=0.4)', `dense(model=${MODEL},dtype=fp32,device=wasm)`].join(';');
-      const q = new URLSearchParams({
-        shard: `/generated-shards/${name}/`,
-        task: 'scale-qa',
-        runs,
-        compare: '1',
-      });
+      const q = new URLSearchParams(
+        argv['import-only']
+          ? { shard: `/generated-shards/${name}/` }
+          : { shard: `/generated-shards/${name}/`, task: 'scale-qa', runs, compare: '1' },
+      );
       const t0 = Date.now();
       console.log(`${name}: opening ${base}/?${q}`);
       await page.goto(`${base}/?${q}`);
-      await page.waitForSelector(
-        '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
-        {
-          timeout: 60 * 60_000,
-        },
+      const endPhases = argv['import-only'] ? ['idle', 'ready', 'done', 'error'] : ['done', 'error'];
+      const ended = page.waitForSelector(
+        endPhases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '),
+        { timeout: 60 * 60_000 },
       );
+      ended.catch(() => undefined); // the context may close first (--stop-after-store)
+      if (argv['stop-after-store']) {
+        await Promise.race([ended, allStored]);
+        sampling = false; // the page now opens the shard: not the import's memory
+      } else await ended;
       if ((await page.getAttribute('[data-testid="app"]', 'data-phase')) === 'error')
         throw new Error(
           (await page.locator('[data-testid="message"][data-kind="error"]').allInnerTexts()).join(' '),
         );
-      await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 60 * 60_000 });
+      if (!argv['import-only'])
+        await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 60 * 60_000 });
       rung.totalSeconds = (Date.now() - t0) / 1000;
+      const long = await page.evaluate(
+        () => (window as unknown as { loupeLongTasks: number[] }).loupeLongTasks,
+      );
+      rung.longTasks = { count: long.length, maxMs: Math.round(Math.max(0, ...long)) };
       rung.phases = await page.evaluate(() => {
         const out: Record<string, number> = {};
         for (const e of performance.getEntriesByType('measure'))
@@ -214,7 +263,10 @@ const cpu = cpus()[0]?.model ?? 'unknown CPU';
 const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
 const header =
   `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
-  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · \`npm run bench:scale -- --rungs ${RUNGS.join(',')} --queries ${QUERIES}\`. ` +
+  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · \`npm run bench:scale -- ` +
+  (SHARD
+    ? `--shard ${SHARD}${argv['import-only'] ? ' --import-only' : ''}${argv['stop-after-store'] ? ' --stop-after-store' : ''}\`. `
+    : `--rungs ${RUNGS.join(',')} --queries ${QUERIES}${argv['import-only'] ? ' --import-only' : ''}\`. `) +
   `Dense: ${MODEL} (generated, random weights) on WASM, exact search over the shard's random vectors.`;
 console.log(`\n${header}\n\n${lines.join('\n')}`);
 mkdirSync(join(ROOT, 'bench-results'), { recursive: true });

@@ -1,7 +1,9 @@
 // Shard import worker: reads a shard from a folder, directory handle, zip or URL, validates it
 // (core readShard; a Parquet dataset through readParquetShard, which feeds the same reader) and,
-// only when it is valid, stores it in the IndexedDB cache. An invalid shard
-// therefore leaves nothing behind; a worker terminated mid-store leaves an uncommitted entry that
+// only when it is valid, stores it in the IndexedDB cache. A JSONL shard streams (issue 18): a first
+// pass validates and hashes it keeping no document text, a second pass reads the corpus again and
+// writes its documents in batches (shard-stream-store.ts), so memory does not grow with the corpus.
+// An invalid shard therefore leaves nothing behind; a worker terminated mid-store leaves an uncommitted entry that
 // the cache sweeps (see shard-store.ts).
 import * as Comlink from 'comlink';
 import { readShard } from '../src/lib/core/shard/read-shard';
@@ -28,6 +30,8 @@ import {
   type ShardSummary,
 } from '../src/lib/platform/shard-store';
 import type { ShardLimits } from '../src/lib/core/shard/limits';
+import { DocCheckRefs, streamCorpus, withReadRates } from '../src/lib/core/shard/stream-corpus';
+import { estimateStreamedBytes, putStreamed } from '../src/lib/platform/shard-stream-store';
 
 /** STORAGE_ISSUE_FILE: the `file` of issues about the browser's storage rather than a shard file. */
 export const STORAGE_ISSUE_FILE = '(browser storage)';
@@ -165,6 +169,9 @@ const api = {
     const source = await openSource(descriptor);
     let parsed;
     const parquetSets: PrecomputedSet[] = [];
+    // A streamed read keeps, per document, only what the embedding checks look at.
+    let docRefs: DocCheckRefs | null = new DocCheckRefs();
+    let checkDocs: readonly { id: string; text?: string; image?: string }[] = [];
     try {
       const readOpts = {
         limits: options.limits,
@@ -203,7 +210,20 @@ const api = {
         const { inspectParquet, readParquetShard } = await parquet();
         const inspection = await inspectParquet(source);
         parsed = await readParquetShard(source, inspection.mapping, { ...readOpts, inspection });
-      } else parsed = await readShard(source, readOpts);
+      } else
+        parsed = await readShard(source, {
+          ...readOpts,
+          onProgress: withReadRates(report),
+          onDoc: (d) => docRefs?.add(d),
+        });
+      // Only a shard that may have precomputed embeddings needs the list (the checks return early).
+      if (!parsed.streamed) checkDocs = parsed.docs;
+      else if (
+        parsed.manifest.embeddings === PRECOMPUTED_INDEX ||
+        (!source.remote && (await source.list())?.includes(PRECOMPUTED_INDEX) !== false)
+      )
+        checkDocs = docRefs!.list();
+      docRefs = null; // the ids go before the second pass
       // Corpus embeddings from a Parquet column (embeddings/index.json): checked before anything is
       // stored, and a bad one fails the import (the shard names them for a model: all or nothing).
       if (await hasParquetSets(source, parsed.manifest.embeddings === PRECOMPUTED_INDEX)) {
@@ -211,7 +231,7 @@ const api = {
         parquetSets.push(
           ...(await (
             await import('../src/lib/core/media/parquet/embeddings')
-          ).readParquetEmbeddings(source, parsed.docs)),
+          ).readParquetEmbeddings(source, checkDocs)),
         );
       }
     } catch (e) {
@@ -224,14 +244,28 @@ const api = {
     try {
       const cached = await store.has(parsed.hash);
       // Refuse before writing anything when the shard cannot fit (the write would fail half-way).
+      const streamed = parsed.streamed;
+      let needed = estimateShardBytes(parsed, images);
+      if (streamed)
+        needed = estimateStreamedBytes(needed, (await source.size(streamed.corpusFile)) ?? parsed.bytes);
       if (!cached && !options.skipPreflight)
-        await store.ensureRoom(`the shard "${parsed.manifest.name}"`, estimateShardBytes(parsed, images));
-      const summary = await store.put(parsed, images, source.label, report);
+        await store.ensureRoom(`the shard "${parsed.manifest.name}"`, needed);
+      const format = parsed.manifest.format;
+      const summary = streamed
+        ? await putStreamed(
+            store,
+            parsed,
+            (add) => streamCorpus(source, { format, ...streamed }, add, { limits: options.limits }),
+            images,
+            source.label,
+            report,
+          )
+        : await store.put(parsed, images, source.label, report);
       // Precomputed corpus embeddings: checked against the documents, kept with the shard. They are
       // not part of the shard's content hash (the same data with or without them is one shard).
       const pre = await readPrecomputed(
         source,
-        parsed.docs,
+        checkDocs,
         parsed.manifest.embeddings === PRECOMPUTED_INDEX,
         descriptor.kind === 'url' ? urlOfFile(source.label) : undefined,
       );
@@ -262,6 +296,8 @@ const api = {
       // Storage refusals are reported like validation issues: what failed and what to do (put() has
       // already removed whatever it wrote).
       if (e instanceof StorageQuotaError) return { ok: false, issues: [storageIssue(e.message)] };
+      // The second pass of a streamed import found the corpus changed (nothing was kept).
+      if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };
       if (isQuotaError(e))
         return {
           ok: false,

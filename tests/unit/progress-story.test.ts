@@ -69,6 +69,26 @@ describe('progress line', () => {
     expect(phaseOf({ ...embed, items: 'queries' })).toBe('queries');
   });
 
+  it('a streamed import: bytes of the total, documents per second and time left, then records committed', () => {
+    const read = { kind: 'read' as const, file: 'corpus.jsonl', bytes: 40 * MiB, totalBytes: 110 * MiB };
+    expect(progressText({ ...read, docsPerSec: 12345.4, etaSeconds: 61 }, null, 0)).toBe(
+      'Reading corpus.jsonl: 40 MiB of 110 MiB · 12,345 docs/s · 1 min 1 s left',
+    );
+    expect(progressText({ ...read, file: 'queries.jsonl', docsPerSec: 900 }, null, 0)).toBe(
+      'Reading queries.jsonl: 40 MiB of 110 MiB · 900 lines/s',
+    );
+    expect(progressText(read, null, 0)).toBe('Reading corpus.jsonl: 40 MiB of 110 MiB');
+    const store = { kind: 'store' as const, done: 40_000, total: 110_000 };
+    expect(
+      progressText(
+        { ...store, what: 'documents', docTotal: 100_000, docsPerSec: 5000, etaSeconds: 14 },
+        null,
+        0,
+      ),
+    ).toBe('Caching in IndexedDB: 40,000 / 110,000 records · 5,000 records/s · 14 s left');
+    expect(progressText(store, null, 0)).toBe('Caching in IndexedDB: 40,000 / 110,000');
+  });
+
   it('seconds read as a person says them', () => {
     expect(formatSeconds(0.2)).toBe('1 s');
     expect(formatSeconds(59.5)).toBe('1 min 0 s');

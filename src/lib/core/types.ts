@@ -108,13 +108,36 @@ export interface ParsedShard {
   warnings: ShardWarning[];
   /** Total bytes read from the source. */
   bytes: number;
+  /**
+   * Streamed reads (ReadShardOptions.onDoc): `docs` is empty, the documents went to onDoc; these say
+   * how many there were and which file and file digest (hex) they came from, for the second pass.
+   */
+  streamed?: { docCount: number; corpusFile: string; corpusDigest: string };
 }
 
 /** Progress of any long job, one discriminated union for every worker. */
 export type Progress =
-  | { kind: 'read'; file: string; bytes: number; totalBytes?: number }
+  /** `docsPerSec` / `etaSeconds`: set by a streamed import (documents validated, time left for the file). */
+  | {
+      kind: 'read';
+      file: string;
+      bytes: number;
+      totalBytes?: number;
+      docsPerSec?: number;
+      etaSeconds?: number;
+    }
   | { kind: 'parse'; file: string; lines: number }
-  | { kind: 'store'; done: number; total: number }
+  /** `what: 'documents'`: a streamed import (records = documents, then queries, judgements, images), with its rate and time left. */
+  | {
+      kind: 'store';
+      done: number;
+      total: number;
+      what?: 'documents';
+      /** The shard's documents (the first `docTotal` records are they). */
+      docTotal?: number;
+      docsPerSec?: number;
+      etaSeconds?: number;
+    }
   | { kind: 'index'; done: number; total: number }
   | { kind: 'search'; done: number; total: number }
   /** Model file bytes fetched (or read from the browser cache); `total` when the server sends a length. */

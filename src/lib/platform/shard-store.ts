@@ -161,7 +161,7 @@ export function estimateShardBytes(parsed: ParsedShard, images: Map<string, Blob
 }
 
 /** 32-bit FNV-1a over a string's UTF-16 code units: a cheap check that a stored chunk is unchanged. */
-function fnv1a(text: string): number {
+export function fnv1a(text: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
@@ -174,7 +174,7 @@ function fnv1a(text: string): number {
 // Schema
 
 /** The `shards` row: the summary plus the commit marker and what load() verifies against. */
-interface ShardMetaRecord extends ShardSummary {
+export interface ShardMetaRecord extends ShardSummary {
   schema: number;
   chunks: { docs: number; queries: number; qrels: number };
   /** FNV-1a of each chunk's records as JSON, checked on load (absent in rows written before it existed). */
@@ -183,13 +183,13 @@ interface ShardMetaRecord extends ShardSummary {
   complete: true;
 }
 
-interface ChunkRow<T> {
+export interface ChunkRow<T> {
   hash: string;
   chunkNo: number;
   records: T[];
 }
 
-interface ImageRow {
+export interface ImageRow {
   hash: string;
   path: string;
   blob: Blob;
@@ -223,13 +223,13 @@ export function hashRange(hash: string, ...prefix: string[]): IDBKeyRange {
 // Locks
 
 const lockName = (hash: string) => `loupe-shard:${hash}`;
-const NOT_ACQUIRED = Symbol('lock not acquired');
+export const NOT_ACQUIRED = Symbol('lock not acquired');
 
 /**
  * Runs `fn` holding the hash's lock. `wait`: 0 = only if free right now, a number of ms = wait at
  * most that long, undefined = wait as long as it takes. Returns NOT_ACQUIRED when not obtained.
  */
-async function withHashLock<T>(
+export async function withHashLock<T>(
   hash: string,
   fn: () => Promise<T>,
   wait?: number,
@@ -252,12 +252,12 @@ async function withHashLock<T>(
 // ---------------------------------------------------------------------------------------------
 // Store
 
-function toSummary(m: ShardMetaRecord): ShardSummary {
+export function toSummary(m: ShardMetaRecord): ShardSummary {
   const { schema: _schema, chunks: _chunks, sums: _sums, complete: _complete, ...summary } = m;
   return summary;
 }
 
-function chunked<T>(items: T[], size: number): T[][] {
+export function chunked<T>(items: T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
@@ -557,8 +557,8 @@ export class ShardStore {
     await withHashLock(hash, () => this.deleteRecords(hash));
   }
 
-  /** Deletes every record of a hash in every store, in one transaction. Caller holds the lock. */
-  private async deleteRecords(hash: string): Promise<void> {
+  /** Deletes every record of a hash in every store, in one transaction. Caller holds the lock. @internal */
+  async deleteRecords(hash: string): Promise<void> {
     const db = await this.db();
     const tx = db.transaction(STORES, 'readwrite');
     await Promise.all([

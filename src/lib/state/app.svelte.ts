@@ -123,7 +123,12 @@ export class App {
   async start(params: URLSearchParams, hash: string) {
     const lib = this.library;
     const r = this.retrievers;
-    await Promise.all([lib.refreshCache(), lib.loadDemoList(), this.storage.watchNetwork()]);
+    await Promise.all([
+      lib.refreshCache(),
+      lib.loadDemoList(),
+      this.storage.watchNetwork(),
+      lib.reportStoppedImports(),
+    ]);
     this.phase = 'idle';
     const hashRoute = App.routeOf(hash);
     // Runner and permalink URLs (`run=1`, `runs=`) belong to the Benchmark view.

@@ -4,6 +4,7 @@ import type { Doc, Qrels, Query, TaskInfo } from '../core/types';
 import type { ShardIssue } from '../core/shard/source';
 import { openShardStore, type ShardSummary } from '../platform/shard-store';
 import { importShard, inspectIfParquet, type SourceDescriptor } from '../clients/shard-client';
+import { beginImportNote, stoppedImportMessage, takeStoppedImports } from '../platform/import-note';
 import { initialParquetMapping, rememberParquetMapping } from '../platform/parquet-mappings';
 import type { ParquetMapping } from '../core/media/parquet/mapping';
 import type { ParquetInspection } from '../core/media/parquet/read-parquet';
@@ -112,6 +113,22 @@ export class Library {
     }
   }
 
+  /** At start: says which imports a reload or a closed tab cut off (their records are swept). */
+  async reportStoppedImports() {
+    const stopped = await takeStoppedImports();
+    for (const n of stopped) this.messages.error(stoppedImportMessage(n), 'page');
+    if (stopped.length === 0) return;
+    // The cut-off import's worker may still hold its lock for a moment after the reload: wait for it,
+    // so its records are gone now rather than at the next start.
+    try {
+      const store = await openShardStore({ sweep: false });
+      await store.sweep({ waitMs: 5000 });
+      await store.close();
+    } catch (e) {
+      console.warn('loupe: sweeping a stopped import failed', e);
+    }
+  }
+
   async refreshCache() {
     let store;
     try {
@@ -156,11 +173,13 @@ export class Library {
             return false;
           }
         }
+        // A note for the next start, should the page be reloaded or closed mid-import.
+        const note = beginImportNote(label);
         const result = await importShard(source, {
           signal: job.signal,
-          onProgress: job.onProgress,
+          onProgress: (p) => (note.update(p), job.onProgress(p)),
           ...(parquet ? { parquet } : {}),
-        });
+        }).finally(() => note.end());
         if (!result.ok) {
           this.issues = { source: label, list: result.issues };
           return false;

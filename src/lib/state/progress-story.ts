@@ -70,6 +70,14 @@ export function formatSeconds(s: number): string {
 
 const count = (n: number) => n.toLocaleString('en');
 
+/** " · 1,234 docs/s · 2 min 5 s left" (the parts that are known). */
+function rates(perSec: number | undefined, eta: number | undefined, unit: string): string {
+  return (
+    (perSec ? ` · ${count(Math.round(perSec))} ${unit}/s` : '') +
+    (eta !== undefined && eta > 0 ? ` · ${formatSeconds(eta)} left` : '')
+  );
+}
+
 /**
  * The progress line. `since`: the download's first sample of this file (the rate is measured from
  * it once a quarter second has passed), `now`: the time of this tick.
@@ -77,11 +85,17 @@ const count = (n: number) => n.toLocaleString('en');
 export function progressText(p: Progress, since: DownloadSample | null, now: number): string {
   switch (p.kind) {
     case 'read':
-      return `Reading ${p.file}: ${formatBytes(p.bytes)}${p.totalBytes ? ` of ${formatBytes(p.totalBytes)}` : ''}`;
+      return (
+        `Reading ${p.file}: ${formatBytes(p.bytes)}${p.totalBytes ? ` of ${formatBytes(p.totalBytes)}` : ''}` +
+        rates(p.docsPerSec, p.etaSeconds, /corpus\.jsonl$/.test(p.file) ? 'docs' : 'lines')
+      );
     case 'parse':
       return `Parsing ${p.file}: line ${count(p.lines)}`;
     case 'store':
-      return `Caching in IndexedDB: ${count(p.done)} / ${count(p.total)}`;
+      return (
+        `Caching in IndexedDB: ${count(p.done)} / ${count(p.total)}` +
+        (p.what === 'documents' ? ` records${rates(p.docsPerSec, p.etaSeconds, 'records')}` : '')
+      );
     case 'index':
       return `Indexing: ${count(p.done)} / ${count(p.total)} documents`;
     case 'search':

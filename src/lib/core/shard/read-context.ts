@@ -31,6 +31,12 @@ export interface ReadShardOptions {
    * decoded (first frame) to check it; without codecs a compressed one fails with "needs a codec".
    */
   loadDicomCodecs?: () => Promise<DicomCodecs>;
+  /**
+   * Streaming: each valid document is handed to onDoc (awaited, so a slow consumer slows the read)
+   * instead of being kept, and only while no issue has been found. The result's `docs` is then empty
+   * and its `streamed` says how many documents there were.
+   */
+  onDoc?: (doc: Doc) => void | Promise<void>;
 }
 
 /** PROGRESS_MS: least time between two progress reports, in milliseconds. */
@@ -68,6 +74,8 @@ export class ShardReadContext {
   counts: unknown;
   readonly docs: Doc[] = [];
   readonly docLines = new Map<string, number>();
+  /** Documents read (kept in docs, or handed to opts.onDoc). */
+  docCount = 0;
   readonly queries: Query[] = [];
   readonly queryLines = new Map<string, number>();
   readonly qrels: Qrels = new Map();

@@ -69,7 +69,9 @@ export async function readCorpus(ctx: ShardReadContext, file: string): Promise<v
       doc.image = images[0].path;
       doc.images = images;
     }
-    ctx.docs.push(doc);
+    ctx.docCount++;
+    if (!ctx.opts.onDoc) ctx.docs.push(doc);
+    else if (ctx.issues.length === 0) await ctx.opts.onDoc(doc);
   }
   if (empty > 0) {
     ctx.warnings.push({

@@ -271,7 +271,7 @@ export function checkCounts(ctx: ShardReadContext, images: number): void {
       });
     }
   };
-  compare('corpus', c.corpus, ctx.docs.length, 'documents');
+  compare('corpus', c.corpus, ctx.docCount, 'documents');
   compare('queries', c.queries, ctx.queries.length, 'queries');
   compare('qrels', c.qrels, ctx.qrelRows, 'judgements');
   compare('images', c.images, images, 'distinct images');

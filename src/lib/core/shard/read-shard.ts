@@ -7,7 +7,7 @@
 
 import { ShardValidationError, type ShardSource } from './source';
 import type { ParsedShard } from '../types';
-import { combineFileHashes } from './hash';
+import { combineFileHashes, toHex } from './hash';
 import { ShardReadContext, type ReadShardOptions } from './read-context';
 import { detectLayout, synthesiseManifest } from './read-layout';
 import { checkCounts, checkModalities, readManifest } from './read-manifest';
@@ -69,5 +69,14 @@ async function read(ctx: ShardReadContext): Promise<ParsedShard> {
     images,
     warnings: ctx.warnings,
     bytes: ctx.bytes,
+    ...(ctx.opts.onDoc
+      ? {
+          streamed: {
+            docCount: ctx.docCount,
+            corpusFile: layout.corpus,
+            corpusDigest: toHex(ctx.fileHashes.get(layout.corpus)!),
+          },
+        }
+      : {}),
   };
 }
