@@ -547,6 +547,72 @@ export class ShardStore {
     }
   }
 
+  /**
+   * Reads a cached shard's documents in corpus order, `chunksPerBatch` stored chunks (DOCS_PER_CHUNK
+   * documents each) per yielded batch, one read each, so the corpus is never in memory at once.
+   * Chunks are checked as load() checks them; a damaged shard is dropped (StaleCacheError).
+   */
+  async *docBatches(hash: string, chunksPerBatch = 10): AsyncGenerator<Doc[]> {
+    const db = await this.db();
+    const meta = await db.get('shards', hash);
+    if (!meta || meta.complete !== true) throw new StaleCacheError(hash, 'not in the cache');
+    let count = 0;
+    for (let from = 0; from < meta.chunks.docs; from += chunksPerBatch) {
+      const to = Math.min(meta.chunks.docs, from + chunksPerBatch);
+      let batch: Doc[];
+      try {
+        batch = [];
+        const rows = await db.getAll('docs', IDBKeyRange.bound([hash, from], [hash, to - 1]));
+        for (let c = from; c < to; c++) {
+          const r = rows[c - from];
+          if (r?.chunkNo !== c || !Array.isArray(r.records))
+            throw new Error(`documents: chunk ${c} is damaged`);
+          if (meta.sums && fnv1a(JSON.stringify(r.records)) !== meta.sums.docs[c])
+            throw new Error(`documents: chunk ${c} does not match its checksum (its bytes were changed)`);
+          for (const d of r.records) {
+            if (typeof d?.id !== 'string') throw new Error('documents: a record is damaged');
+            batch.push(d);
+          }
+        }
+        count += batch.length;
+        if (to === meta.chunks.docs && count !== meta.counts.docs)
+          throw new Error(`documents: ${count} records stored, ${meta.counts.docs} expected`);
+      } catch (e) {
+        await this.delete(hash).catch(() => undefined);
+        throw new StaleCacheError(hash, (e as Error)?.message || String(e), meta.name);
+      }
+      yield batch;
+    }
+  }
+
+  /** A cached shard's summary and queries, without its documents (checked as load() checks them). */
+  async loadQueries(hash: string): Promise<{ summary: ShardSummary; queries: Query[] }> {
+    const db = await this.db();
+    const meta = await db.get('shards', hash);
+    if (!meta || meta.complete !== true) throw new StaleCacheError(hash, 'not in the cache');
+    try {
+      const rows = await db.getAll('queries', hashRange(hash));
+      if (rows.length !== meta.chunks.queries)
+        throw new Error(`queries: ${rows.length} chunks stored, ${meta.chunks.queries} expected`);
+      const queries: Query[] = [];
+      rows.forEach((r, i) => {
+        if (r.chunkNo !== i || !Array.isArray(r.records)) throw new Error(`queries: chunk ${i} is damaged`);
+        if (meta.sums && fnv1a(JSON.stringify(r.records)) !== meta.sums.queries[i])
+          throw new Error(`queries: chunk ${i} does not match its checksum (its bytes were changed)`);
+        for (const q of r.records) {
+          if (typeof q?.id !== 'string') throw new Error('queries: a record is damaged');
+          queries.push(q);
+        }
+      });
+      if (queries.length !== meta.counts.queries)
+        throw new Error(`queries: ${queries.length} records stored, ${meta.counts.queries} expected`);
+      return { summary: toSummary(meta), queries };
+    } catch (e) {
+      await this.delete(hash).catch(() => undefined);
+      throw new StaleCacheError(hash, (e as Error)?.message || String(e), meta.name);
+    }
+  }
+
   /** A stored image (with its MIME type), if any. */
   async getImage(hash: string, path: string): Promise<Blob | undefined> {
     return (await (await this.db()).get('images', [hash, path]))?.blob;
