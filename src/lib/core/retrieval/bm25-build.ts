@@ -151,18 +151,20 @@ export class Bm25Builder {
       const tokens = getAnalyzer(analyzerId).analyze(`${doc.title ?? ''} ${doc.text ?? ''}`);
       this.docLengths = grow(this.docLengths, d + 1);
       this.docLengths[d] = tokens.length;
-      for (const tok of tokens) {
-        let id = this.terms.get(tok);
+      const terms = this.terms;
+      let docTf = this.docTf;
+      for (let i = 0; i < tokens.length; i++) {
+        let id = terms.get(tokens[i]);
         if (id === undefined) {
-          id = this.terms.size;
-          this.terms.set(tok, id);
+          id = terms.size;
+          terms.set(tokens[i], id);
           this.termLast = grow(this.termLast, id + 1, -1);
           this.termDf = grow(this.termDf, id + 1);
           this.termBytes = grow(this.termBytes, id + 1);
           this.batchBytes = grow(this.batchBytes, id + 1);
-          this.docTf = grow(this.docTf, id + 1);
+          docTf = this.docTf = grow(docTf, id + 1);
         }
-        if (this.docTf[id]++ === 0) seen.push(id);
+        if (docTf[id]++ === 0) seen.push(id);
       }
       this.bTerm = grow(this.bTerm, nTriples + seen.length);
       this.bVal = grow(this.bVal, nTriples + seen.length);
@@ -254,6 +256,15 @@ export class Bm25Builder {
       }
     }
     this.segments = [];
+    // A spent builder keeps nothing big (its per-term and per-batch scratch).
+    this.termLast = new Int32Array(0);
+    this.termDf = new Uint32Array(0);
+    this.termBytes = new Float64Array(0);
+    this.batchBytes = new Uint32Array(0);
+    this.docTf = new Uint32Array(0);
+    this.bTerm = new Uint32Array(0);
+    this.bVal = new Float64Array(0);
+    this.bTf = new Uint32Array(0);
     if (this.analyzers.length === 0) {
       this.analyzers.push(analyzerIdForLanguage(this.language));
       this.groupLanguages.push([this.language || '']);
@@ -269,6 +280,10 @@ export class Bm25Builder {
       groupLanguages: this.groupLanguages,
       docAnalyzer: this.docAnalyzer.slice(0, n),
     });
+    this.docLengths = new Uint32Array(0);
+    this.docAnalyzer = new Uint8Array(0);
+    this.idOffsets = new Uint32Array(0);
+    this.idBytes = new Uint8Array(0);
     this.report({ kind: 'index', done: n, total: this.total ?? n });
     this.report.flush();
     return index;
