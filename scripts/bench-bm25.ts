@@ -163,6 +163,7 @@ async function child(impl: 'old' | 'new', dir: string, nQueries: number): Promis
   const queries = queryTexts(dir, Math.max(nQueries, DIGEST_QUERIES));
   const runs = queries.slice(0, DIGEST_QUERIES).map(search);
   const timed = queries.slice(0, nQueries);
+  gc();
   const t1 = performance.now();
   for (const q of timed) search(q);
   const queryMs = timed.length ? (performance.now() - t1) / timed.length : 0;

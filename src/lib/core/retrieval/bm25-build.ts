@@ -62,6 +62,8 @@ interface Segment {
 }
 
 const encoder = new TextEncoder();
+/** Documents an index may hold: below 2^30, posting gaps encode in 31 bits (search decodes with int ops). */
+const MAX_DOCS = 2 ** 30 - 1;
 
 /**
  * Incremental BM25 build: add() documents in order, in batches of any size, then finish(). Yields
@@ -128,6 +130,7 @@ export class Bm25Builder {
     let nTriples = 0;
     for (const doc of docs) {
       const d = this.n;
+      if (d >= MAX_DOCS) throw new RangeError(`BM25 indexes at most ${MAX_DOCS} documents`);
       if ((d & 31) === 0) {
         if (this.cancelled()) throw abortError();
         if (Date.now() - this.sliceStart >= 50) {

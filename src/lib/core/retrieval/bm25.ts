@@ -223,25 +223,24 @@ export function searchBm25(
       const norms = index.norms;
       const lf = index.lengthFactors;
       // The postings' encoding (bm25-index.ts), decoded inline: v = 2·gap + (tf = 1), then tf ≠ 1.
+      // Both fit 31 bits (fewer than 2^30 documents, lengths below 2^31), so int arithmetic is exact.
       let d = -1;
       for (let p = postingOffsets[q.id]; p < end;) {
         let byte = postings[p++];
         let v = byte & 127;
-        for (let scale = 128; byte >= 128; scale *= 128) v += ((byte = postings[p++]) & 127) * scale;
-        const one = v % 2;
-        d += (v - one) / 2;
+        for (let shift = 7; byte >= 128; shift += 7) v |= ((byte = postings[p++]) & 127) << shift;
+        d += v >>> 1;
         let tf = 1;
-        if (one === 0) {
+        if ((v & 1) === 0) {
           byte = postings[p++];
           tf = byte & 127;
-          for (let scale = 128; byte >= 128; scale *= 128) tf += ((byte = postings[p++]) & 127) * scale;
+          for (let shift = 7; byte >= 128; shift += 7) tf |= ((byte = postings[p++]) & 127) << shift;
         }
         if (only >= 0 && docGroup[d] !== only) continue;
-        const sc = lossy
+        if (mark[d] === 0) ((mark[d] = 1), (touched[nTouched++] = d));
+        acc[d] += lossy
           ? fround(weight - fround(weight / fround(1 + fround(tf * lf[norms[d]]))))
           : (weight * tf) / (tf + lf[d]);
-        if (mark[d] === 0) ((mark[d] = 1), (touched[nTouched++] = d));
-        acc[d] += sc;
       }
     }
   }
