@@ -158,6 +158,9 @@ async function child(impl: 'old' | 'new', dir: string, nQueries: number): Promis
   const cpu = process.cpuUsage(cpu0);
   clearInterval(timer);
   peak = Math.max(peak, heapNow());
+  // Array buffers the GC frees are released a moment later: collect, let that happen, collect again.
+  gc();
+  await new Promise((r) => setTimeout(r, 200));
   gc();
   const retained = heapNow() - base;
   const queries = queryTexts(dir, Math.max(nQueries, DIGEST_QUERIES));
