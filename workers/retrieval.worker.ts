@@ -13,6 +13,7 @@ import { deserializeBm25, serializeBm25, type SerializedBm25 } from '../src/lib/
 import { loadAnalyzers } from '../src/lib/core/retrieval/analyzers';
 import type { Progress, Query } from '../src/lib/core/types';
 import { openShardStore } from '../src/lib/platform/shard-store';
+import { docBatches, loadQueries } from '../src/lib/platform/shard-batches';
 import { throttle } from '../src/lib/core/throttle';
 import {
   createChunkedIndex,
@@ -96,7 +97,7 @@ const api = {
       };
     const store = await openShardStore();
     report({ kind: 'status', message: 'Reading shard from IndexedDB' });
-    const { queries, summary } = await store.loadQueries(hash);
+    const { queries, summary } = await loadQueries(store, hash);
     const language = summary.manifest.language;
     let index: Bm25Index | null = null;
     let cached = false;
@@ -116,7 +117,7 @@ const api = {
     if (!index) {
       // Documents are read in batches and indexed as they come: the corpus is never all in memory.
       const builder = new Bm25Builder(params, { onProgress: report, language, total: summary.counts.docs });
-      for await (const docs of store.docBatches(hash)) await builder.add(docs.map(bm25Doc));
+      for await (const docs of docBatches(store, hash)) await builder.add(docs.map(bm25Doc));
       index = builder.finish();
       report({ kind: 'status', message: 'Caching BM25 index' });
       await store.putArtifact(hash, 'bm25', key, serializeBm25(index));

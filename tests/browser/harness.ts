@@ -21,6 +21,7 @@ import type { ParquetMapping } from '../../src/lib/core/media/parquet/mapping';
 import { qrelsFor } from '../../src/lib/core/eval/report';
 import type { Run } from '../../src/lib/core/types';
 import { describeDrop } from '../../src/lib/platform/sources';
+import { docBatches } from '../../src/lib/platform/shard-batches';
 import {
   DB_NAME,
   STORES,
@@ -483,7 +484,7 @@ const harness = {
     const store = await openShardStore();
     const batches: string[][] = [];
     try {
-      for await (const b of store.docBatches(hash, chunksPerBatch)) batches.push(b.map((d) => d.id));
+      for await (const b of docBatches(store, hash, chunksPerBatch)) batches.push(b.map((d) => d.id));
       return { ok: true as const, batches };
     } catch (e) {
       return { ok: false as const, batches, name: (e as Error).name, message: (e as Error).message };
