@@ -2,9 +2,8 @@
 // caches it in IndexedDB as an artifact, and answers batch runs and ad-hoc searches.
 import * as Comlink from 'comlink';
 import {
-  bm25AnalyzerKey,
+  Bm25Builder,
   bm25Doc,
-  buildBm25Index,
   explainBm25,
   searchBm25,
   type Bm25Index,
@@ -12,8 +11,9 @@ import {
 } from '../src/lib/core/retrieval/bm25';
 import { deserializeBm25, serializeBm25, type SerializedBm25 } from '../src/lib/core/retrieval/bm25-store';
 import { loadAnalyzers } from '../src/lib/core/retrieval/analyzers';
-import type { Doc, Progress, Query } from '../src/lib/core/types';
+import type { Progress, Query } from '../src/lib/core/types';
 import { openShardStore } from '../src/lib/platform/shard-store';
+import { docBatches, loadQueries } from '../src/lib/platform/shard-batches';
 import { throttle } from '../src/lib/core/throttle';
 import {
   createChunkedIndex,
@@ -64,11 +64,8 @@ export interface RankedList {
 
 interface Open {
   hash: string;
-  docs: Doc[];
   queries: Query[];
   key: string;
-  /** The key without the analysis part: what a repeated prepare() call can compare before loading docs. */
-  params: string;
   index: Bm25Index;
 }
 
@@ -78,10 +75,9 @@ let open: Open | null = null;
 const queryLanguage = (q: Query | undefined) =>
   typeof q?.meta.language === 'string' ? q.meta.language : undefined;
 
-// The key names the analysis too (each document-language group's analyzer and the analyzer
-// version): the same shard and parameters analysed differently is a different index.
-const paramsKey = (p: Bm25Params, analysis: string) =>
-  `bm25:k1=${p.k1};b=${p.b};lossy=${p.lossyLengths ? 1 : 0};analysis=${analysis};v2`;
+// The analysis is checked inside the stored index (analyzer version, and the analyzer each group's
+// languages map to), so the key needs no document to be read: bm25-store refuses a stale one.
+const paramsKey = (p: Bm25Params) => `bm25:k1=${p.k1};b=${p.b};lossy=${p.lossyLengths ? 1 : 0};v3`;
 
 const api = {
   /**
@@ -91,7 +87,8 @@ const api = {
   async prepare(hash: string, params: Bm25Params, onProgress?: (p: Progress) => void) {
     const report = throttle(onProgress);
     const t0 = performance.now();
-    if (open?.hash === hash && open.params === paramsKey(params, ''))
+    const key = paramsKey(params);
+    if (open?.hash === hash && open.key === key)
       return {
         cached: true,
         ms: 0,
@@ -100,10 +97,8 @@ const api = {
       };
     const store = await openShardStore();
     report({ kind: 'status', message: 'Reading shard from IndexedDB' });
-    const { docs, queries, summary } = await store.load(hash);
+    const { queries, summary } = await loadQueries(store, hash);
     const language = summary.manifest.language;
-    const bm25Docs = docs.map(bm25Doc);
-    const key = paramsKey(params, bm25AnalyzerKey(bm25Docs, language));
     let index: Bm25Index | null = null;
     let cached = false;
     try {
@@ -120,12 +115,15 @@ const api = {
       await store.deleteArtifacts(hash, 'bm25');
     }
     if (!index) {
-      index = await buildBm25Index(bm25Docs, params, { onProgress: report, language });
+      // Documents are read in batches and indexed as they come: the corpus is never all in memory.
+      const builder = new Bm25Builder(params, { onProgress: report, language, total: summary.counts.docs });
+      for await (const docs of docBatches(store, hash)) await builder.add(docs.map(bm25Doc));
+      index = builder.finish();
       report({ kind: 'status', message: 'Caching BM25 index' });
       await store.putArtifact(hash, 'bm25', key, serializeBm25(index));
     }
     report.flush();
-    open = { hash, docs, queries, key, params: paramsKey(params, ''), index };
+    open = { hash, queries, key, index };
     return {
       cached,
       ms: performance.now() - t0,

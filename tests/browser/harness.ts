@@ -14,13 +14,14 @@ import {
   recallParquetMapping,
   rememberParquetMapping,
 } from '../../src/lib/platform/parquet-mappings';
-import { prepareBm25, runBm25Task } from '../../src/lib/clients/retrieval-client';
+import { prepareBm25, runBm25Task, searchBm25Adhoc } from '../../src/lib/clients/retrieval-client';
 import { DEFAULT_BM25_PARAMS } from '../../src/lib/core/retrieval/bm25';
 import { evaluate } from '../../src/lib/core/eval/metrics';
 import type { ParquetMapping } from '../../src/lib/core/media/parquet/mapping';
 import { qrelsFor } from '../../src/lib/core/eval/report';
 import type { Run } from '../../src/lib/core/types';
 import { describeDrop } from '../../src/lib/platform/sources';
+import { docBatches } from '../../src/lib/platform/shard-batches';
 import {
   DB_NAME,
   STORES,
@@ -467,6 +468,28 @@ const harness = {
       await db.put('docs', row);
     } finally {
       db.close();
+    }
+  },
+
+  /** The retrieval worker's BM25 index of a cached shard (Anserini defaults): whether it came from cache, and the top `k` of each text. */
+  async bm25Prepared(hash: string, texts: string[], k: number) {
+    const r = await prepareBm25(hash, { ...DEFAULT_BM25_PARAMS });
+    const hits = [];
+    for (const t of texts) hits.push(await searchBm25Adhoc(t, k));
+    return { cached: r.cached, indexedDocs: r.indexedDocs, hits };
+  },
+
+  /** A cached shard's documents as docBatches reads them: the ids of each batch, or the error. */
+  async docBatchIds(hash: string, chunksPerBatch: number) {
+    const store = await openShardStore();
+    const batches: string[][] = [];
+    try {
+      for await (const b of docBatches(store, hash, chunksPerBatch)) batches.push(b.map((d) => d.id));
+      return { ok: true as const, batches };
+    } catch (e) {
+      return { ok: false as const, batches, name: (e as Error).name, message: (e as Error).message };
+    } finally {
+      await store.close();
     }
   },
 
