@@ -3,7 +3,7 @@
 // server that honours Range (tests/e2e/range-server.ts, which logs the bytes it sends), searched by
 // the index worker in headless Chromium (a fresh profile) through tests/browser/ivf-harness.html.
 //
-//   npm run bench:ivf -- --docs 100000 [--dim 384] [--queries 100] [--nlist N] [--nprobe 16[,32…]] [--k 10]
+//   npm run bench:ivf -- --docs 100000 [--dim 384] [--queries 100] [--nlist N] [--nprobe N[,M…]] (default: the app's, 1.2 % of the lists, at least 16) [--k 10]
 //
 // Several --nprobe values are measured over one packed index, each in a fresh browser profile (an
 // empty OPFS cache), so a row per nprobe costs one packing.
@@ -20,7 +20,7 @@ import { chromium } from 'playwright-core';
 import type { IvfHarness } from '../tests/browser/ivf-harness';
 import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
 import { serveRanges } from '../tests/e2e/range-server';
-import { IVF_DEFAULTS } from '../src/lib/core/retrieval/ivf';
+import { defaultNprobe } from '../src/lib/core/retrieval/ivf';
 import { median } from '../src/lib/core/eval/stats';
 import { chromiumProcs, renderers, startDevServer } from './lib/bench-browser';
 import { exactTopRows, writeIvfFixture } from './lib/ivf-fixture';
@@ -32,7 +32,7 @@ const { values: args } = parseArgs({
     dim: { type: 'string', default: '384' },
     queries: { type: 'string', default: '100' },
     nlist: { type: 'string' },
-    nprobe: { type: 'string', default: String(IVF_DEFAULTS.nprobe) },
+    nprobe: { type: 'string' },
     k: { type: 'string', default: '10' },
   },
 });
@@ -40,8 +40,10 @@ const N = Number(args.docs);
 const DIM = Number(args.dim);
 const NQ = Number(args.queries);
 const K = Number(args.k);
-const NPROBES = args.nprobe.split(',').map(Number);
+
 const NLIST = args.nlist ? Number(args.nlist) : defaultNlist(N);
+// The app's default (defaultNprobe) unless given.
+const NPROBES = args.nprobe ? args.nprobe.split(',').map(Number) : [defaultNprobe(NLIST)];
 for (const [name, v] of Object.entries({
   docs: N,
   dim: DIM,

@@ -8,6 +8,7 @@ import {
   IvfFormatError,
   buildIvf,
   assignRows,
+  defaultNprobe,
   Candidates,
   int8Candidates,
   scaledQuery,
@@ -228,5 +229,9 @@ describe('IVF-int8 search against brute force', () => {
     scoreList(header, one[0], q0, ref);
     const got = int8Candidates(header, one, q0, new Float32Array(one[0].rows.length), 0, one[0].rows.length);
     expect(got?.rows).toEqual(ref.rows);
+  });
+
+  it('probes 1.2 % of the lists by default, at least 16, never more than there are', () => {
+    expect([8, 632, 1095, 1374, 2000, 4000].map(defaultNprobe)).toEqual([8, 16, 16, 16, 24, 48]);
   });
 });

@@ -10,6 +10,7 @@
 // is what a static server's access log records as bytes sent.
 import {
   IVF_DEFAULTS,
+  defaultNprobe,
   IVF_FIXED_BYTES,
   exactRowScore,
   finalTopK,
@@ -311,7 +312,6 @@ export async function ivfRemoteSearch(
     };
     remotes.set(key, r);
   }
-  const nprobe = req.nprobe ?? IVF_DEFAULTS.nprobe;
   const rerank = Math.max(req.k, req.rerank ?? IVF_DEFAULTS.rerankFactor * req.k);
   const result: IvfRemoteResult = {
     rows: [],
@@ -322,7 +322,7 @@ export async function ivfRemoteSearch(
     n: 0,
     dim: 0,
     nlist: 0,
-    nprobe,
+    nprobe: req.nprobe ?? 0,
     rerank,
   };
   for (let qi = 0; ; qi++) {
@@ -339,6 +339,7 @@ export async function ivfRemoteSearch(
     let norm = 0;
     for (let j = 0; j < h.dim; j++) norm += q[j] * q[j];
     if (norm > 0) for (let j = 0; j < h.dim; j++) q[j] /= Math.sqrt(norm);
+    const nprobe = req.nprobe ?? defaultNprobe(h.nlist);
     const probed = probeLists(h, q, nprobe);
     const lists = await pool(probed.map((l) => () => getList(r, h, l, stats)));
     const { cand, scoring } = await scoreProbed(h, lists, q, rerank, req.scoring ?? 'auto');
@@ -355,7 +356,7 @@ export async function ivfRemoteSearch(
     result.rows.push(top.rows);
     result.scores.push(top.scores);
     result.perQuery.push(stats);
-    Object.assign(result, { n: h.n, dim: h.dim, nlist: h.nlist });
+    Object.assign(result, { n: h.n, dim: h.dim, nlist: h.nlist, nprobe });
   }
   return result;
 }

@@ -7,7 +7,7 @@ export interface IvfRemoteRequest {
   /** Absolute URL of the set's float16 `<part>.npy` (the rows the index was packed from). */
   vectorsUrl: string;
   k: number;
-  /** Lists probed per query (default IVF_DEFAULTS.nprobe). */
+  /** Lists probed per query (default defaultNprobe(nlist): 1.2 % of the lists, at least 16). */
   nprobe?: number;
   /** Candidates rescored exactly per query (default 4·k). */
   rerank?: number;
