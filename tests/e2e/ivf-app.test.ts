@@ -213,7 +213,7 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
       /^IVF: [\d.]+ (B|KiB|MiB) fetched, \d+ of 16 lists from the network/,
     );
     expect(await line.innerText()).toContain(`IVF: ${ivfBytes(sum(entries))} fetched`);
-    const [, lists, rows] = /(\d+) of 16 lists from the network.*, (\d+) rows for rescoring/.exec(
+    const [, lists, rows] = /(\d+) of 16 lists from the network.*, (\d+) rows fetched for rescoring/.exec(
       await line.innerText(),
     )!;
     // The ranking: the exact one within IVF recall (most of the top 10 the same).

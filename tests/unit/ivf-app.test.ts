@@ -151,7 +151,7 @@ describe('what a packed-index run cost', () => {
     expect(ivfBytes(1536)).toBe('1.5 KiB');
     expect(ivfBytes(3 * 2 ** 20)).toBe('3.00 MiB');
     expect(describeIvfQuery(ivfRunInfo([q(1536, 12, 4)], index))).toBe(
-      'IVF: 1.5 KiB fetched, 12 of 16 lists from the network (4 cached), 36 rows for rescoring',
+      'IVF: 1.5 KiB fetched, 12 of 16 lists from the network (4 cached), 36 rows fetched for rescoring',
     );
     const lines = describeIvfRun(ivfRunInfo([q(1000, 16, 0), q(0, 0, 16)], index));
     expect(lines[0]).toBe(

@@ -94,7 +94,7 @@ export function describeIvfQuery(i: IvfRunInfo): string {
   return (
     `IVF: ${ivfBytes(i.totalBytes)} fetched, ${i.listsFetched} of ${i.listsProbed} lists from the network` +
     (cached ? ` (${cached} cached)` : '') +
-    `, ${i.rowsFetched} rows for rescoring`
+    `, ${i.rowsFetched} rows fetched for rescoring`
   );
 }
 
