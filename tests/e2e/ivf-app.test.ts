@@ -242,8 +242,11 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
           for await (const [, sub] of (
             dir as unknown as { entries(): AsyncIterable<[string, unknown]> }
           ).entries())
-            for await (const name of (sub as { keys(): AsyncIterable<string> }).keys())
-              if (!name.startsWith('.')) n++;
+            for await (const [name, h] of (
+              sub as { entries(): AsyncIterable<[string, FileSystemFileHandle]> }
+            ).entries())
+              // An entry exists from getFileHandle(create) on; its bytes land when the write closes.
+              if (!name.startsWith('.') && (await h.getFile()).size > 0) n++;
         return n === want;
       },
       1 + Number(lists) + Number(rows),
