@@ -25,7 +25,12 @@ export async function listIvfCache(): Promise<Map<string, IvfCacheFolder>> {
       for await (const [name, f] of (h as unknown as { entries(): Entries }).entries()) {
         if (f.kind !== 'file' || name.startsWith('.')) continue;
         folder.files++;
-        folder.bytes += (await (f as FileSystemFileHandle).getFile()).size;
+        // A file the index worker is writing right now may refuse to be read: count it, size unknown
+        // (0), rather than lose the whole folder.
+        folder.bytes += await (f as FileSystemFileHandle)
+          .getFile()
+          .then((file) => file.size)
+          .catch(() => 0);
       }
       out.set(key, folder);
     }
