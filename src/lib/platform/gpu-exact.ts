@@ -171,7 +171,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
 }`;
 
 /** GPUBufferUsage flags (the spec's values; TypeScript's DOM lib declares the types but not the constants). */
-const USAGE = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80 } as const;
+/** GPUBufferUsage flags as plain numbers, shared by the compute modules. */
+export const USAGE = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80 } as const;
 /** MAP_READ */
 const MAP_READ = 0x1;
 
@@ -220,15 +221,16 @@ export interface GpuExact {
 }
 
 /**
- * Uploads a corpus (row-major float32, `n × dim`) to the GPU. `maxChunkDocs` caps the documents per
- * chunk below the device limit (tests use it to exercise the chunk merge). The caller keeps `docs`:
- * the CPU side rescoring reads it.
+ * A compute device from `given` (or a fresh probe) with the adapter's largest storage buffers, the
+ * largest buffer a binding may take, and why the device was lost once it is (null until then).
  */
-export async function createGpuExact(
-  docs: Matrix,
-  opts: { maxChunkDocs?: number; probe?: GpuProbe } = {},
-): Promise<GpuExact> {
-  const probe = opts.probe ?? (await probeWebGpu());
+export async function openComputeDevice(given?: GpuProbe): Promise<{
+  probe: Extract<GpuProbe, { ok: true }>;
+  device: GPUDevice;
+  limit: number;
+  lost: () => string | null;
+}> {
+  const probe = given ?? (await probeWebGpu());
   if (!probe.ok) throw new Error(`WebGPU unavailable: ${probe.reason}`);
   const { adapter } = probe;
   const limit = Math.min(adapter.limits.maxStorageBufferBindingSize, adapter.limits.maxBufferSize);
@@ -240,6 +242,19 @@ export async function createGpuExact(
   });
   let lost: string | null = null;
   void device.lost.then((info) => (lost = info.message || info.reason || 'device lost'));
+  return { probe, device, limit, lost: () => lost };
+}
+
+/**
+ * Uploads a corpus (row-major float32, `n × dim`) to the GPU. `maxChunkDocs` caps the documents per
+ * chunk below the device limit (tests use it to exercise the chunk merge). The caller keeps `docs`:
+ * the CPU side rescoring reads it.
+ */
+export async function createGpuExact(
+  docs: Matrix,
+  opts: { maxChunkDocs?: number; probe?: GpuProbe } = {},
+): Promise<GpuExact> {
+  const { probe, device, limit, lost } = await openComputeDevice(opts.probe);
 
   const { n, dim } = docs;
   const rowBytes = dim * 4;
@@ -275,7 +290,7 @@ export async function createGpuExact(
   });
 
   const search = async (queries: Matrix, so: GpuSearchOptions) => {
-    if (lost) throw new Error(`WebGPU device lost: ${lost}`);
+    if (lost()) throw new Error(`WebGPU device lost: ${lost()}`);
     const t0 = performance.now();
     const k = so.k;
     if (!Number.isInteger(k) || k < 0 || k > MAX_K)
@@ -393,7 +408,7 @@ export async function createGpuExact(
       const bytes = readBuf.getMappedRange().slice(0);
       readBuf.unmap();
       for (const x of [qBuf, sBuf, idxBuf, scBuf, metaBuf, readBuf, ...uniforms]) x.destroy();
-      if (lost) throw new Error(`WebGPU device lost: ${lost}`);
+      if (lost()) throw new Error(`WebGPU device lost: ${lost()}`);
 
       for (let i = 0; i < qb; i++) {
         const q = b0 + i;

@@ -7,7 +7,8 @@
 // ε = (dim + 2) · 2⁻²³ · 127 · Σ_d |q_d·s_d| (float32 rounding of each product and of each partial
 // sum; |c_d| ≤ 127). int8Candidates() in core/retrieval/ivf.ts turns these scores into exactly the
 // candidates scoreList would give, or says it cannot (then the CPU scores that query).
-import { probeWebGpu, type GpuProbe } from './backend';
+import type { GpuProbe } from './backend';
+import { USAGE, openComputeDevice } from './gpu-exact';
 
 const WGSL = /* wgsl */ `
 struct Params { rows: u32, words: u32, pad0: u32, pad1: u32 }
@@ -34,8 +35,6 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
 }
 `;
 
-const USAGE = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80 } as const;
-
 /** Rows scored per dispatch: 65,535 workgroups of 64 along x, more along y. */
 const WG = 64;
 
@@ -60,18 +59,7 @@ export interface GpuInt8 {
 
 /** A device and pipeline for int8 scoring; throws with the reason when WebGPU is unavailable. */
 export async function createGpuInt8(opts: { probe?: GpuProbe } = {}): Promise<GpuInt8> {
-  const probe = opts.probe ?? (await probeWebGpu());
-  if (!probe.ok) throw new Error(`WebGPU unavailable: ${probe.reason}`);
-  const { adapter } = probe;
-  const limit = Math.min(adapter.limits.maxStorageBufferBindingSize, adapter.limits.maxBufferSize);
-  const device = await adapter.requestDevice({
-    requiredLimits: {
-      maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
-      maxBufferSize: adapter.limits.maxBufferSize,
-    },
-  });
-  let lost: string | null = null;
-  void device.lost.then((info) => (lost = info.message || info.reason || 'device lost'));
+  const { probe, device, limit, lost } = await openComputeDevice(opts.probe);
   const pipeline = device.createComputePipeline({
     layout: 'auto',
     compute: { module: device.createShaderModule({ code: WGSL }), entryPoint: 'main' },
@@ -99,7 +87,7 @@ export async function createGpuInt8(opts: { probe?: GpuProbe } = {}): Promise<Gp
   };
 
   const run = async (codes: Int8Array, rows: number, qs: Float32Array): Promise<Float32Array> => {
-    if (lost) throw new Error(`WebGPU device lost: ${lost}`);
+    if (lost()) throw new Error(`WebGPU device lost: ${lost()}`);
     const dim = qs.length;
     if (codes.length !== rows * dim)
       throw new RangeError(`${rows} rows of ${dim} codes need ${rows * dim} bytes, got ${codes.length}`);
