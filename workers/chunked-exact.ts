@@ -160,6 +160,29 @@ export interface ChunkedExactStats {
 }
 
 /** A corpus of int16 code chunks in the wasm heap plus a float32 row store, searched exactly. */
+/**
+ * Where float32 rows are kept: OPFS when asked or, under 'auto', when this worker can open it (else
+ * memory in chunks of `memoryChunkRows`, with the reason OPFS was not taken); 'opfs' throws instead.
+ */
+export async function openRowStore(
+  dim: number,
+  want: 'auto' | RowStoreKind,
+  memoryChunkRows: number,
+): Promise<{ store: RowStore; reason?: string }> {
+  if (want !== 'memory') {
+    try {
+      return { store: await OpfsRows.open(dim) };
+    } catch (e) {
+      if (want === 'opfs') throw e;
+      return {
+        store: new MemoryRows(dim, memoryChunkRows),
+        reason: `OPFS: ${(e as Error)?.message ?? String(e)}`,
+      };
+    }
+  }
+  return { store: new MemoryRows(dim, memoryChunkRows) };
+}
+
 export class ChunkedCorpus {
   readonly P: number;
   readonly qmax: number;
@@ -190,18 +213,7 @@ export class ChunkedCorpus {
     const chunkRows = opts.chunkRows ?? CHUNK_ROWS;
     if (!Number.isInteger(chunkRows) || chunkRows < 1)
       throw new RangeError(`chunkRows must be a positive integer, got ${chunkRows}`);
-    const want = opts.store ?? 'auto';
-    let store: RowStore | null = null;
-    let reason: string | undefined;
-    if (want !== 'memory') {
-      try {
-        store = await OpfsRows.open(dim);
-      } catch (e) {
-        if (want === 'opfs') throw e;
-        reason = `OPFS: ${(e as Error)?.message ?? String(e)}`;
-      }
-    }
-    store ??= new MemoryRows(dim, chunkRows);
+    const { store, reason } = await openRowStore(dim, opts.store ?? 'auto', chunkRows);
     return { corpus: new ChunkedCorpus(m, dim, chunkRows, store, opts.tieBreak), reason };
   }
 

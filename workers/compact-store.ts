@@ -28,7 +28,7 @@ import {
 import type { TieBreak } from '../src/lib/core/retrieval/topk';
 import { formatBytes } from '../src/lib/core/shard/limits';
 import { isQuotaError } from '../src/lib/platform/shard-store';
-import { MemoryRows, OpfsRows, type RowStore, type RowStoreKind } from './chunked-exact';
+import { CHUNK_ROWS, openRowStore, type RowStore, type RowStoreKind } from './chunked-exact';
 import { int8Kernel, int8KernelSupported } from './int8-kernel';
 
 /** DEFAULT_RERANK: candidates rescored exactly per query (recall@10 ≥ 0.99 at 1M in bench:vectors). */
@@ -80,18 +80,7 @@ export class CompactStore {
     opts: { store?: 'auto' | RowStoreKind; tieBreak: TieBreak },
   ): Promise<{ store: CompactStore; reason?: string }> {
     if (!Number.isInteger(dim) || dim <= 0) throw new RangeError(`dimension must be a positive integer`);
-    const want = opts.store ?? 'auto';
-    let rows: RowStore | null = null;
-    let reason: string | undefined;
-    if (want !== 'memory') {
-      try {
-        rows = await OpfsRows.open(dim);
-      } catch (e) {
-        if (want === 'opfs') throw e;
-        reason = `OPFS: ${(e as Error)?.message ?? String(e)}`;
-      }
-    }
-    rows ??= new MemoryRows(dim, 65_536);
+    const { store: rows, reason } = await openRowStore(dim, opts.store ?? 'auto', CHUNK_ROWS);
     return { store: new CompactStore(dim, rows, opts.tieBreak), reason };
   }
 
