@@ -32,6 +32,7 @@ import {
 import type { ShardLimits } from '../src/lib/core/shard/limits';
 import { DocCheckRefs, streamCorpus, withReadRates } from '../src/lib/core/shard/stream-corpus';
 import { estimateStreamedBytes, putStreamed } from '../src/lib/platform/shard-stream-store';
+import { buildDocIndex, loadDocIndex } from '../src/lib/platform/shard-docs';
 
 /** STORAGE_ISSUE_FILE: the `file` of issues about the browser's storage rather than a shard file. */
 export const STORAGE_ISSUE_FILE = '(browser storage)';
@@ -133,6 +134,21 @@ function phasedProgress(fn?: ProgressFn) {
 }
 
 const api = {
+  /**
+   * Builds a cached shard's document directory and facts by one scan of its corpus, unless stored
+   * (platform/shard-docs.ts); the page then reads it from IndexedDB. `onProgress`: Comlink.proxy.
+   */
+  async indexDocs(hash: string, queryImages: string[], onProgress?: ProgressFn): Promise<void> {
+    const store = await openShardStore({ sweep: false });
+    try {
+      const summary = await store.summary(hash);
+      if (summary && (await loadDocIndex(store, hash, summary.counts.docs))) return;
+      await buildDocIndex(store, hash, new Set(queryImages), throttle(onProgress));
+    } finally {
+      await store.close();
+    }
+  },
+
   /** Reads a Parquet dataset's footers and detects its layout and column mapping (nothing is stored). */
   async inspectParquet(descriptor: SourceDescriptor): Promise<InspectResult> {
     try {

@@ -150,6 +150,17 @@ export function inspectIfParquet(
   return call<InspectResult | null>(opts.signal, (api) => api.inspectIfParquet(source));
 }
 
+/**
+ * Builds the document directory of cached shard `hash` in the worker when it is not stored yet (one
+ * scan of its corpus; see platform/shard-docs.ts). `queryImages`: the images of the shard's queries.
+ */
+export function indexShardDocs(hash: string, queryImages: string[], opts: JobOptions = {}): Promise<void> {
+  const { onProgress } = opts;
+  return call<void>(opts.signal, (api) =>
+    api.indexDocs(hash, queryImages, onProgress ? Comlink.proxy(onProgress) : undefined),
+  );
+}
+
 /** Runs one worker call with cancel (terminate + sweep) and worker-death handling. */
 function call<T>(
   signal: AbortSignal | undefined,

@@ -1,6 +1,7 @@
 // Comparing and fusing runs of the selected task. Picks, baseline and the computed comparison are
 // kept per (shard, task), for the page's lifetime (switching to another shard and back finds them); a comparison is shown only while its task is selected and its runs are exactly the
 // picked ones, so a task switch can never leave another task's comparison, plots or link on screen.
+import { queryImageDocs } from './shard-docs.svelte';
 import type { Comparison } from '../core/eval/compare';
 import { queryFacets, qrelsFor } from '../core/eval/report';
 import { describeFusion, fuse, fusionLabel, type FusionOptions } from '../core/retrieval/fusion';
@@ -121,7 +122,7 @@ export class CompareState {
       async (job) => {
         const taskQueries = s.queries.filter((q) => q.task === taskId);
         const facets = new Map<string, Map<string, string>>();
-        for (const [qid, f] of queryFacets(taskQueries, s.docs))
+        for (const [qid, f] of queryFacets(taskQueries, queryImageDocs(s)))
           facets.set(qid, new Map([...f].map(([k, v]) => [k, v.value])));
         const result = await compareInWorker(
           {

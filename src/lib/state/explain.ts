@@ -18,7 +18,7 @@ import {
 } from '../clients/encoder-client';
 import { bestChunkPair, isChunked, meanOfChunks, type ChunkAggregate } from '../core/retrieval/chunking';
 import { openShardStore } from '../platform/shard-store';
-import { hasMultiImageItems, itemImagePaths, type MultiImage } from '../core/retrieval/multi-image';
+import { itemImagePaths, type MultiImage } from '../core/retrieval/multi-image';
 import type { Doc, ImageRef, Query } from '../core/types';
 import type { ModelSpec } from '../core/retrieval/models';
 import { densePlan } from './dense';
@@ -123,7 +123,7 @@ export async function explain(
       await loadEncoder(spec, { device: c.device as Device, dtype: c.dtype as Dtype });
       const load = { device: c.device as Device, dtype: c.dtype as Dtype };
       const chunking = c.chunking;
-      const doc0 = s.docById.get(docId);
+      const doc0 = (await s.docs.load([docId])).get(docId);
       if (isChunked(chunking) && plan.docParts.length === 1 && plan.docParts[0] === 'text' && doc0) {
         // The document's chunk vectors as the run used them (the corpus cache), the query's chunks.
         const e = await embedCorpus({
@@ -267,7 +267,7 @@ async function explainImages(
   fusion?: { mode: 'score' | 'feature'; textWeight: number },
 ): Promise<Extract<Explanation, { kind: 'dense' }>> {
   const s = app.library.shard!;
-  const allImages = hasMultiImageItems(s.docs);
+  const allImages = s.docs.facts.multiImageDocs > 0;
   let docText: Float32Array | null = null;
   let docImages: Float32Array | null = null;
   let dim = 0;

@@ -1,23 +1,31 @@
 // The shard library and the one source of truth for what is open: (shard, task). Every panel
 // derives what it shows from `shard` and `taskId` here; nothing else holds a copy of either.
-import type { Doc, Qrels, Query, TaskInfo } from '../core/types';
+import type { Qrels, Query, TaskInfo } from '../core/types';
 import type { ShardIssue } from '../core/shard/source';
 import { openShardStore, type ShardSummary } from '../platform/shard-store';
-import { importShard, inspectIfParquet, type SourceDescriptor } from '../clients/shard-client';
+import {
+  importShard,
+  indexShardDocs,
+  inspectIfParquet,
+  type SourceDescriptor,
+} from '../clients/shard-client';
+import { loadDocIndex, loadShardHead } from '../platform/shard-docs';
+import { ShardDocs } from './shard-docs.svelte';
 import { beginImportNote, stoppedImportMessage, takeStoppedImports } from '../platform/import-note';
 import { initialParquetMapping, rememberParquetMapping } from '../platform/parquet-mappings';
 import type { ParquetMapping } from '../core/media/parquet/mapping';
 import type { ParquetInspection } from '../core/media/parquet/read-parquet';
 import { resetRetrieval } from '../clients/retrieval-client';
+import { isAbortError } from '../clients/worker-client';
 import type { Messages } from './messages.svelte';
-import type { Jobs } from './jobs.svelte';
+import type { Job, Jobs } from './jobs.svelte';
 
 export interface OpenShard {
   summary: ShardSummary;
-  docs: Doc[];
+  /** The corpus, read by id from IndexedDB (never all of it in the page at size), and its facts. */
+  docs: ShardDocs;
   queries: Query[];
   qrels: Qrels;
-  docById: Map<string, Doc>;
   queryById: Map<string, Query>;
 }
 
@@ -185,7 +193,7 @@ export class Library {
           return false;
         }
         await this.refreshCache();
-        await this.open(result.summary.hash);
+        await this.open(result.summary.hash, job);
         return true;
       })) ?? false
     );
@@ -203,19 +211,39 @@ export class Library {
     this.parquetPending = null;
   }
 
-  /** Opens a cached shard (documents, queries and qrels from IndexedDB). */
-  async open(hash: string) {
+  /**
+   * Opens a cached shard: its queries and qrels from IndexedDB, its documents by id when shown (see
+   * ShardDocs). The first open builds the shard's document directory in the shard worker, with
+   * progress and cancel (`job`: the job it runs in, else its own).
+   */
+  async open(hash: string, job?: Job) {
     this.issues = null;
+    let docs: ShardDocs | null = null;
     try {
       const store = await openShardStore();
-      const { summary, docs, queries, qrels } = await store.load(hash);
+      const { summary, queries, qrels } = await loadShardHead(store, hash);
+      let index = await loadDocIndex(store, hash, summary.counts.docs);
+      if (!index) {
+        const images = [...new Set(queries.flatMap((q) => (q.image ? [q.image] : [])))];
+        const build = (j: Job) =>
+          indexShardDocs(hash, images, { signal: j.signal, onProgress: j.onProgress });
+        const what = `Indexing the documents of ${shardLabel(summary.name)}`;
+        const built = job
+          ? (await build(job), true)
+          : await this.jobs.run(what, what, async (j) => (await build(j), true));
+        if (!built) return void (await store.close());
+        index = await loadDocIndex(store, hash, summary.counts.docs);
+        if (!index) throw new Error('its document index could not be stored');
+      }
+      docs = new ShardDocs(store, hash, index.dir, index.facts, (e) => void this.#docsFailed(hash, e));
+      await docs.readWholeIfSmall();
       this.#revokeImages();
+      this.shard?.docs.close();
       const shard: OpenShard = {
         summary,
         docs,
         queries,
         qrels,
-        docById: new Map(docs.map((d) => [d.id, d])),
         queryById: new Map(queries.map((q) => [q.id, q])),
       };
       this.messages.clear('shard');
@@ -223,6 +251,8 @@ export class Library {
       this.taskId = summary.manifest.tasks[0]?.id ?? '';
       for (const fn of this.#onShard) await fn(shard);
     } catch (e) {
+      if (docs && this.shard?.docs !== docs) docs.close();
+      if (job && isAbortError(e)) throw e;
       this.messages.error(
         `Opening the cached shard failed: ${e instanceof Error ? e.message : String(e)}. ` +
           'It was removed from the cache if it was damaged; load it again from its source.',
@@ -230,6 +260,16 @@ export class Library {
       );
       await this.refreshCache();
     }
+  }
+
+  /** A document read of the open shard failed (a damaged chunk: the shard was dropped). */
+  async #docsFailed(hash: string, e: unknown) {
+    this.messages.error(
+      `Reading documents of the open shard failed: ${e instanceof Error ? e.message : String(e)}`,
+      'page',
+    );
+    if (this.shard?.summary.hash === hash) await this.close();
+    await this.refreshCache();
   }
 
   async deleteShard(hash: string) {
@@ -241,6 +281,7 @@ export class Library {
 
   /** Closes the open shard (nothing open afterwards). */
   async close() {
+    this.shard?.docs.close();
     this.shard = null;
     this.taskId = '';
     this.#revokeImages();

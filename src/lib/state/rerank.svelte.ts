@@ -1,5 +1,6 @@
 // Cross-encoder reranking of a stored run: the top N documents of each query reordered by a
 // cross-encoder into a new stored run (core/rerank.ts), with progress in (query, document) pairs.
+import type { Run } from '../core/types';
 import type { RetrieverConfig } from '../core/retrieval/runs';
 import { pairText, rerankRun as rerankTopN } from '../core/retrieval/rerank';
 import {
@@ -21,6 +22,20 @@ import type { AppPhase } from './phase';
 import type { RunResult } from './runs.svelte';
 
 /** What this module needs of the page's state (App composes it and passes itself). */
+/** Every document that can be in a query's top `n` (ties at the n-th score included), over all queries. */
+function topDocIds(run: Run, n: number): Set<string> {
+  const out = new Set<string>();
+  for (const list of run.values()) {
+    if (list.length <= n) {
+      for (const d of list) out.add(d.docId);
+      continue;
+    }
+    const nth = list.map((d) => d.score).sort((a, b) => b - a)[n - 1];
+    for (const d of list) if (!(d.score < nth)) out.add(d.docId);
+  }
+  return out;
+}
+
 export interface RerankHost {
   phase: AppPhase;
   failedPhase(): AppPhase;
@@ -101,12 +116,14 @@ export class Reranker {
         r.encoder = encoder;
         // Later loads (after a cancel or a WebGPU failure) keep what this one chose.
         const chosen: LoadOptions = { device: encoder.device, dtype: encoder.dtype };
+        // The candidates' documents, read from the shard's store (the page holds no corpus at size).
+        const docs = await s.docs.load(topDocIds(input.run, topN));
         const t1 = performance.now();
         const result = await rerankTopN(input.run, {
           topN,
           queryText: (q) => s.queryById.get(q)?.text,
           docText: (d) => {
-            const doc = s.docById.get(d);
+            const doc = docs.get(d);
             return doc ? pairText(doc) : undefined;
           },
           score: (q, docs) =>

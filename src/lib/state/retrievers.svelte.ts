@@ -283,7 +283,7 @@ export class Retrievers {
   /** Whether the open shard has documents or queries with several images. */
   get hasMultiImage(): boolean {
     const s = this.app.library.shard;
-    return !!s && (hasMultiImageItems(s.docs) || hasMultiImageItems(s.queries));
+    return !!s && (s.docs.facts.multiImageDocs > 0 || hasMultiImageItems(s.queries));
   }
 
   /** How multi-image items are scored: `first` (their first image only), `mean` or `max`. */
@@ -347,7 +347,7 @@ export class Retrievers {
       `Dense retrieval with ${spec.label ?? spec.id}`,
       `Dense retrieval with ${spec.label ?? spec.id}`,
       async (job) => {
-        const docImageRow = new Map(s.docs.filter((d) => d.image).map((d) => [d.image!, d.id]));
+        const docImageRow = new Map(s.docs.facts.queryImageDocs.map(([path, id]) => [path, id]));
         const settings: DenseSettings = {
           spec,
           device: this.device,
@@ -361,7 +361,7 @@ export class Retrievers {
           ...(this.denseSearch === 'hnsw' ? { ann: $state.snapshot(this.ann) } : {}),
           ...(isChunked(this.chunking) ? { chunking: $state.snapshot(this.chunking) } : {}),
           ...(this.multiImage
-            ? { multiImage: this.multiImage, multiImageDocs: hasMultiImageItems(s.docs) }
+            ? { multiImage: this.multiImage, multiImageDocs: s.docs.facts.multiImageDocs > 0 }
             : {}),
         };
         let out: Awaited<ReturnType<typeof denseTask>>;

@@ -1,6 +1,7 @@
 // Runs of the open shard as stored objects, and what the Benchmark view shows of them: the selected
 // task's runs, its current run and its selected query. Everything task-bound is derived from the
 // library's (shard, task), so switching either cannot leave another task's runs on screen.
+import { queryImageDocs } from './shard-docs.svelte';
 import { formatQrels, formatRun, parseRun } from '../core/eval/trec';
 import { buildTaskReport, qrelsFor, reportCsv, type TaskReport } from '../core/eval/report';
 import { allTrecMeasures, EXTRA_MEASURES, describeMeasures, standardMeasures } from '../core/eval/metrics';
@@ -157,7 +158,7 @@ export class RunStore {
     return buildTaskReport({
       taskId: meta.taskId,
       queries: s.queries,
-      docs: s.docs,
+      docs: queryImageDocs(s),
       qrels: s.qrels,
       run,
       measures: this.measures,
@@ -233,7 +234,7 @@ export class RunStore {
       for (const [qid, list] of all) {
         if (!taskQueries.has(qid)) continue;
         run.set(qid, list);
-        for (const d of list) if (!s.docById.has(d.docId)) unknownDocs++;
+        for (const d of list) if (!s.docs.has(d.docId)) unknownDocs++;
       }
       if (run.size === 0) {
         this.messages.error(

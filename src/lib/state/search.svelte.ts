@@ -10,7 +10,6 @@ import { QueryPrefetch } from './query-prefetch';
 import { MODEL_REGISTRY, loadedEncoderKey } from '../clients/encoder-client';
 import { describeChunking, isChunked } from '../core/retrieval/chunking';
 import type { OpenedDicom } from '../platform/dicom-image';
-import { hasMultiImageItems } from '../core/retrieval/multi-image';
 import { modelSpec } from './retrievers.svelte';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import { hubFallback } from './hub-fallback';
@@ -132,7 +131,7 @@ export class SearchState {
    */
   get defaultRetriever(): string {
     const s = this.app.library.shard;
-    const images = !!s && s.docs.some((d) => d.image);
+    const images = !!s && s.docs.facts.imageDocs > 0;
     if (!images) return 'bm25';
     return this.app.storage.usable(this.imageModels[0])?.id ?? 'bm25';
   }
@@ -353,7 +352,7 @@ export class SearchState {
               ...(isChunked(r.chunking) ? { chunking: $state.snapshot(r.chunking) } : {}),
               // Several images (the query's or the documents'): as the dense options say; a
               // multi-image query on a shard of single images: the mean of its images.
-              ...(multiImage ? { multiImage, multiImageDocs: hasMultiImageItems(lib.shard!.docs) } : {}),
+              ...(multiImage ? { multiImage, multiImageDocs: lib.shard!.docs.facts.multiImageDocs > 0 } : {}),
             },
             k: this.k,
             job: { signal: job.signal, onProgress: job.onProgress },

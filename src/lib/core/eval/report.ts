@@ -50,9 +50,9 @@ export function qrelsFor(qrels: Qrels, queryIds: Iterable<string>): Qrels {
  */
 export function queryFacets(
   queries: Query[],
-  docs: Doc[],
+  docs: Iterable<Pick<Doc, 'image' | 'meta'>>,
 ): Map<string, Map<string, { value: string; origin: Facet['origin'] }>> {
-  const byImage = new Map<string, Doc>();
+  const byImage = new Map<string, Pick<Doc, 'image' | 'meta'>>();
   for (const d of docs) if (d.image) byImage.set(d.image, d);
   const out = new Map<string, Map<string, { value: string; origin: Facet['origin'] }>>();
   for (const q of queries) {
@@ -77,7 +77,8 @@ export function queryFacets(
 export function buildTaskReport(args: {
   taskId: string;
   queries: Query[];
-  docs: Doc[];
+  /** Documents whose image is a query's (facets of image queries); other documents are ignored. */
+  docs: Iterable<Pick<Doc, 'image' | 'meta'>>;
   qrels: Qrels;
   run: Run;
   measures: string[];

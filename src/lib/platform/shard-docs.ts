@@ -1,0 +1,156 @@
+// A cached shard opened without its documents: the summary, queries and qrels (small next to the
+// corpus) are read whole; documents are read by id, a stored chunk at a time, through the shard's
+// document directory (core/shard/doc-directory.ts), built once by scanning the corpus in a worker and
+// kept as an artifact. Every chunk read is checked as ShardStore.load checks it; a damaged shard is
+// dropped and reported as StaleCacheError.
+import type { Doc, Progress, Qrels, Query } from '../core/types';
+import {
+  buildDocDirectory,
+  factCounter,
+  isDocDirectory,
+  type DocDirectory,
+  type DocFacts,
+} from '../core/shard/doc-directory';
+import { docBatches, loadQueries } from './shard-batches';
+import {
+  DOCS_PER_CHUNK,
+  fnv1a,
+  hashRange,
+  StaleCacheError,
+  type ShardStore,
+  type ShardSummary,
+} from './shard-store';
+
+/** The artifact kind and key of a shard's document directory and facts. */
+export const DOC_INDEX_KIND = 'doc-index';
+const DOC_INDEX_KEY = 'v1';
+
+export interface DocIndex {
+  dir: DocDirectory;
+  facts: DocFacts;
+}
+
+/** Drops the shard and rethrows `e` as StaleCacheError (the shard must be imported again). */
+async function stale(store: ShardStore, hash: string, e: unknown, name?: string): Promise<never> {
+  await store.delete(hash).catch(() => undefined);
+  throw new StaleCacheError(hash, (e as Error)?.message || String(e), name);
+}
+
+/** A cached shard's summary, queries and qrels, checked; not its documents. */
+export async function loadShardHead(
+  store: ShardStore,
+  hash: string,
+): Promise<{ summary: ShardSummary; queries: Query[]; qrels: Qrels }> {
+  const { summary, queries } = await loadQueries(store, hash);
+  const db = await store.db();
+  const meta = await db.get('shards', hash);
+  if (!meta) throw new StaleCacheError(hash, 'not in the cache');
+  try {
+    const rows = await db.getAll('qrels', hashRange(hash));
+    if (rows.length !== meta.chunks.qrels)
+      throw new Error(`qrels: ${rows.length} chunks stored, ${meta.chunks.qrels} expected`);
+    const qrels: Qrels = new Map();
+    let count = 0;
+    rows.forEach((r, i) => {
+      if (r.chunkNo !== i || !Array.isArray(r.records)) throw new Error(`qrels: chunk ${i} is damaged`);
+      if (meta.sums && fnv1a(JSON.stringify(r.records)) !== meta.sums.qrels[i])
+        throw new Error(`qrels: chunk ${i} does not match its checksum (its bytes were changed)`);
+      for (const t of r.records as unknown[]) {
+        if (
+          !Array.isArray(t) ||
+          typeof t[0] !== 'string' ||
+          typeof t[1] !== 'string' ||
+          typeof t[2] !== 'number'
+        )
+          throw new Error('qrels: a record is damaged');
+        let row = qrels.get(t[0]);
+        if (!row) qrels.set(t[0], (row = new Map()));
+        row.set(t[1], t[2]);
+        count++;
+      }
+    });
+    if (count !== meta.counts.qrels)
+      throw new Error(`qrels: ${count} records stored, ${meta.counts.qrels} expected`);
+    const images = await db.count('images', hashRange(hash));
+    if (images !== meta.counts.images)
+      throw new Error(`images: ${images} stored, ${meta.counts.images} expected`);
+    return { summary, queries, qrels };
+  } catch (e) {
+    return stale(store, hash, e, meta.name);
+  }
+}
+
+/** The stored document index of a shard of `count` documents, or null (never built, or outdated). */
+export async function loadDocIndex(store: ShardStore, hash: string, count: number): Promise<DocIndex | null> {
+  const v = await store.getArtifact<DocIndex>(hash, DOC_INDEX_KIND, DOC_INDEX_KEY);
+  return v && isDocDirectory(v.dir, count) && v.facts?.docs === count ? v : null;
+}
+
+/**
+ * Scans the stored corpus once (10 chunks per read) and stores its directory and facts. `queryImages`:
+ * the images of the shard's queries (facts name the documents that share one).
+ */
+export async function buildDocIndex(
+  store: ShardStore,
+  hash: string,
+  queryImages: ReadonlySet<string>,
+  onProgress?: (p: Progress) => void,
+): Promise<DocIndex> {
+  const summary = await store.summary(hash);
+  if (!summary) throw new StaleCacheError(hash, 'not in the cache');
+  const total = summary.counts.docs;
+  const ids: string[] = [];
+  const counter = factCounter(queryImages);
+  for await (const batch of docBatches(store, hash)) {
+    for (const d of batch) {
+      ids.push(d.id);
+      counter.add(d);
+    }
+    onProgress?.({ kind: 'index', done: ids.length, total });
+  }
+  const index: DocIndex = { dir: buildDocDirectory(ids), facts: counter.facts() };
+  await store.putArtifact(hash, DOC_INDEX_KIND, DOC_INDEX_KEY, index);
+  return index;
+}
+
+/**
+ * Documents at corpus `rows` of a cached shard, read a stored chunk at a time and checked against the
+ * shard's checksums. Rows past the end are skipped.
+ */
+export async function readDocRows(
+  store: ShardStore,
+  hash: string,
+  rows: Iterable<number>,
+): Promise<Map<number, Doc>> {
+  const db = await store.db();
+  const meta = await db.get('shards', hash);
+  if (!meta || meta.complete !== true) throw new StaleCacheError(hash, 'not in the cache');
+  const byChunk = new Map<number, number[]>();
+  for (const r of rows) {
+    if (r < 0 || r >= meta.counts.docs) continue;
+    const c = Math.floor(r / DOCS_PER_CHUNK);
+    const list = byChunk.get(c);
+    if (list) list.push(r);
+    else byChunk.set(c, [r]);
+  }
+  const out = new Map<number, Doc>();
+  try {
+    const tx = db.transaction('docs', 'readonly');
+    const chunks = [...byChunk.keys()];
+    const got = await Promise.all(chunks.map((c) => tx.store.get([hash, c])));
+    chunks.forEach((c, i) => {
+      const r = got[i];
+      if (r?.chunkNo !== c || !Array.isArray(r.records)) throw new Error(`documents: chunk ${c} is damaged`);
+      if (meta.sums && fnv1a(JSON.stringify(r.records)) !== meta.sums.docs[c])
+        throw new Error(`documents: chunk ${c} does not match its checksum (its bytes were changed)`);
+      for (const row of byChunk.get(c)!) {
+        const d = r.records[row - c * DOCS_PER_CHUNK] as Doc | undefined;
+        if (typeof d?.id !== 'string') throw new Error('documents: a record is damaged');
+        out.set(row, d);
+      }
+    });
+  } catch (e) {
+    return stale(store, hash, e, meta.name);
+  }
+  return out;
+}

@@ -1,0 +1,123 @@
+// The open shard's documents, read by id from IndexedDB when a panel shows them, never all held by
+// the page: at a million documents the corpus is over a gigabyte, and a Map of it took seconds of
+// main-thread work on open (issue 18). The sorted id directory answers "is this a document of the
+// shard" at once; `get` returns a document when it is cached and otherwise asks for its chunk,
+// and the panels that read it update when it arrives. Small shards are read whole on open, so what
+// they show never waits.
+import type { Doc } from '../core/types';
+import { findDocRow, type DocDirectory, type DocFacts } from '../core/shard/doc-directory';
+import { readDocRows } from '../platform/shard-docs';
+import type { ShardStore } from '../platform/shard-store';
+
+/** The documents whose image is a query's, as report.ts's queryFacets takes them. */
+export function queryImageDocs(s: { docs: ShardDocs }): { image: string; meta: Doc['meta'] }[] {
+  return s.docs.facts.queryImageDocs.map(([image, , meta]) => ({ image, meta }));
+}
+
+/** Corpora up to this many documents are read whole when opened. */
+export const READ_WHOLE_UP_TO = 5000;
+/** Documents kept cached beyond those read whole (the oldest go first). */
+const CACHE_LIMIT = 20_000;
+
+export class ShardDocs {
+  readonly count: number;
+  readonly facts: DocFacts;
+  #version = $state(0);
+  #cache = new Map<number, Doc>();
+  #wanted = new Set<number>();
+  #scheduled = false;
+  #whole = false;
+
+  constructor(
+    private store: ShardStore,
+    private hash: string,
+    private dir: DocDirectory,
+    facts: DocFacts,
+    /** Told when a read fails (a damaged shard is dropped by the read). */
+    private onError: (e: unknown) => void,
+  ) {
+    this.count = dir.rows.length;
+    this.facts = facts;
+  }
+
+  /** Reads every document when the corpus is small (then `get` never waits). */
+  async readWholeIfSmall(): Promise<void> {
+    if (this.count > READ_WHOLE_UP_TO) return;
+    const rows = Array.from({ length: this.count }, (_, i) => i);
+    for (const [r, d] of await readDocRows(this.store, this.hash, rows)) this.#cache.set(r, d);
+    this.#whole = true;
+  }
+
+  /** Whether the shard has a document `id`. */
+  has(id: string): boolean {
+    return findDocRow(this.dir, id) >= 0;
+  }
+
+  /**
+   * Document `id` when it is cached; otherwise undefined, and it is read (a reactive reader runs again
+   * when it arrives). Undefined for good when the shard has no such document (see `has`).
+   */
+  get(id: string): Doc | undefined {
+    void this.#version;
+    const r = findDocRow(this.dir, id);
+    if (r < 0) return undefined;
+    const d = this.#cache.get(r);
+    if (d || this.#whole) return d;
+    this.#wanted.add(r);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      queueMicrotask(() => void this.#readWanted());
+    }
+    return undefined;
+  }
+
+  /** The documents of `ids` that the shard has, read where not cached. */
+  async load(ids: Iterable<string>): Promise<Map<string, Doc>> {
+    const out = new Map<string, Doc>();
+    const missing: number[] = [];
+    for (const id of ids) {
+      const r = findDocRow(this.dir, id);
+      if (r < 0) continue;
+      const d = this.#cache.get(r);
+      if (d) out.set(id, d);
+      else missing.push(r);
+    }
+    if (missing.length) {
+      const got = await readDocRows(this.store, this.hash, missing);
+      for (const [r, d] of got) {
+        out.set(d.id, d);
+        this.#keep(r, d);
+      }
+      this.#version++;
+    }
+    return out;
+  }
+
+  async #readWanted() {
+    this.#scheduled = false;
+    const rows = [...this.#wanted];
+    this.#wanted.clear();
+    try {
+      const got = await readDocRows(this.store, this.hash, rows);
+      for (const [r, d] of got) this.#keep(r, d);
+      this.#version++;
+    } catch (e) {
+      this.onError(e);
+    }
+  }
+
+  #keep(r: number, d: Doc) {
+    this.#cache.delete(r);
+    this.#cache.set(r, d);
+    if (this.#whole) return;
+    for (const old of this.#cache.keys()) {
+      if (this.#cache.size <= CACHE_LIMIT) break;
+      this.#cache.delete(old);
+    }
+  }
+
+  /** Closes the store connection (the shard was closed). */
+  close() {
+    void this.store.close();
+  }
+}
