@@ -73,7 +73,7 @@ interface Rung {
   /** The largest single renderer's peak RSS (the sum counts pages shared between renderers twice). */
   peakLargest: number;
   /** The page's main-thread tasks over 50 ms (PerformanceObserver 'longtask'): how many, the longest. */
-  longTasks?: { count: number; maxMs: number };
+  longTasks?: { count: number; maxMs: number; byPhase: Record<string, { count: number; maxMs: number }> };
   renderers: number;
   error?: string;
 }
@@ -170,13 +170,15 @@ try {
       await page.exposeFunction('loupeBenchStored', () => stored());
       await page.addInitScript(() => {
         // Main-thread tasks over 50 ms from the moment the first job shows (the app's own start excluded).
-        const w = window as unknown as { loupeLongTasks: number[]; loupeJobSince?: number };
-        const long: number[] = (w.loupeLongTasks = []);
+        // Each with the progress line's phase when it was reported (the job it belongs to, roughly).
+        const w = window as unknown as { loupeLongTasks: [number, string][]; loupeJobSince?: number };
+        const long: [number, string][] = (w.loupeLongTasks = []);
+        let last: string | null = null;
         new PerformanceObserver((list) => {
           for (const e of list.getEntries())
-            if (w.loupeJobSince !== undefined && e.startTime >= w.loupeJobSince) long.push(e.duration);
+            if (w.loupeJobSince !== undefined && e.startTime >= w.loupeJobSince)
+              long.push([e.duration, last ?? 'idle']);
         }).observe({ type: 'longtask', buffered: true });
-        let last: string | null = null;
         setInterval(() => {
           const p = document.querySelector('[data-testid="job"]')?.getAttribute('data-phase') ?? null;
           if (p !== null) w.loupeJobSince ??= performance.now() - 100;
@@ -216,9 +218,19 @@ try {
         await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 60 * 60_000 });
       rung.totalSeconds = (Date.now() - t0) / 1000;
       const long = await page.evaluate(
-        () => (window as unknown as { loupeLongTasks: number[] }).loupeLongTasks,
+        () => (window as unknown as { loupeLongTasks: [number, string][] }).loupeLongTasks,
       );
-      rung.longTasks = { count: long.length, maxMs: Math.round(Math.max(0, ...long)) };
+      const byPhase: Record<string, { count: number; maxMs: number }> = {};
+      for (const [ms, p] of long) {
+        const b = (byPhase[p] ??= { count: 0, maxMs: 0 });
+        b.count++;
+        b.maxMs = Math.max(b.maxMs, Math.round(ms));
+      }
+      rung.longTasks = {
+        count: long.length,
+        maxMs: Math.round(Math.max(0, ...long.map(([ms]) => ms))),
+        byPhase,
+      };
       rung.phases = await page.evaluate(() => {
         const out: Record<string, number> = {};
         for (const e of performance.getEntriesByType('measure'))
@@ -243,9 +255,16 @@ const load1 = loadavg()[0];
 
 const s = (ms: number | undefined) => (ms === undefined ? '–' : (ms / 1000).toFixed(1));
 const mib = (b: number | undefined) => (b === undefined ? '–' : `${Math.round(b / MiB)}`);
+/** "5, 387 ms (index)": how many tasks, the longest and the phase it was in. */
+function longTasksCell(t: Rung['longTasks']): string {
+  if (!t) return '–';
+  if (!t.count) return '0';
+  const [phase] = Object.entries(t.byPhase).sort((a, b) => b[1].maxMs - a[1].maxMs)[0];
+  return `${t.count}, ${t.maxMs} ms (${phase})`;
+}
 const lines = [
-  '| documents × queries | shard on disk | link → comparison | read + parse | store (IndexedDB) | BM25 index | run queries (BM25 + dense) | dense: precomputed rows | renderer RSS, MiB, peak of the sum: import / index / runs / overall | largest renderer, MiB |',
-  '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  '| documents × queries | shard on disk | link → comparison | read + parse | store (IndexedDB) | BM25 index | run queries (BM25 + dense) | dense: precomputed rows | renderer RSS, MiB, peak of the sum: import / index / runs / overall | largest renderer, MiB | main-thread tasks > 50 ms: count, longest (phase) |',
+  '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
 ];
 for (const r of results) {
   const p = r.phases;
@@ -256,7 +275,7 @@ for (const r of results) {
       `${mib(r.shardBytes)} MiB | ${r.totalSeconds.toFixed(1)} s | ${s(sum('read', 'parse'))} s | ${s(p.store)} s | ` +
       `${s(p.index)} s | ${s(p.search)} s | ${s(p.precomputed)} s | ` +
       `${mib(peak('read', 'parse', 'store', 'other'))} / ${mib(peak('index'))} / ${mib(peak('search', 'precomputed', 'load', 'download', 'compile'))} / ${mib(r.peakRssAll)} | ` +
-      `${mib(r.peakLargest)} (of ${r.renderers}) |`,
+      `${mib(r.peakLargest)} (of ${r.renderers}) | ${longTasksCell(r.longTasks)} |`,
   );
 }
 const cpu = cpus()[0]?.model ?? 'unknown CPU';

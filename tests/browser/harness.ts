@@ -22,6 +22,8 @@ import { qrelsFor } from '../../src/lib/core/eval/report';
 import type { Run } from '../../src/lib/core/types';
 import { describeDrop } from '../../src/lib/platform/sources';
 import { docBatches } from '../../src/lib/platform/shard-batches';
+import { loadDocIndex, readDocRows } from '../../src/lib/platform/shard-docs';
+import { findDocRow } from '../../src/lib/core/shard/doc-directory';
 import {
   DB_NAME,
   STORES,
@@ -346,6 +348,28 @@ const harness = {
         qrelPairs,
         firstDoc: s.docs[0],
       };
+    } catch (e) {
+      const err = e as Error & { hash?: string };
+      return { ok: false as const, name: err.name, message: err.message, hash: err.hash };
+    } finally {
+      await store.close();
+    }
+  },
+
+  /**
+   * Documents of a cached shard read by id, as the open shard reads them (the directory built in the
+   * shard worker first, then single chunks); errors come back as data.
+   */
+  async readDocs(hash: string, ids: string[]) {
+    const store = await openShardStore();
+    try {
+      const summary = (await store.summary(hash))!;
+      const { indexShardDocs } = await import('../../src/lib/clients/shard-client');
+      await indexShardDocs(hash, []);
+      const index = (await loadDocIndex(store, hash, summary.counts.docs))!;
+      const rows = ids.map((id) => findDocRow(index.dir, id));
+      const got = await readDocRows(store, hash, rows);
+      return { ok: true as const, rows, docs: rows.map((r) => got.get(r) ?? null), facts: index.facts };
     } catch (e) {
       const err = e as Error & { hash?: string };
       return { ok: false as const, name: err.name, message: err.message, hash: err.hash };

@@ -97,6 +97,13 @@ describe('the 10k rung (issue 18)', () => {
 
     // Each run's metrics: the UI's table, its metrics.json and the comparison's means all equal the
     // evaluator run here on the exported run.trec against the shard's qrels file.
+    const corpus = new Map(
+      readFileSync(join(dir, 'corpus.jsonl'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { _id: string; title: string })
+        .map((d) => [d._id, d]),
+    );
     const qrels = parseQrelsAuto(readFileSync(join(dir, 'qrels/test.tsv'), 'utf8'), 'qrels/test.tsv');
     for (const id of ids) {
       await page.click(`[data-testid="runs-table"] tr[data-run="${id}"] [data-testid="run-name"]`);
@@ -134,6 +141,10 @@ describe('the 10k rung (issue 18)', () => {
       await rows.last().locator('button').click();
       const picked = await rows.last().locator('button').getAttribute('data-qid');
       await expect.poll(() => page.getAttribute('[data-testid="query-detail"]', 'data-qid')).toBe(picked);
+      // The ranking's documents are read by id from IndexedDB (the page does not hold the corpus).
+      const first = page.locator('[data-testid="ranking"] li').first();
+      const firstId = (await first.getAttribute('data-doc'))!;
+      await expect.poll(() => first.locator('.title').innerText()).toBe(corpus.get(firstId)!.title);
       // The filter matches ids and texts, case-folded, as the shard's queries say.
       const needle = picked!.slice(-3).toUpperCase();
       const want = readFileSync(join(dir, 'queries.jsonl'), 'utf8')
@@ -147,6 +158,16 @@ describe('the 10k rung (issue 18)', () => {
       await expect.poll(() => list.getAttribute('data-rows')).toBe(String(QUERIES));
       await list.evaluate((el) => el.scrollTo(0, 0));
     }
+    // The shard view says how many documents the page holds: a few chunks of 1,000, not the corpus.
+    await page.evaluate(() => (location.hash = '#/shards'));
+    await page.waitForSelector('[data-testid="app"][data-route="shards"]');
+    const held = page.locator('[data-testid="docs-held"]');
+    const n = Number((await held.innerText()).match(/: ([\d,]+) of ([\d,]+)/)![1].replace(/,/g, ''));
+    expect(await held.innerText()).toContain(`of ${DOCS.toLocaleString('en')} in memory`);
+    expect(n).toBeGreaterThan(0);
+    expect(n).toBeLessThan(DOCS / 10); // the documents of the rankings shown, nothing more
+    await page.evaluate(() => (location.hash = '#/benchmark'));
+    await page.waitForSelector('[data-testid="app"][data-route="benchmark"]');
     // The benchmark view with 1,000 queries fits a phone, a tablet and a desktop.
     for (const width of [390, 1024, 1440]) {
       await page.setViewportSize({ width, height: 860 });

@@ -1,7 +1,7 @@
 // The shard cache end to end in real Chromium: import from a URL, a zip built in the page and File
 // objects (one content hash), persistence across a browser restart, crash debris swept on open,
 // corruption detected on load, invalid shards and cancelled imports leaving nothing behind.
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -242,6 +242,31 @@ describe('shard cache (IndexedDB) in Chromium', () => {
       issues: [{ file: 'corpus.jsonl', code: 'zip-corrupt-entry' }],
     });
     expect(await call(page, 'counts')).toEqual(before);
+  });
+
+  it('reads documents by id through the document directory; a damaged chunk read so drops the shard', async () => {
+    const corpus = readFileSync(join(DATA_DIR, 'medquad/corpus.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { _id: string; title: string; text: string });
+    // The first and last documents, one from the middle chunk, and an id the shard does not have.
+    const want = [corpus[0], corpus[corpus.length - 1], corpus[1500]];
+    const r = await call(page, 'readDocs', medquad, [...want.map((d) => d._id), 'no-such-doc']);
+    if (!r.ok) throw new Error(r.message);
+    expect(r.rows).toEqual([0, corpus.length - 1, 1500, -1]);
+    expect(r.docs.map((d) => d && [d.id, d.title, d.text])).toEqual([
+      ...want.map((d) => [d._id, d.title, d.text]),
+      null,
+    ]);
+    expect(r.facts).toMatchObject({ docs: corpus.length, imageDocs: 0, multiImageDocs: 0 });
+    // A chunk changed after the import: the read names it, and the shard is dropped.
+    await call(page, 'corruptChunk', medquad, 'docs', 1);
+    const bad = await call(page, 'readDocs', medquad, [corpus[1500]._id]);
+    expect(bad).toMatchObject({ ok: false, name: 'StaleCacheError', hash: medquad });
+    if (!bad.ok) expect(bad.message).toMatch(/documents: chunk 1 does not match its checksum/);
+    expect(await call(page, 'list')).toEqual([]);
+    expect(await call(page, 'counts', medquad)).toEqual(ZERO);
+    ok(await call(page, 'importZip', 'medquad', {}));
   });
 
   it('drops a corrupted entry on load with StaleCacheError, and the page lives on', async () => {

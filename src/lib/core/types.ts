@@ -138,7 +138,8 @@ export type Progress =
       docsPerSec?: number;
       etaSeconds?: number;
     }
-  | { kind: 'index'; done: number; total: number }
+  /** `what: 'ids'`: the shard's document id directory, built once after the import (part of caching it). */
+  | { kind: 'index'; done: number; total: number; what?: 'ids' }
   | { kind: 'search'; done: number; total: number }
   /** Model file bytes fetched (or read from the browser cache); `total` when the server sends a length. */
   | { kind: 'download'; file: string; loaded: number; total?: number }

@@ -106,7 +106,7 @@ export async function buildDocIndex(
       ids.push(d.id);
       counter.add(d);
     }
-    onProgress?.({ kind: 'index', done: ids.length, total });
+    onProgress?.({ kind: 'index', done: ids.length, total, what: 'ids' });
   }
   const index: DocIndex = { dir: buildDocDirectory(ids), facts: counter.facts() };
   await store.putArtifact(hash, DOC_INDEX_KIND, DOC_INDEX_KEY, index);

@@ -23,10 +23,11 @@ export type JobPhase =
 /** The phase a progress tick belongs to. */
 export function phaseOf(p: Progress): JobPhase {
   switch (p.kind) {
+    case 'index':
+      return p.what === 'ids' ? 'store' : 'index';
     case 'read':
     case 'parse':
     case 'store':
-    case 'index':
     case 'search':
     case 'download':
     case 'compile':
@@ -97,7 +98,9 @@ export function progressText(p: Progress, since: DownloadSample | null, now: num
         (p.what === 'documents' ? ` records${rates(p.docsPerSec, p.etaSeconds, 'records')}` : '')
       );
     case 'index':
-      return `Indexing: ${count(p.done)} / ${count(p.total)} documents`;
+      return p.what === 'ids'
+        ? `Indexing document ids: ${count(p.done)} / ${count(p.total)}`
+        : `Indexing: ${count(p.done)} / ${count(p.total)} documents`;
     case 'search':
       return `Searching: ${count(p.done)} / ${count(p.total)} queries`;
     case 'download': {

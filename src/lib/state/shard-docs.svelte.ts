@@ -48,6 +48,17 @@ export class ShardDocs {
     this.#whole = true;
   }
 
+  /** Whether every document was read on open (a small corpus). */
+  get whole(): boolean {
+    return this.#whole;
+  }
+
+  /** How many documents the page holds now (reactive). */
+  get held(): number {
+    void this.#version;
+    return this.#cache.size;
+  }
+
   /** Whether the shard has a document `id`. */
   has(id: string): boolean {
     return findDocRow(this.dir, id) >= 0;
