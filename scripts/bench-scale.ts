@@ -45,6 +45,8 @@ const { values: argv } = parseArgs({
     // With --import-only: stop once the progress line says every record is committed (before the page
     // opens the shard, which loads it whole: the import's own memory, at rungs the open cannot hold).
     'stop-after-store': { type: 'boolean', default: false },
+    // Samples the page's main thread (CDP Profiler) and prints the functions with the most self time.
+    profile: { type: 'boolean', default: false },
   },
 });
 const SHARD = argv.shard ? resolve(argv.shard) : undefined;
@@ -162,6 +164,12 @@ try {
     })();
     try {
       const page = context.pages()[0] ?? (await context.newPage());
+      const cdp = argv.profile ? await context.newCDPSession(page) : null;
+      if (cdp) {
+        await cdp.send('Profiler.enable');
+        await cdp.send('Profiler.setSamplingInterval', { interval: 1000 });
+        await cdp.send('Profiler.start');
+      }
       page.on('pageerror', (e) => console.error('page error:', e.message));
       // The phase on the progress line, for the memory samples.
       await page.exposeFunction('loupeBenchPhase', (p: string | null) => (phase = p ?? 'idle'));
@@ -217,6 +225,7 @@ try {
       if (!argv['import-only'])
         await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 60 * 60_000 });
       rung.totalSeconds = (Date.now() - t0) / 1000;
+      if (cdp) await printProfile((await cdp.send('Profiler.stop')).profile);
       const long = await page.evaluate(
         () => (window as unknown as { loupeLongTasks: [number, string][] }).loupeLongTasks,
       );
@@ -255,6 +264,58 @@ const load1 = loadavg()[0];
 
 const s = (ms: number | undefined) => (ms === undefined ? '–' : (ms / 1000).toFixed(1));
 const mib = (b: number | undefined) => (b === undefined ? '–' : `${Math.round(b / MiB)}`);
+/**
+ * The page's main thread from a CDP CPU profile: the 25 functions with the most self time, named
+ * through the build's source maps (dist/assets/*.map) where they resolve.
+ */
+async function printProfile(profile: {
+  nodes: {
+    id: number;
+    callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
+  }[];
+  samples?: number[];
+  timeDeltas?: number[];
+}) {
+  type Consumer = {
+    originalPositionFor(p: { line: number; column: number }): {
+      source: string | null;
+      line: number | null;
+      name: string | null;
+    };
+  };
+  const maps = new Map<string, Consumer | null>();
+  // source-map-js comes with Vite; without it the minified names are printed.
+  const sm = (await import('source-map-js').catch(() => null)) as {
+    SourceMapConsumer: new (raw: unknown) => Consumer;
+  } | null;
+  const where = (f: { functionName: string; url: string; lineNumber: number; columnNumber: number }) => {
+    const file = f.url.split('/').pop() ?? '';
+    const mapPath = join(ROOT, 'dist/assets', `${file}.map`);
+    if (sm && file.endsWith('.js') && !maps.has(file))
+      maps.set(
+        file,
+        existsSync(mapPath) ? new sm.SourceMapConsumer(JSON.parse(readFileSync(mapPath, 'utf8'))) : null,
+      );
+    const o = maps.get(file)?.originalPositionFor({ line: f.lineNumber + 1, column: f.columnNumber });
+    return o?.source
+      ? `${o.name ?? f.functionName ?? '(anonymous)'} ${o.source.replace(/^(\.\.\/)+/, '')}:${o.line}`
+      : `${f.functionName || '(anonymous)'} ${file}:${f.lineNumber + 1}:${f.columnNumber}`;
+  };
+  const byId = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  const self = new Map<string, number>();
+  (profile.samples ?? []).forEach((id, i) => {
+    const f = byId.get(id)!;
+    const key = /^\((idle|program|garbage collector|root)\)$/.test(f.functionName)
+      ? f.functionName
+      : where(f);
+    self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas?.[i] ?? 0) / 1000);
+  });
+  const top = [...self].filter(([k]) => !/^\((idle|program|root)\)$/.test(k));
+  top.sort((a, b) => b[1] - a[1]);
+  console.log('main thread, self time (ms):');
+  for (const [k, ms] of top.slice(0, 25)) console.log(`  ${ms.toFixed(0).padStart(7)}  ${k}`);
+}
+
 /** "5, 387 ms (index)": how many tasks, the longest and the phase it was in. */
 function longTasksCell(t: Rung['longTasks']): string {
   if (!t) return '–';
