@@ -47,6 +47,8 @@ const { values: argv } = parseArgs({
     'stop-after-store': { type: 'boolean', default: false },
     // Samples the page's main thread (CDP Profiler) and prints the functions with the most self time.
     profile: { type: 'boolean', default: false },
+    // Prints each new high of the largest renderer (per 256 MiB) with the phase and progress line.
+    trace: { type: 'boolean', default: false },
   },
 });
 const SHARD = argv.shard ? resolve(argv.shard) : undefined;
@@ -150,6 +152,10 @@ try {
       viewport: { width: 1280, height: 900 },
     });
     let phase = 'idle';
+    /** The progress line's text (with --trace: printed with each new high of the largest renderer). */
+    let jobText = '';
+    const traceFrom = Date.now();
+    let traced = 0;
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
@@ -159,6 +165,12 @@ try {
         rung.peakRssAll = Math.max(rung.peakRssAll, rss);
         rung.peakLargest = Math.max(rung.peakLargest, ...procs.map((p) => p.rssBytes));
         rung.renderers = Math.max(rung.renderers, procs.length);
+        const largest = Math.max(0, ...procs.map((p) => p.rssBytes));
+        if (argv.trace && largest >= traced + 256 * MiB) {
+          traced = largest;
+          const t = ((Date.now() - traceFrom) / 1000).toFixed(0);
+          console.log(`  ${t} s · largest renderer ${Math.round(largest / MiB)} MiB · ${phase} · ${jobText}`);
+        }
         await new Promise((r) => setTimeout(r, 200));
       }
     })();
@@ -173,6 +185,7 @@ try {
       page.on('pageerror', (e) => console.error('page error:', e.message));
       // The phase on the progress line, for the memory samples.
       await page.exposeFunction('loupeBenchPhase', (p: string | null) => (phase = p ?? 'idle'));
+      await page.exposeFunction('loupeBenchText', (t: string) => (jobText = t));
       let stored = () => {};
       const allStored = new Promise<void>((r) => (stored = r));
       await page.exposeFunction('loupeBenchStored', () => stored());
@@ -195,6 +208,9 @@ try {
             (window as unknown as { loupeBenchPhase: (p: string | null) => void }).loupeBenchPhase(p);
           }
           const text = document.querySelector('[data-testid="job"]')?.textContent ?? '';
+          const bench = window as unknown as { loupeBenchText: (t: string) => void; loupeLastText?: string };
+          const short = text.replace(/\s+/g, ' ').trim().slice(0, 120);
+          if (short !== bench.loupeLastText) bench.loupeBenchText((bench.loupeLastText = short));
           const m = /Caching in IndexedDB: ([\d,]+) \/ ([\d,]+) records/.exec(text);
           if (m && m[1] === m[2]) (window as unknown as { loupeBenchStored: () => void }).loupeBenchStored();
         }, 100);

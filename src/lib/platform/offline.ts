@@ -97,7 +97,7 @@ export async function listStorage(): Promise<StorageReport> {
   for (const s of await store.list()) {
     const artifacts: Record<string, number> = {};
     for (const kind of ['run', 'emb', 'bm25', 'hnsw', 'precomputed']) {
-      const n = (await store.listArtifacts(s.hash, kind)).length;
+      const n = await store.countArtifacts(s.hash, kind);
       if (n) artifacts[kind] = n;
     }
     const ivf = { urls: [] as string[], files: 0, bytes: 0 };

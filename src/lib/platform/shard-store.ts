@@ -634,6 +634,11 @@ export class ShardStore {
     return rows.map((r) => [r.key, r.value as T]);
   }
 
+  /** How many artifacts of one kind a shard has (their values are not read: some are hundreds of MB). */
+  async countArtifacts(hash: string, kind: string): Promise<number> {
+    return (await this.db()).count('artifacts', hashRange(hash, kind));
+  }
+
   /** Deletes one artifact. */
   async deleteArtifact(hash: string, kind: string, key: string): Promise<void> {
     await (await this.db()).delete('artifacts', [hash, kind, key]);
