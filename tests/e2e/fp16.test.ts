@@ -141,6 +141,29 @@ describe('fp16 (Chromium: WASM, and WebGPU on the SwiftShader adapter)', () => {
     expect(realErrors(page)).toEqual([]);
   });
 
+  it('in the app: a dense run on device=webgpu (dtype auto) records the dtype and why in its description', async () => {
+    await page.goto(
+      `${baseUrl}/?shard=/shards/r2med-demo/&retriever=dense&model=${BERT}&device=webgpu&run=1`,
+    );
+    await page.waitForSelector(
+      '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
+      { timeout: 300_000 },
+    );
+    expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+    const desc = await page.locator('[data-testid="runs-table"] td.small').last().innerText();
+    seen.push(desc);
+    const dtype = shaderF16 ? 'fp16' : 'fp32';
+    expect(desc).toContain(`${BERT} (${dtype}, webgpu)`);
+    expect(desc).toContain(
+      shaderF16
+        ? '; fp16 (shader-f16 available, the model has fp16 weights'
+        : '; fp32 (no shader-f16); WebGPU parity check passed',
+    );
+    expect(realErrors(page)).toEqual([]);
+    await page.goto(HARNESS);
+    await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+  });
+
   it('an image–text model too: CLIP on device=webgpu, dtype auto, checked on text and a generated image', async () => {
     const r = loaded(await call(page, 'load', CLIP, { device: 'webgpu', ...OFFLINE }));
     seen.push(r.info.deviceReason);
