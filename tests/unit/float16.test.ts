@@ -2,7 +2,7 @@
 // onnxruntime's own Cast(float → float16), run in onnxruntime-node on the same values (edge cases of
 // IEEE 754 binary16 and random values over its whole range); and the fp16 graph conversion's shape:
 // every float initializer fp16, float inputs and outputs kept float32 behind a Cast, Casts to float
-// made Casts to float16.
+// made Casts to float16; and which backends bench:gpu's fp16 rows run on.
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import {
@@ -12,6 +12,7 @@ import {
   float16Value,
   toFloat16,
 } from '../../scripts/models/float16';
+import { fp16Plan } from '../../scripts/lib/gpu-measure';
 import { GraphBuilder, T } from '../../scripts/models/onnx-graph';
 import { WeightStore } from '../../scripts/models/weights';
 
@@ -131,5 +132,20 @@ describe('fp16 graph conversion', () => {
     for (let i = 0; i < a.length; i++)
       expect(Math.abs(a[i] - b[i])).toBeLessThan(Math.abs(a[i]) * 2e-3 + 1e-3);
     expect(Array.from(b)).not.toEqual(Array.from(a));
+  });
+});
+
+describe("bench:gpu's fp16 rows (scripts/lib/gpu-measure.ts)", () => {
+  it('run fp16 on WebGPU only with shader-f16, against WASM fp32; without it, the fp16 file on WASM against fp32', () => {
+    expect(fp16Plan('fp16', true)).toEqual({
+      fp32: 'wasm',
+      row: { wasmDtype: 'fp32', cosineOf: 'WebGPU fp16 vs WASM fp32' },
+    });
+    const none = fp16Plan('fp16', false);
+    expect(none.fp32).toBe('reference');
+    expect(none.row.webgpuSkipped).toMatch(/no shader-f16/);
+    expect(none.row.cosineOf).toBe('fp16 file vs fp32 file, both on WASM');
+    expect(fp16Plan('fp32', false)).toEqual({ row: {} });
+    expect(fp16Plan('q8', true)).toEqual({ row: {} });
   });
 });
