@@ -3,7 +3,9 @@
 // the asyncify WASM; never the JSEP build `ort.min.mjs`, which gives wrong q8 vectors). Measures:
 //
 //   (a) minilm-l6-random (the all-MiniLM-L6-v2 shape): a batch of --batch × --tokens tokens and one
-//       query of --query-tokens tokens; fp32, fp16 (only on an adapter with shader-f16) and q8;
+//       query of --query-tokens tokens; fp32, fp16 and q8. fp16 runs on WebGPU only where the adapter
+//       has shader-f16, against WASM fp32 (the app's parity reference); without shader-f16 the row
+//       checks the fp16 file on WASM against the fp32 file and says WebGPU was not run;
 //   (b) clip-vit-b16-random's vision tower (the CLIP ViT-B/16 shape): --images images and 1 image;
 //   (c) the WGSL exact search kernel (src/lib/platform/gpu-exact.ts) vs the JS path
 //       (core/retrieval/exact.ts) on clustered unit vectors (--vectors × 384, --queries queries, top-10):
@@ -204,10 +206,11 @@ function markdown(): string {
         : r.model === VISION_MODEL_DEFAULT
           ? 'CLIP B/16 vision'
           : `${r.model}${r.part === 'vision' ? ' vision' : ''}`;
+    const dtype = r.wasmDtype ? `${r.dtype} (WASM columns: ${r.wasmDtype}, the parity reference)` : r.dtype;
     const name =
       r.part === 'text'
-        ? `${label}, ${r.dtype} (${opts.batch} × ${opts.tokens} tokens; query ${opts.queryTokens})`
-        : `${label}, ${r.dtype} (${opts.images} images; 1 image)`;
+        ? `${label}, ${dtype} (${opts.batch} × ${opts.tokens} tokens; query ${opts.queryTokens})`
+        : `${label}, ${dtype} (${opts.images} images; 1 image)`;
     if (r.skipped || r.error) {
       lines.push(`| ${name} | ${r.skipped ? `not measured: ${r.skipped}` : `error: ${r.error}`} | | | | |`);
       continue;
@@ -215,10 +218,16 @@ function markdown(): string {
     const b = r.cases.find((c) => c.case === 'batch');
     const s = r.cases.find((c) => c.case === 'single');
     const cell = (c: EncoderCase | undefined, k: 'webgpuMs' | 'wasmMs') =>
-      c?.error ? `error: ${c.error}` : fmtMs(c?.[k]);
+      c?.error
+        ? `error: ${c.error}`
+        : k === 'webgpuMs' && r.webgpuSkipped
+          ? `not run: ${r.webgpuSkipped}`
+          : fmtMs(c?.[k]);
+    // A cosine that is not WebGPU vs WASM of the same dtype says what it compares.
+    const of = r.cosineOf && r.cosineOf !== `WebGPU ${r.dtype} vs WASM ${r.dtype}` ? ` (${r.cosineOf})` : '';
     lines.push(
       `| ${name} | ${cell(b, 'webgpuMs')} | ${cell(b, 'wasmMs')} | ${cell(s, 'webgpuMs')} | ${cell(s, 'wasmMs')} | ` +
-        `${fmtCos(b?.minCosine)} / ${fmtCos(s?.minCosine)} |`,
+        `${fmtCos(b?.minCosine)} / ${fmtCos(s?.minCosine)}${of} |`,
     );
   }
   const e = report.exact;

@@ -1,5 +1,6 @@
 // Generates test models with deterministic random weights in the exact Hugging Face hub layout that
-// transformers.js loads (config.json, tokenizer files, onnx/<name>.onnx and onnx/<name>_quantized.onnx).
+// transformers.js loads (config.json, tokenizer files, onnx/<name>.onnx, onnx/<name>_quantized.onnx and,
+// for the bi-encoders, onnx/<name>_fp16.onnx).
 // Real architectures and shapes, so compute cost, tokenisation, loading and caching are real; the
 // weights are random, so similarities are meaningless. Bi-encoders (BERT, CLIP) and BERT cross-encoders
 // (BertForSequenceClassification: query/document pairs → `logits`, for reranking).
@@ -26,7 +27,7 @@ import { buildClipBpe } from './models/clip-bpe';
 import { crossEncoderModel } from './models/cross-encoder';
 import type { ModelParts } from './models/onnx-graph';
 import { hasVocabShards, readSourceText, type BuiltTokenizer, type SourceText } from './models/source-text';
-import { GENERATOR_VERSION, MODELS, SETS, type BertShape, type ModelSpec } from './models/specs';
+import { FP16_KINDS, GENERATOR_VERSION, MODELS, SETS, type BertShape, type ModelSpec } from './models/specs';
 import { buildUnigram } from './models/unigram';
 import { WeightStore } from './models/weights';
 import { buildWordPiece } from './models/wordpiece';
@@ -136,7 +137,10 @@ function modelCard(spec: ModelSpec, tokenizerStats: string, origin: string): str
     '',
     'The weights are deterministic random numbers (normal, std 0.02; LayerNorm 1/0): shapes, compute cost,',
     `tokenisation and loading are real, ${meaningless}. onnx/*_quantized.onnx: dynamic uint8`,
-    'quantization of the MatMul weights and the token embedding table.',
+    'quantization of the MatMul weights and the token embedding table.' +
+      (FP16_KINDS.includes(spec.kind)
+        ? ' onnx/*_fp16.onnx: the fp32 weights rounded to float16 (float32 inputs and outputs).'
+        : ''),
     '',
   ].join('\n');
 }
@@ -210,6 +214,12 @@ export function generateModels(options: GenerateOptions = {}): GeneratedModel[] 
           `onnx/${name}${q8 ? '_quantized' : ''}.onnx`,
           g.encode(`${id}/${name}`, `${id} ${name} (random weights)`),
         );
+        // The fp16 variant: the fp32 graph and weights converted (float16.ts).
+        if (!q8 && FP16_KINDS.includes(spec.kind))
+          put(
+            `onnx/${name}_fp16.onnx`,
+            g.encode(`${id}/${name}`, `${id} ${name} fp16 (random weights)`, true),
+          );
       }
     }
     const manifest: Manifest = { generator: GENERATOR_VERSION, specHash, files, ops: [...ops].sort() };

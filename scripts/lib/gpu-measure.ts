@@ -49,8 +49,17 @@ export interface EncoderRow {
   part: 'text' | 'vision';
   dtype: GpuDtype;
   file: string | null;
-  /** Why this dtype was not measured (fp16 without shader-f16 …). */
+  /** Why this dtype was not measured at all. */
   skipped?: string;
+  /**
+   * fp16 only. With shader-f16: 'fp32', the WASM side runs the fp32 file (the app's parity reference).
+   * Without: WebGPU is not run (`webgpuSkipped`); the WASM side runs the fp16 file and the cosine is
+   * against the fp32 file on WASM (a correctness check of the fp16 file itself).
+   */
+  wasmDtype?: GpuDtype;
+  webgpuSkipped?: string;
+  /** What the cosine compares, in words ("WebGPU fp16 vs WASM fp32"). */
+  cosineOf?: string;
   error?: string;
   cases: EncoderCase[];
 }
@@ -222,28 +231,36 @@ export async function measureEncoder(args: {
 }): Promise<EncoderRow> {
   const { ort, model, part, dtype, opts, log } = args;
   const file = encoderFile(part, dtype);
-  const row: EncoderRow = { model, part, dtype, file, cases: [] };
-  if (dtype === 'fp16') {
-    row.file = null;
-    row.skipped = args.shaderF16
-      ? 'the adapter has shader-f16, but scripts/generate-models.ts writes no fp16 variant (fp32 and q8 only)'
-      : 'the adapter has no shader-f16';
-    log(`${model} ${part} fp16: ${row.skipped}`);
-    return row;
-  }
+  const row: EncoderRow = {
+    model,
+    part,
+    dtype,
+    file,
+    cases: [],
+    cosineOf: `WebGPU ${dtype} vs WASM ${dtype}`,
+  };
+  // fp16: WebGPU runs the fp16 file against WASM fp32 (as the app's parity check does), and only on an
+  // adapter with shader-f16 (onnxruntime-web's fp16 WebGPU kernels need it: without it a run fails with
+  // "requires f16 but the device does not support it"). Without, the fp16 file runs on WASM against fp32.
+  const f16 = fp16Plan(dtype, args.shaderF16);
+  Object.assign(row, f16.row);
+  if (f16.row.webgpuSkipped) log(`${model} ${part} fp16: WebGPU not run: ${f16.row.webgpuSkipped}`);
   let wasm: OrtNS.InferenceSession | null = null;
   let gpu: OrtNS.InferenceSession | null = null;
+  let ref: OrtNS.InferenceSession | null = null;
   try {
     const bytes = await args.read(file);
     const config = JSON.parse(new TextDecoder().decode(await args.read('config.json')));
-    wasm = await ort.InferenceSession.create(bytes, {
-      executionProviders: ['wasm'],
-      graphOptimizationLevel: 'all',
-    });
-    gpu = await ort.InferenceSession.create(bytes, {
-      executionProviders: ['webgpu'],
-      graphOptimizationLevel: 'all',
-    });
+    const onWasm = (b: Uint8Array) =>
+      ort.InferenceSession.create(b, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+    const fp32Bytes = f16.fp32 ? await args.read(encoderFile(part, 'fp32')) : null;
+    wasm = await onWasm(f16.fp32 === 'wasm' ? fp32Bytes! : bytes);
+    if (f16.fp32 === 'reference') ref = await onWasm(fp32Bytes!);
+    else
+      gpu = await ort.InferenceSession.create(bytes, {
+        executionProviders: ['webgpu'],
+        graphOptimizationLevel: 'all',
+      });
     const cases: Array<{ case: 'batch' | 'single'; rows: number; length: number }> =
       part === 'text'
         ? [
@@ -287,13 +304,19 @@ export async function measureEncoder(args: {
         const w = await timeSession(wasm, feeds, fetch, opts);
         entry.wasmRuns = w.runs.map((x) => +x.toFixed(2));
         entry.wasmMs = median(w.runs);
-        const g = await timeSession(gpu, feeds, fetch, opts);
-        entry.webgpuRuns = g.runs.map((x) => +x.toFixed(2));
-        entry.webgpuMs = median(g.runs);
-        entry.minCosine = minRowCosine(pool(g.out), pool(w.out), c.rows, width);
+        if (gpu) {
+          const g = await timeSession(gpu, feeds, fetch, opts);
+          entry.webgpuRuns = g.runs.map((x) => +x.toFixed(2));
+          entry.webgpuMs = median(g.runs);
+          entry.minCosine = minRowCosine(pool(g.out), pool(w.out), c.rows, width);
+        } else if (ref) {
+          const r = await timeSession(ref, feeds, fetch, { ...opts, warmup: 0, repeats: 1 });
+          entry.minCosine = minRowCosine(pool(w.out), pool(r.out), c.rows, width);
+        }
         log(
-          `${model} ${part} ${dtype} ${c.case} (${entry.shape}): WebGPU ${fmtMs(entry.webgpuMs)}, ` +
-            `WASM ${fmtMs(entry.wasmMs)}, min cosine ${fmtCos(entry.minCosine)}`,
+          `${model} ${part} ${dtype} ${c.case} (${entry.shape}): WebGPU ${gpu ? fmtMs(entry.webgpuMs) : 'not run'}, ` +
+            `WASM ${f16.fp32 === 'wasm' ? 'fp32 ' : ''}${fmtMs(entry.wasmMs)}, ` +
+            `min cosine ${fmtCos(entry.minCosine)} (${row.cosineOf})`,
         );
       } catch (e) {
         entry.error = errText(e);
@@ -306,8 +329,29 @@ export async function measureEncoder(args: {
   } finally {
     await wasm?.release();
     await gpu?.release();
+    await ref?.release();
   }
   return row;
+}
+
+/**
+ * How an fp16 row runs: with shader-f16, WebGPU fp16 against the fp32 file on WASM (`fp32: 'wasm'`);
+ * without, no WebGPU, the fp16 file on WASM checked against the fp32 file (`fp32: 'reference'`).
+ * Other dtypes: the same file on both backends.
+ */
+export function fp16Plan(
+  dtype: GpuDtype,
+  shaderF16: boolean,
+): { fp32?: 'wasm' | 'reference'; row: Partial<EncoderRow> } {
+  if (dtype !== 'fp16') return { row: {} };
+  if (shaderF16) return { fp32: 'wasm', row: { wasmDtype: 'fp32', cosineOf: 'WebGPU fp16 vs WASM fp32' } };
+  return {
+    fp32: 'reference',
+    row: {
+      webgpuSkipped: "the adapter has no shader-f16 (onnxruntime-web's fp16 WebGPU kernels need it)",
+      cosineOf: 'fp16 file vs fp32 file, both on WASM',
+    },
+  };
 }
 
 function sameRows(a: KnnResult, b: KnnResult): number {

@@ -4,6 +4,7 @@
 
 import { createRequire } from 'node:module';
 import type { onnx as OnnxNS } from 'onnx-proto';
+import { convertToFloat16 } from './float16';
 import { GENERATOR_VERSION } from './specs';
 import type { WeightStore } from './weights';
 
@@ -218,7 +219,9 @@ export class GraphBuilder {
     return this.op1('Mul', [inv, this.f32([neg], [])]);
   }
 
-  encode(graphName: string, doc: string): Uint8Array {
+  /** The ONNX bytes; `fp16`: the float16 variant of the same graph and weights (see float16.ts). */
+  encode(graphName: string, doc: string, fp16 = false): Uint8Array {
+    const g = fp16 ? convertToFloat16(this) : this;
     const model: OnnxNS.IModelProto = {
       irVersion: IR_VERSION,
       opsetImport: [{ domain: '', version: OPSET }],
@@ -227,10 +230,10 @@ export class GraphBuilder {
       docString: doc,
       graph: {
         name: graphName,
-        node: this.nodes,
-        initializer: this.initializers,
-        input: this.inputs,
-        output: this.outputs,
+        node: g.nodes,
+        initializer: g.initializers,
+        input: g.inputs,
+        output: g.outputs,
       },
     };
     return onnx.ModelProto.encode(model).finish();
@@ -256,6 +259,9 @@ export const F32_LOWEST = -3.4028234663852886e38;
 export interface ModelParts {
   /** JSON files, written first and in this order (config.json, preprocessor_config.json). */
   json: Array<[string, object]>;
-  /** Graphs by file stem: onnx/<stem>.onnx and onnx/<stem>_quantized.onnx (build(false), build(true)). */
+  /**
+   * Graphs by file stem: onnx/<stem>.onnx and onnx/<stem>_quantized.onnx (build(false), build(true)),
+   * and for bi-encoders onnx/<stem>_fp16.onnx (build(false) converted, see float16.ts).
+   */
   graphs: Array<[string, (q8: boolean) => GraphBuilder]>;
 }

@@ -33,6 +33,32 @@ describe('backend choice', () => {
     // An explicit fp16 is refused without shader-f16.
     const forced = chooseBackend({ ...gpu, shaderF16: false }, { dtype: 'fp16', available: [...HUB] });
     expect(forced.dtype).toBe('fp32');
+    expect(forced.dtypeNote).toBe('fp16 was not used: the adapter has no shader-f16');
+  });
+
+  it("names the dtype and why in a WebGPU load's device reason", () => {
+    const noF16 = { ...gpu, shaderF16: false };
+    const reason = (probe: BackendProbe, opts: Parameters<typeof chooseBackend>[1]) =>
+      chooseBackend(probe, opts).deviceReason;
+    expect(reason(noF16, { available: [...HUB] })).toBe('WebGPU on test gpu; fp32 (no shader-f16)');
+    expect(reason(gpu, { available: ['q8', 'fp32'] })).toBe(
+      'WebGPU on test gpu; fp32 (shader-f16 available, but the model has no fp16 weights)',
+    );
+    expect(reason(noF16, { dtype: 'fp16', available: [...HUB] })).toBe(
+      'WebGPU on test gpu; fp32: the adapter has no shader-f16, fp16 was not used',
+    );
+    expect(reason(gpu, { dtype: 'fp32', available: [...HUB] })).toBe('WebGPU on test gpu; fp32 as requested');
+    expect(
+      reason(gpu, { dtype: 'fp32', dtypeWhy: 'fp16 failed the WebGPU parity check', available: [...HUB] }),
+    ).toBe('WebGPU on test gpu; fp32 (fp16 failed the WebGPU parity check)');
+    // Only a requested dtype that was not used carries a note.
+    expect(chooseBackend(noF16, { available: [...HUB] }).dtypeNote).toBeUndefined();
+    expect(chooseBackend(gpu, { dtype: 'fp16', available: [...HUB] })).toMatchObject({ dtype: 'fp16' });
+    expect(chooseBackend(gpu, { dtype: 'fp16', available: [...HUB] }).dtypeNote).toBeUndefined();
+    // WASM keeps its reason; the dtype is in `reason` (with the threads).
+    const wasm = chooseBackend(gpu, { preferred: 'wasm', available: [...HUB] });
+    expect(wasm.deviceReason).toBe('WASM as requested');
+    expect(wasm.dtypeReason).toBe('q8 (model default for WASM)');
   });
 
   it('falls back to WASM with the reason, and the model default dtype', () => {
@@ -69,7 +95,9 @@ describe('backend choice', () => {
     const flagged = chooseBackend({ ...gpu, fallbackAdapter: true }, { available: [...HUB] });
     expect(flagged.device).toBe('wasm');
     expect(flagged.deviceReason).toBe('software WebGPU adapter (fallback adapter) — using WASM');
-    expect(chooseBackend(gpu, { available: [...HUB] }).deviceReason).toBe('WebGPU on test gpu');
+    expect(chooseBackend(gpu, { available: [...HUB] }).deviceReason).toBe(
+      'WebGPU on test gpu; fp16 (shader-f16 available, the model has fp16 weights; checked against WASM fp32)',
+    );
   });
 
   it('recognises software adapters by flag or by name', () => {

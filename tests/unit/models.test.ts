@@ -1,5 +1,5 @@
 // The generated test models (scripts/generate-models.ts) load and run through the real transformers.js
-// code path in Node: hub layout, tokenizers, fp32 and q8 ONNX graphs, CLIP text and vision towers,
+// code path in Node: hub layout, tokenizers, fp32, q8 and (bi-encoders) fp16 ONNX graphs, CLIP text and vision towers,
 // BERT cross-encoders (sequence classification on query–document pairs).
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -26,6 +26,8 @@ const CLIP_TINY = 'loupe-test/clip-tiny-random';
 const CE_TINY = 'loupe-test/cross-encoder-tiny-random';
 const CE_MINILM = 'loupe-test/ms-marco-minilm-l6-random';
 const DTYPES = ['fp32', 'q8'] as const;
+/** The bi-encoders also have an fp16 variant (weights rounded to float16; ORT's CPU casts around it). */
+const BI_DTYPES = ['fp32', 'q8', 'fp16'] as const;
 const SENTENCE = 'Hypertension and type 2 diabetes increase the risk of myocardial infarction.';
 const TEXTS = ['What causes chest pain?', SENTENCE, 'MRI of the brain'];
 const IMAGE = join(DATA_DIR, 'vqa-rad/images/synpic100132.jpg');
@@ -93,9 +95,9 @@ describe.each([
   [MINILM, 384],
   [BERT_TINY, 64],
 ])('%s feature extraction', (id, dim) => {
-  const embeddings: Partial<Record<(typeof DTYPES)[number], number[]>> = {};
+  const embeddings: Partial<Record<(typeof BI_DTYPES)[number], number[]>> = {};
 
-  it.each(DTYPES)(
+  it.each(BI_DTYPES)(
     '%s: finite [n, dim] embeddings, identical across two loads, padding-invariant',
     async (dtype) => {
       const runs: number[][] = [];
@@ -126,6 +128,15 @@ describe.each([
     console.log(`${id}: cosine fp32 vs q8 per text: ${cos.map((c) => c.toFixed(5)).join(', ')}`);
     for (const c of cos) expect(c).toBeGreaterThan(0.9);
   });
+
+  it('fp16 is the fp32 model with rounded weights: cosine ≥ 0.9999, but not the same vectors', () => {
+    const { fp32, fp16 } = embeddings;
+    expect(fp32 && fp16).toBeTruthy();
+    const cos = TEXTS.map((_, i) => cosine(row(fp32!, dim, i), row(fp16!, dim, i)));
+    console.log(`${id}: cosine fp32 vs fp16 (CPU) per text: ${cos.map((c) => c.toFixed(7)).join(', ')}`);
+    for (const c of cos) expect(c).toBeGreaterThanOrEqual(0.9999);
+    expect(fp16).not.toEqual(fp32);
+  });
 });
 
 describe('clip-tiny-random', () => {
@@ -142,7 +153,9 @@ describe('clip-tiny-random', () => {
     expect(tok.model_max_length).toBe(77);
   });
 
-  it.each(DTYPES)(
+  const clipEmbeds: Partial<Record<(typeof BI_DTYPES)[number], { text: Vec; image: Vec }>> = {};
+
+  it.each(BI_DTYPES)(
     '%s: text and image embeddings are finite [n, 32]',
     async (dtype) => {
       const tok = await AutoTokenizer.from_pretrained(CLIP_TINY);
@@ -168,9 +181,24 @@ describe('clip-tiny-random', () => {
       expect(last_hidden_state.dims).toEqual([1, 197, 64]);
       expect(allFinite(image_embeds.data)).toBe(true);
       await vision.dispose();
+      clipEmbeds[dtype] = {
+        text: text_embeds.data as Float32Array,
+        image: image_embeds.data as Float32Array,
+      };
     },
     120_000,
   );
+
+  it('fp16 text and image embeddings are within cosine 0.9999 of fp32', () => {
+    const { fp32, fp16 } = clipEmbeds;
+    expect(fp32 && fp16).toBeTruthy();
+    const cos = [0, 1].map((i) => cosine(row(fp32!.text, 32, i), row(fp16!.text, 32, i)));
+    cos.push(cosine(fp32!.image, fp16!.image));
+    console.log(
+      `${CLIP_TINY}: cosine fp32 vs fp16 (CPU), 2 texts and 1 image: ${cos.map((c) => c.toFixed(7))}`,
+    );
+    for (const c of cos) expect(c).toBeGreaterThanOrEqual(0.9999);
+  });
 });
 
 describe.each([

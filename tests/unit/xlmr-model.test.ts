@@ -43,7 +43,7 @@ describe('xlmr-tiny-random (SentencePiece Unigram)', () => {
     expect(ids.map(Number)).not.toContain(3); // <unk>
   });
 
-  it.each(['fp32', 'q8'] as const)('embeds Thai, CJK and Cyrillic text (%s)', async (dtype) => {
+  it.each(['fp32', 'q8', 'fp16'] as const)('embeds Thai, CJK and Cyrillic text (%s)', async (dtype) => {
     const extract = await pipeline('feature-extraction', XLMR, { dtype });
     const texts = Object.values(TEXTS);
     const out = await extract(texts, { pooling: 'mean', normalize: true });

@@ -147,6 +147,9 @@ function getEncoder(
   return { promise, cached: false };
 }
 
+/** Why fp32 runs on WebGPU after an automatic fp16 failed its parity check (the retry's dtype reason). */
+const FP16_RETRY = 'fp16 failed the WebGPU parity check';
+
 /** Loads (or reuses) a model and makes it the active one; falls back to WASM on any WebGPU failure. */
 export async function load(
   spec: ModelSpec,
@@ -165,7 +168,12 @@ export async function load(
   const probe = await probePromise;
   // The device policy (device-policy.ts): quantised weights never run on WebGPU.
   let choice = applyDevicePolicy(
-    chooseBackend(probe, { preferred: opts.device ?? 'auto', dtype: opts.dtype, available: spec.dtypes }),
+    chooseBackend(probe, {
+      preferred: opts.device ?? 'auto',
+      dtype: opts.dtype,
+      available: spec.dtypes,
+      dtypeWhy: opts.dtypeWhy,
+    }),
   );
   let fallbackReason: string | undefined;
   if (opts.priorFailure) fallbackReason = `WebGPU failed (${opts.priorFailure}); running on WASM instead`;
@@ -191,7 +199,7 @@ export async function load(
       const why = prior.verdict.parity.reason;
       const next = afterParityFailure(choice.dtype, spec.dtypes, (opts.dtype ?? 'auto') === 'auto');
       if (next.device === 'webgpu') {
-        const r = await load(spec, { ...opts, dtype: next.dtype }, onProgress);
+        const r = await load(spec, { ...opts, dtype: next.dtype, dtypeWhy: FP16_RETRY }, onProgress);
         return { ...r, deviceReason: `${why}; ${r.deviceReason}`, reason: `${why}; ${r.reason}` };
       }
       fallbackReason = `${why}; running on WASM (${next.dtype})`;
@@ -225,7 +233,7 @@ export async function load(
       if (c.retry) {
         // Automatic fp16 failed the check: fp32 on WebGPU, checked in turn (the fp16 copy is freed).
         await dropEncoder(cacheKey(spec, enc.dtype, 'webgpu'));
-        const r = await load(spec, { ...opts, dtype: c.retry.dtype }, onProgress);
+        const r = await load(spec, { ...opts, dtype: c.retry.dtype, dtypeWhy: FP16_RETRY }, onProgress);
         return {
           ...r,
           deviceReason: `${c.retry.why}; ${r.deviceReason}`,
@@ -256,6 +264,8 @@ export async function load(
     }
     cached = r.cached;
   }
+  // A requested fp16 that was not used (no shader-f16) is part of a fallback's reason too.
+  if (fallbackReason && choice.dtypeNote) fallbackReason = `${fallbackReason}; ${choice.dtypeNote}`;
   report.flush();
   if (spec.dim > 0 && enc.dim !== spec.dim) throw new Error(sizeMismatch(spec, enc.dim, 'the spec'));
   if (isCrossEncoder(spec)) checkActivation(spec, enc.dim);

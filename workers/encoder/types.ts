@@ -37,6 +37,8 @@ export interface LoadOptions {
    * client passes them back so that a restarted worker does not check again.
    */
   knownVerdicts?: [string, DeviceVerdict][];
+  /** Why `dtype` was set, for the device reason (the worker's own fp16 → fp32 retry after a failed check). */
+  dtypeWhy?: string;
   /** Test only (URL `simulate-parity-mismatch=1`): perturb the WebGPU vectors of the parity check. */
   simulateParityMismatch?: boolean;
   /** Test only: make the WebGPU attempt fail as a real session error would. */

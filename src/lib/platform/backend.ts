@@ -32,6 +32,10 @@ export interface BackendChoice {
   deviceReason: string;
   /** deviceReason plus threads and dtype. */
   reason: string;
+  /** The dtype chosen and why, in words ("fp32 (no shader-f16)"); on WebGPU also part of deviceReason. */
+  dtypeReason: string;
+  /** Set when a requested dtype was not used (fp16 on an adapter without shader-f16), and why. */
+  dtypeNote?: string;
   probe: BackendProbe;
 }
 
@@ -152,7 +156,13 @@ export async function probeBackend(): Promise<BackendProbe> {
  */
 export function chooseBackend(
   probe: BackendProbe,
-  opts: { preferred?: 'auto' | Device; dtype?: Dtype | 'auto'; available?: Dtype[] } = {},
+  opts: {
+    preferred?: 'auto' | Device;
+    dtype?: Dtype | 'auto';
+    available?: Dtype[];
+    /** Why an explicit dtype was asked for, instead of "as requested" (the worker's fp16 → fp32 retry). */
+    dtypeWhy?: string;
+  } = {},
 ): BackendChoice {
   const available = opts.available?.length ? opts.available : (['fp32'] as Dtype[]);
   const threads = wasmThreads(probe.crossOriginIsolated, probe.hardwareConcurrency);
@@ -167,12 +177,14 @@ export function chooseBackend(
   const device: Device = wantGpu ? 'webgpu' : 'wasm';
   let dtype: Dtype;
   let dtypeWhy: string;
+  let dtypeNote: string | undefined;
   if (opts.dtype && opts.dtype !== 'auto') {
     dtype = opts.dtype;
-    dtypeWhy = `${dtype} as requested`;
+    dtypeWhy = opts.dtypeWhy ? `${dtype} (${opts.dtypeWhy})` : `${dtype} as requested`;
     if (device === 'webgpu' && dtype === 'fp16' && !probe.shaderF16) {
       dtype = available.includes('fp32') ? 'fp32' : available[0];
       dtypeWhy = `${dtype}: the adapter has no shader-f16, fp16 was not used`;
+      dtypeNote = 'fp16 was not used: the adapter has no shader-f16';
     }
   } else if (device === 'webgpu') {
     dtype =
@@ -181,17 +193,25 @@ export function chooseBackend(
         : available.includes('fp32')
           ? 'fp32'
           : available[0];
-    dtypeWhy = probe.shaderF16 ? `${dtype} (shader-f16 available)` : `${dtype} (no shader-f16)`;
+    dtypeWhy =
+      dtype === 'fp16'
+        ? 'fp16 (shader-f16 available, the model has fp16 weights; checked against WASM fp32)'
+        : !probe.shaderF16
+          ? `${dtype} (no shader-f16)`
+          : !available.includes('fp16')
+            ? `${dtype} (shader-f16 available, but the model has no fp16 weights)`
+            : `${dtype} (shader-f16 available)`;
   } else {
     dtype = available[0];
     dtypeWhy = `${dtype} (model default for WASM)`;
   }
   let deviceReason: string;
   if (device === 'webgpu') {
+    // The dtype is part of a WebGPU run's device reason: which weights ran on the GPU, and why.
     const on = probe.adapterInfo ? ` on ${probe.adapterInfo}` : '';
     deviceReason = software
-      ? `WebGPU as requested${on} (software adapter ${software}: correct, slower than WASM)`
-      : `WebGPU${on}`;
+      ? `WebGPU as requested${on} (software adapter ${software}: correct, slower than WASM); ${dtypeWhy}`
+      : `WebGPU${on}; ${dtypeWhy}`;
   } else if (preferred === 'wasm') {
     deviceReason = 'WASM as requested';
   } else if (software) {
@@ -199,14 +219,20 @@ export function chooseBackend(
   } else {
     deviceReason = `WASM because ${probe.webgpuReason ?? 'WebGPU is unavailable'}`;
   }
-  const reason =
-    device === 'webgpu' ? `${deviceReason}; ${dtypeWhy}` : `${deviceReason}; ${threadNote}; ${dtypeWhy}`;
-  return { device, dtype, threads, deviceReason, reason, probe };
+  const reason = device === 'webgpu' ? deviceReason : `${deviceReason}; ${threadNote}; ${dtypeWhy}`;
+  return {
+    device,
+    dtype,
+    threads,
+    deviceReason,
+    reason,
+    dtypeReason: dtypeWhy,
+    ...(dtypeNote ? { dtypeNote } : {}),
+    probe,
+  };
 }
 
 /** Probes and chooses in one call. */
-export async function detectBackend(
-  opts: { preferred?: 'auto' | Device; dtype?: Dtype | 'auto'; available?: Dtype[] } = {},
-): Promise<BackendChoice> {
+export async function detectBackend(opts: Parameters<typeof chooseBackend>[1] = {}): Promise<BackendChoice> {
   return chooseBackend(await probeBackend(), opts);
 }
