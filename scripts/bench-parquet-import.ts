@@ -75,7 +75,8 @@ interface Result {
   peak: Partial<Record<Stage, number>>;
   peakLargest: number;
   renderers: number;
-  longTasks?: { count: number; maxMs: number };
+  /** Main-thread tasks over 50 ms by the stage they began in: how many, the longest. */
+  longTasks?: Partial<Record<Stage, { count: number; maxMs: number }>>;
   error?: string;
 }
 
@@ -139,17 +140,27 @@ try {
         }
       });
       await page.addInitScript(() => {
-        // Main-thread tasks over 50 ms from the moment the first job shows.
-        const w = window as unknown as { loupeLongTasks: number[]; loupeJobSince?: number };
-        const long: number[] = (w.loupeLongTasks = []);
+        // Main-thread tasks over 50 ms from the moment the first job shows, with the stage they began in
+        // (the stages from the progress line: checking, then caching, then every record committed).
+        const w = window as unknown as {
+          loupeLongTasks: { start: number; ms: number }[];
+          loupeStages: { stage: string; at: number }[];
+        };
+        const long: { start: number; ms: number }[] = (w.loupeLongTasks = []);
+        const stages: { stage: string; at: number }[] = (w.loupeStages = []);
         new PerformanceObserver((list) => {
-          for (const e of list.getEntries())
-            if (w.loupeJobSince !== undefined && e.startTime >= w.loupeJobSince) long.push(e.duration);
+          for (const e of list.getEntries()) long.push({ start: e.startTime, ms: e.duration });
         }).observe({ type: 'longtask', buffered: true });
         let last = '';
         setInterval(() => {
           const text = document.querySelector('[data-testid="job"]')?.textContent ?? '';
-          if (text) w.loupeJobSince ??= performance.now() - 100;
+          const m = /Caching in IndexedDB: ([\d,]+) \/ ([\d,]+) records/.exec(text);
+          const stage = m ? (m[1] === m[2] ? 'open' : 'store') : text ? 'check' : null;
+          const now = stages.at(-1)?.stage;
+          // Once the import ran, the job going away is the open's end; a stage never goes back.
+          const order = ['check', 'store', 'open'];
+          if (stage && (!now || order.indexOf(stage) > order.indexOf(now)))
+            stages.push({ stage, at: performance.now() - 50 });
           if (text !== last) {
             last = text;
             (window as unknown as { loupeBenchJob: (t: string) => void }).loupeBenchJob(text);
@@ -192,10 +203,21 @@ try {
       );
       await Promise.race([done, failed]);
       r.openSeconds = (Date.now() - t0) / 1000;
-      const long = await page.evaluate(
-        () => (window as unknown as { loupeLongTasks: number[] }).loupeLongTasks,
-      );
-      r.longTasks = { count: long.length, maxMs: Math.round(Math.max(0, ...long)) };
+      const { long, stages } = await page.evaluate(() => {
+        const w = window as unknown as {
+          loupeLongTasks: { start: number; ms: number }[];
+          loupeStages: { stage: string; at: number }[];
+        };
+        return { long: w.loupeLongTasks, stages: w.loupeStages };
+      });
+      r.longTasks = {};
+      for (const t of long) {
+        const at = stages.filter((x) => x.at <= t.start).at(-1)?.stage as Stage | undefined;
+        if (!at) continue; // before the import started
+        const c = (r.longTasks[at] ??= { count: 0, maxMs: 0 });
+        c.count++;
+        c.maxMs = Math.max(c.maxMs, Math.round(t.ms));
+      }
     } catch (e) {
       r.error = (e as Error).message.split('\n')[0];
     } finally {
@@ -214,7 +236,7 @@ const load1 = loadavg()[0];
 const s = (x: number | undefined) => (x === undefined ? '–' : x.toFixed(1));
 const mib = (b: number | undefined) => (b === undefined ? '–' : `${Math.round(b / MiB)}`);
 const lines = [
-  '| shard (folder pick) | on disk | documents | first pass (check) | import (all committed) | until open | renderer RSS, MiB, peak of the sum: check / store / open | largest renderer, MiB | main-thread tasks > 50 ms |',
+  '| shard (folder pick) | on disk | documents | first pass (check) | import (all committed) | until open | renderer RSS, MiB, peak of the sum: check / store / open | largest renderer, MiB | main-thread tasks > 50 ms (longest): check / store / open |',
   '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
 ];
 for (const r of results)
@@ -222,7 +244,12 @@ for (const r of results)
     `| ${basename(r.shard)} (${r.kind})${r.error ? ` (error: ${r.error})` : ''} | ${mib(r.bytes)} MiB | ` +
       `${r.docs?.toLocaleString('en') ?? '–'} | ${s(r.checkSeconds)} s | ${s(r.importSeconds)} s | ${s(r.openSeconds)} s | ` +
       `${mib(r.peak.check)} / ${mib(r.peak.store)} / ${mib(r.peak.open)} | ${mib(r.peakLargest)} (of ${r.renderers}) | ` +
-      `${r.longTasks ? `${r.longTasks.count}, longest ${r.longTasks.maxMs} ms` : '–'} |`,
+      `${(['check', 'store', 'open'] as const)
+        .map((k) => {
+          const t = r.longTasks?.[k];
+          return t ? `${t.count} (${t.maxMs} ms)` : '0';
+        })
+        .join(' / ')} |`,
   );
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
 const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
