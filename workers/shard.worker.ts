@@ -21,6 +21,7 @@ import type { ParquetMapping } from '../src/lib/core/media/parquet/mapping';
 import type { ParquetInspection } from '../src/lib/core/media/parquet/read-parquet';
 import { isParquetSource } from '../src/lib/core/media/parquet/detect';
 import type { ParquetStreamed } from '../src/lib/core/media/parquet/stream-parquet';
+import { blobImageStash } from '../src/lib/platform/blob-image-stash';
 // hyparquet and its codecs load with the first Parquet dataset (most imports are JSONL shards).
 const parquet = () => import('../src/lib/core/media/parquet/read-parquet');
 import type { ShardSource } from '../src/lib/core/shard/source';
@@ -218,6 +219,8 @@ const api = {
           onProgress: withReadRates(report),
           inspection,
           onDoc: (d) => docRefs?.add(d),
+          // Image cells wait for their check as Blobs, not in this worker's heap.
+          imageStash: blobImageStash(),
         });
         parsed = pq.parsed;
         parquetFeed = pq.streamCorpus;

@@ -1,18 +1,21 @@
 // The streamed Parquet import (issue 18) against the whole read, in Node on the vqa-rad MIEB fixture
 // (images, three query modalities, two corpus files of five row groups): the first pass keeps no
 // documents and gives the whole read's hash, tasks, queries and judgements; the second pass hands on
-// the whole read's documents in order; broken files fail with the same issues; a corpus or a qrels file
-// changed between the passes fails naming it.
+// the whole read's documents in order; with the shard worker's Blob stash the image bytes are the
+// whole read's; broken files fail with the same issues; a corpus or a qrels file changed between the
+// passes fails naming it.
 import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FsSource } from '../../scripts/lib/fs-source';
 import { inspectParquet, readParquetShard } from '../../src/lib/core/media/parquet/read-parquet';
 import { readParquetStreamed } from '../../src/lib/core/media/parquet/stream-parquet';
 import { ShardValidationError, type ShardIssue } from '../../src/lib/core/shard/source';
+import { blobImageStash } from '../../src/lib/platform/blob-image-stash';
 import type { Doc, Progress } from '../../src/lib/core/types';
 import { makeMieb, writeParquet, type Column, type MiebFixture } from '../fixtures/parquet/make-mieb';
 
@@ -27,6 +30,8 @@ const CORPUS_COLUMNS: Column[] = [
   { name: 'modality_source', kind: 'string' },
   { name: 'plane', kind: 'string' },
 ];
+
+const sha1 = (b: Uint8Array) => createHash('sha1').update(b).digest('hex');
 
 let out: string;
 let fx: MiebFixture;
@@ -101,6 +106,32 @@ describe('streamed Parquet import', () => {
       lines: fx.counts.corpus - 192,
     });
   });
+
+  it('with the shard worker’s Blob stash, hands on the same image bytes as the whole read', async () => {
+    const stash = blobImageStash();
+    const bytes = Uint8Array.from([0xff, 0xd8, 0xff, 1, 2, 3]);
+    stash.put('a.jpg', bytes);
+    bytes[3] = 9; // the caller reuses its buffer: the stash kept a copy
+    expect([...((await stash.take('a.jpg')) ?? [])]).toEqual([0xff, 0xd8, 0xff, 1, 2, 3]);
+    expect(await stash.take('a.jpg')).toBeNull();
+
+    const source = new FsSource(fx.valid);
+    const inspection = await inspectParquet(source);
+    const wholeImages = new Map<string, string>();
+    await readParquetShard(source, inspection.mapping, {
+      inspection,
+      onImage: (path, b) => void wholeImages.set(path, sha1(b)),
+    });
+    const images = new Map<string, string>();
+    await readParquetStreamed(source, inspection.mapping, {
+      inspection,
+      imageStash: blobImageStash(),
+      onDoc: () => undefined,
+      onImage: (path, b) => void images.set(path, sha1(b)),
+    });
+    expect(images.size).toBe(fx.counts.corpus);
+    expect(images).toEqual(wholeImages);
+  }, 60_000);
 
   it('fails broken files with the whole read’s issues', async () => {
     for (const dir of [fx.brokenRowGroup, fx.missingColumn, fx.unknownId]) {
