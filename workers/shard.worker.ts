@@ -1,8 +1,9 @@
 // Shard import worker: reads a shard from a folder, directory handle, zip or URL, validates it
-// (core readShard; a Parquet dataset through readParquetShard, which feeds the same reader) and,
-// only when it is valid, stores it in the IndexedDB cache. A JSONL shard streams (issue 18): a first
-// pass validates and hashes it keeping no document text, a second pass reads the corpus again and
-// writes its documents in batches (shard-stream-store.ts), so memory does not grow with the corpus.
+// (core readShard; a Parquet dataset through read-parquet's virtual shard, which feeds the same reader)
+// and, only when it is valid, stores it in the IndexedDB cache. Imports stream (issue 18): a first
+// pass validates and hashes the shard keeping no document text, a second pass reads the corpus again
+// (a JSONL file, or a Parquet dataset's corpus row groups: stream-parquet.ts) and writes its documents
+// in batches (shard-stream-store.ts), so memory does not grow with the corpus.
 // An invalid shard therefore leaves nothing behind; a worker terminated mid-store leaves an uncommitted entry that
 // the cache sweeps (see shard-store.ts).
 import * as Comlink from 'comlink';
@@ -19,6 +20,8 @@ import {
 import type { ParquetMapping } from '../src/lib/core/media/parquet/mapping';
 import type { ParquetInspection } from '../src/lib/core/media/parquet/read-parquet';
 import { isParquetSource } from '../src/lib/core/media/parquet/detect';
+import type { ParquetStreamed } from '../src/lib/core/media/parquet/stream-parquet';
+import { blobImageStash } from '../src/lib/platform/blob-image-stash';
 // hyparquet and its codecs load with the first Parquet dataset (most imports are JSONL shards).
 const parquet = () => import('../src/lib/core/media/parquet/read-parquet');
 import type { ShardSource } from '../src/lib/core/shard/source';
@@ -188,6 +191,8 @@ const api = {
     // A streamed read keeps, per document, only what the embedding checks look at.
     let docRefs: DocCheckRefs | null = new DocCheckRefs();
     let checkDocs: readonly { id: string; text?: string; image?: string }[] = [];
+    // The second pass of a streamed Parquet import (a JSONL corpus is read again by streamCorpus).
+    let parquetFeed: ParquetStreamed['streamCorpus'] | undefined;
     try {
       const readOpts = {
         limits: options.limits,
@@ -203,12 +208,24 @@ const api = {
           ),
         loadDicomCodecs,
       };
-      if (options.parquet) {
-        const { inspectParquet, readParquetShard } = await parquet();
+      if (options.parquet || (await isParquetSource(source))) {
+        // Streamed like a JSONL corpus (stream-parquet.ts): row group by row group, ids only kept.
+        const { inspectParquet } = await parquet();
         const inspection = await inspectParquet(source);
-        parsed = await readParquetShard(source, options.parquet, { ...readOpts, inspection });
+        const pq = await (
+          await import('../src/lib/core/media/parquet/stream-parquet')
+        ).readParquetStreamed(source, options.parquet ?? inspection.mapping, {
+          ...readOpts,
+          onProgress: withReadRates(report),
+          inspection,
+          onDoc: (d) => docRefs?.add(d),
+          // Image cells wait for their check as Blobs, not in this worker's heap.
+          imageStash: blobImageStash(),
+        });
+        parsed = pq.parsed;
+        parquetFeed = pq.streamCorpus;
         // A corpus column of embeddings named by the mapping: checked like an index.json set.
-        const emb = options.parquet.embedding;
+        const emb = options.parquet?.embedding;
         if (emb) report({ kind: 'status', message: `Checking the embedding column "${emb.column}"` });
         if (emb)
           parquetSets.push(
@@ -217,15 +234,11 @@ const api = {
             ).readEmbeddingColumn(
               source,
               inspection.files.filter((f) => f.role === 'corpus').map((f) => f.path),
-              options.parquet.corpus.id,
+              options.parquet!.corpus.id,
               emb,
-              parsed.docs,
+              docRefs!.list(),
             ),
           );
-      } else if (await isParquetSource(source)) {
-        const { inspectParquet, readParquetShard } = await parquet();
-        const inspection = await inspectParquet(source);
-        parsed = await readParquetShard(source, inspection.mapping, { ...readOpts, inspection });
       } else
         parsed = await readShard(source, {
           ...readOpts,
@@ -263,7 +276,10 @@ const api = {
       const streamed = parsed.streamed;
       let needed = estimateShardBytes(parsed, images);
       if (streamed)
-        needed = estimateStreamedBytes(needed, (await source.size(streamed.corpusFile)) ?? parsed.bytes);
+        needed = estimateStreamedBytes(
+          needed,
+          (!parquetFeed && (await source.size(streamed.corpusFile))) || parsed.bytes,
+        );
       if (!cached && !options.skipPreflight)
         await store.ensureRoom(`the shard "${parsed.manifest.name}"`, needed);
       const format = parsed.manifest.format;
@@ -271,7 +287,10 @@ const api = {
         ? await putStreamed(
             store,
             parsed,
-            (add) => streamCorpus(source, { format, ...streamed }, add, { limits: options.limits }),
+            (add) =>
+              parquetFeed
+                ? parquetFeed(add, { limits: options.limits })
+                : streamCorpus(source, { format, ...streamed }, add, { limits: options.limits }),
             images,
             source.label,
             report,

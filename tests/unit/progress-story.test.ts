@@ -78,6 +78,14 @@ describe('progress line', () => {
       'Reading queries.jsonl: 40 MiB of 110 MiB · 900 lines/s',
     );
     expect(progressText(read, null, 0)).toBe('Reading corpus.jsonl: 40 MiB of 110 MiB');
+    // A Parquet corpus is said by its file, its row groups' bytes and its rows.
+    const pq = { ...read, file: 'corpus/test-00001-of-00004.parquet', docsPerSec: 9000.2, etaSeconds: 5 };
+    expect(progressText(pq, null, 0)).toBe(
+      'Reading corpus/test-00001-of-00004.parquet: 40 MiB of 110 MiB · 9,000 rows/s · 5 s left',
+    );
+    expect(progressText({ kind: 'parse', file: pq.file, lines: 25_000 }, null, 0)).toBe(
+      'Parsing corpus/test-00001-of-00004.parquet: row 25,000',
+    );
     const store = { kind: 'store' as const, done: 40_000, total: 110_000 };
     expect(
       progressText(

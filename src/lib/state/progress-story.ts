@@ -88,10 +88,14 @@ export function progressText(p: Progress, since: DownloadSample | null, now: num
     case 'read':
       return (
         `Reading ${p.file}: ${formatBytes(p.bytes)}${p.totalBytes ? ` of ${formatBytes(p.totalBytes)}` : ''}` +
-        rates(p.docsPerSec, p.etaSeconds, /corpus\.jsonl$/.test(p.file) ? 'docs' : 'lines')
+        rates(
+          p.docsPerSec,
+          p.etaSeconds,
+          /corpus\.jsonl$/.test(p.file) ? 'docs' : /\.parquet$/.test(p.file) ? 'rows' : 'lines',
+        )
       );
     case 'parse':
-      return `Parsing ${p.file}: line ${count(p.lines)}`;
+      return `Parsing ${p.file}: ${/\.parquet$/.test(p.file) ? 'row' : 'line'} ${count(p.lines)}`;
     case 'store':
       return (
         `Caching in IndexedDB: ${count(p.done)} / ${count(p.total)}` +

@@ -8,7 +8,7 @@
 // This file assembles the virtual shard; the files, cells, inspection, image stash and relocation of
 // issues are in parquet-files, cells, inspect-parquet, image-stash and relocate.
 import { ShardValidationError, type ShardIssue, type ShardSource } from '../../shard/source';
-import type { Modality, ParsedShard, ShardWarning, TaskInfo } from '../../types';
+import type { Doc, Modality, ParsedShard, ShardWarning, TaskInfo } from '../../types';
 import { readShard, type ReadShardOptions } from '../../shard/read-shard';
 import { checkParquetMapping, inSplits, parseModality, type ParquetMapping } from './mapping';
 import { asString, bytesKey, extOf, imageBytes, metaValue, sameBytes } from './cells';
@@ -24,6 +24,8 @@ export { memoryImageStash, type ImageStash } from './image-stash';
 /** Examples listed in a warning that counts many cases. */
 const EXAMPLES = 5;
 const enc = new TextEncoder();
+/** Virtual corpus lines handed to the reader at a time. */
+const LINES_PER_CHUNK = 2048;
 
 /** Options of {@link readParquetShard}: those of readShard, plus an inspection already made. */
 export interface ReadParquetOptions extends ReadShardOptions {
@@ -61,8 +63,12 @@ export async function readParquetShard(
   return reader.read();
 }
 
-/** One Parquet import: the rows written as a virtual "BEIR + images" shard, read by readShard. */
-class ParquetShard implements VirtualOrigins {
+/**
+ * One Parquet import: the rows written as a virtual "BEIR + images" shard, read by readShard. A
+ * streamed import (opts.onDoc, see stream-parquet.ts) keeps no documents: only what the corpus
+ * modalities of the tasks need (the documents that are not text-only).
+ */
+export class ParquetShard implements VirtualOrigins {
   private files: OpenFile[] = [];
   private readonly issues: ShardIssue[] = [];
   private readonly warnings: ShardWarning[] = [];
@@ -79,6 +85,8 @@ class ParquetShard implements VirtualOrigins {
   private readonly splitOfTask = new Map<string, string>();
   /** `file\trow` of the rows whose id cell had an issue (the virtual shard has "" there). */
   private readonly badIdRows = new Set<string>();
+  /** Streamed reads: the parts of the documents that are not text-only (the others are 'text'). */
+  private readonly nonTextDocs = new Map<string, Modality>();
 
   constructor(
     private readonly source: ShardSource,
@@ -105,22 +113,50 @@ class ParquetShard implements VirtualOrigins {
     return this.files.filter((f) => f.info.role === role && (!splits || inSplits(f.info, splits)));
   }
 
+  /** Opens the files and reads the qrels and queries (what the virtual shard's corpus comes after). */
+  async prepare(): Promise<void> {
+    this.files = await openAll(
+      this.source,
+      this.inspection.files.map((f) => f.path),
+    );
+    const judged = await this.readQrels();
+    await this.readQueries(judged);
+  }
+
+  /** The virtual queries and qrels files as written by prepare() (a second pass compares them). */
+  records(): { queries: Uint8Array; qrels: Uint8Array } {
+    return { queries: this.queriesJsonl, qrels: this.qrelsTsv };
+  }
+
+  /** A validation error of the virtual shard with its issues moved to the Parquet cells. */
+  relocated(e: ShardValidationError): ShardValidationError {
+    // this.issue() throws with its own list once the cap is reached: nothing to merge then.
+    if (e.issues === this.issues) return e;
+    const relocated = e.issues.map((i) => relocate(this, i)).filter((i) => !this.followsBadId(i));
+    return new ShardValidationError([...this.issues, ...relocated]);
+  }
+
   async read(): Promise<ParsedShard> {
     let parsed: ParsedShard;
+    const onDoc = this.opts.onDoc;
     try {
-      this.files = await openAll(
-        this.source,
-        this.inspection.files.map((f) => f.path),
+      await this.prepare();
+      parsed = await readShard(
+        this.virtualSource(),
+        onDoc
+          ? {
+              ...this.opts,
+              onDoc: (d) => {
+                const m = docModality(d);
+                if (m !== 'text') this.nonTextDocs.set(d.id, m);
+                return onDoc(d);
+              },
+            }
+          : this.opts,
       );
-      const judged = await this.readQrels();
-      await this.readQueries(judged);
-      parsed = await readShard(this.virtualSource(), this.opts);
     } catch (e) {
       if (!(e instanceof ShardValidationError)) throw e;
-      // this.issue() throws with its own list once the cap is reached: nothing to merge then.
-      if (e.issues === this.issues) throw e;
-      const relocated = e.issues.map((i) => relocate(this, i)).filter((i) => !this.followsBadId(i));
-      throw new ShardValidationError([...this.issues, ...relocated]);
+      throw this.relocated(e);
     }
     if (this.issues.length) throw new ShardValidationError(this.issues);
     parsed.manifest.name = this.mapping.name || this.source.label;
@@ -375,8 +411,10 @@ class ParquetShard implements VirtualOrigins {
         this.status(`Reading corpus: ${f.info.path}, row group ${g + 1} of ${f.info.rowGroups.length}`);
         const group = await readGroup(f, g, columns);
         this.maps.corpus.segments.push({ line, file: f.info.path, rowGroup: g, row: f.groupStarts[g] });
-        const out: string[] = [];
-        group.forEach((r, i) => {
+        // Handed on a few thousand lines at a time: a large row group is not copied whole as JSON too.
+        let out: string[] = [];
+        for (let i = 0; i < group.length; i++) {
+          const r = group[i];
           const at = { file: f.info.path, rowGroup: g, row: f.groupStarts[g] + i };
           const id = this.idCell(at, r[c.id], c.id) ?? '';
           const { text, image } = this.parts(at, r, c);
@@ -389,7 +427,11 @@ class ParquetShard implements VirtualOrigins {
             if (v !== undefined && !RESERVED_DOC.has(m)) json[m] = v;
           }
           out.push(JSON.stringify(json) + '\n');
-        });
+          if (out.length === LINES_PER_CHUNK) {
+            yield enc.encode(out.join(''));
+            out = [];
+          }
+        }
         line += group.length;
         if (out.length) yield enc.encode(out.join(''));
       }
@@ -416,7 +458,8 @@ class ParquetShard implements VirtualOrigins {
     return enc.encode(JSON.stringify(m, null, 1));
   }
 
-  private virtualSource(): ShardSource {
+  /** The virtual "BEIR + images" shard (after prepare()). */
+  virtualSource(): ShardSource {
     const once = (bytes: () => Uint8Array) =>
       (async function* () {
         yield bytes();
@@ -452,12 +495,10 @@ class ParquetShard implements VirtualOrigins {
    * text → text, otherwise image+text), unless the mapping overrides it.
    */
   private deriveCorpusModalities(parsed: ParsedShard): void {
-    const docParts = new Map<string, Modality>();
-    for (const d of parsed.docs)
-      docParts.set(
-        d.id,
-        !d.image ? 'text' : d.text.trim() === '' && d.title.trim() === '' ? 'image' : 'image+text',
-      );
+    // A streamed read kept only the documents that are not text-only (the rest are 'text').
+    const docParts = parsed.streamed ? this.nonTextDocs : new Map<string, Modality>();
+    for (const d of parsed.docs) docParts.set(d.id, docModality(d));
+    const partsOf = (id: string) => docParts.get(id) ?? (parsed.streamed ? 'text' : undefined);
     for (const t of parsed.manifest.tasks) {
       const fixed = this.mapping.corpusModality?.[t.id];
       if (fixed) {
@@ -468,11 +509,16 @@ class ParquetShard implements VirtualOrigins {
       for (const q of parsed.queries) {
         if (q.task !== t.id) continue;
         for (const [d, grade] of parsed.qrels.get(q.id) ?? []) {
-          const m = grade > 0 ? docParts.get(d) : undefined;
+          const m = grade > 0 ? partsOf(d) : undefined;
           if (m) seen.add(m);
         }
       }
       t.corpusModality = seen.size === 1 ? [...seen][0] : seen.size === 0 ? 'text' : 'image+text';
     }
   }
+}
+
+/** The parts a document carries: text only, an image only, or both. */
+function docModality(d: Doc): Modality {
+  return !d.image ? 'text' : d.text.trim() === '' && d.title.trim() === '' ? 'image' : 'image+text';
 }
