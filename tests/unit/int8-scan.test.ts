@@ -213,10 +213,21 @@ describe('when a dense run takes the compact store', () => {
       index: compactIndex(100),
     };
     expect(describeConfig(c)).toBe(
+      'loupe-test/bert-tiny-random (fp32, wasm) · 4-bit scan, int8 rescoring of the best 2000, exact rescoring of top 100',
+    );
+    expect(runTag(c)).toBe('loupe-dense-loupe-test_bert-tiny-random-fp32-4b2000-int8r100');
+    // A deeper run rescores its whole depth.
+    expect(compactIndex(1000)).toEqual({
+      kind: 'int8-rescore',
+      rerank: 1000,
+      firstPass: { bits: 4, candidates: 2000 },
+    });
+    expect(compactIndex(5000).firstPass).toEqual({ bits: 4, candidates: 5000 });
+    // Runs stored before the two-pass scan keep their description and tag.
+    const old: RetrieverConfig = { ...c, index: { kind: 'int8-rescore', rerank: 100 } };
+    expect(describeConfig(old)).toBe(
       'loupe-test/bert-tiny-random (fp32, wasm) · int8 scan + exact rescoring of top 100',
     );
-    expect(runTag(c)).toBe('loupe-dense-loupe-test_bert-tiny-random-fp32-int8r100');
-    // A deeper run rescores its whole depth.
-    expect(compactIndex(1000)).toEqual({ kind: 'int8-rescore', rerank: 1000 });
+    expect(runTag(old)).toBe('loupe-dense-loupe-test_bert-tiny-random-fp32-int8r100');
   });
 });
