@@ -20,6 +20,7 @@
 //   npm run bench:vectors -- --rung clustered-100000 [--rung /path/text.npy[:rows]] [--queries 200]
 //     [--rounds 3] [--rerank 100] [--keep-max 100000] [--baseline] [--write-benchmarks]
 //   npm run bench:vectors -- --from-json saved-output.log   (the section from a saved run's last line)
+//   [--section NAME]: write BENCHMARKS.md's <!-- bench:NAME --> section (default: vectors)
 import {
   mkdtempSync,
   openSync,
@@ -53,10 +54,12 @@ const { values: argv } = parseArgs({
     'keep-max': { type: 'string', default: '100000' },
     piece: { type: 'string', default: '16384' },
     'write-benchmarks': { type: 'boolean', default: false },
+    /** The BENCHMARKS.md section written (`<!-- bench:NAME -->`). */
+    section: { type: 'string', default: 'vectors' },
     /** Hold both code layouts and alternate the two-pass scan with the full int8 scan. */
     baseline: { type: 'boolean', default: false },
     /** Write the BENCHMARKS.md section from a saved report (the JSON line a run prints last). */
-    'from-json': { type: 'string' },
+    'from-json': { type: 'string', multiple: true },
   },
 });
 const NQ = Number(argv.queries);
@@ -267,7 +270,7 @@ async function main() {
     results,
   };
   console.log(JSON.stringify(report));
-  if (argv['write-benchmarks']) writeBenchmarksSection('vectors', markdown(report));
+  if (argv['write-benchmarks']) writeBenchmarksSection(argv.section, markdown(report));
 }
 
 const med = (xs: number[]) => {
@@ -329,7 +332,7 @@ function markdown(rep: {
         (c[0].scan ?? 'int8') === 'int8'
           ? `int8 full scan + exact rescoring of top ${RERANK}`
           : `4-bit first pass, int8 of best ${c[0].candidates}, exact rescoring of top ${RERANK}`;
-      const held = rep.baseline ? '; store holds both layouts' : '';
+      const held = (r.baseline ?? rep.baseline) ? '; store holds both layouts' : '';
       compactSplit.push(
         `| ${name} | ${method} | ${range(c.map((x) => x.workerP50))} ms | ${c[0]?.scanP50 !== undefined ? range(c.map((x) => x.scanP50)) + ' ms' : '—'} | ${
           c[0]?.rescoreP50 !== undefined
@@ -387,9 +390,19 @@ function markdown(rep: {
 }
 
 if (argv['from-json']) {
-  const lines = readFileSync(argv['from-json'], 'utf8').trim().split('\n');
-  writeBenchmarksSection(
-    'vectors',
-    markdown(JSON.parse(lines.filter((l) => l.startsWith('{"date"')).at(-1)!)),
-  );
+  // One table from several saved runs (e.g. the 100k rung and the 1M rung, run apart).
+  const reps = argv['from-json'].map((f) => {
+    const lines = readFileSync(f, 'utf8').trim().split('\n');
+    const rep = JSON.parse(lines.filter((l) => /^\{"(baseline|date)"/.test(l)).at(-1)!);
+    for (const r of rep.results) r.baseline ??= rep.baseline;
+    return rep;
+  });
+  const merged = {
+    ...reps[0],
+    date: reps.map((r) => r.date).join(' and '),
+    loadEnd: reps.at(-1).loadEnd,
+    command: reps.map((r) => r.command).join('\n'),
+    results: reps.flatMap((r) => r.results),
+  };
+  writeBenchmarksSection(argv.section, markdown(merged));
 } else await main();

@@ -242,7 +242,8 @@ export class CompactStore {
     const buf = s.memory.buffer;
     const qc = new Int16Array(buf, s.qAt, P);
     const block = new Int32Array(buf, s.outAt, Math.min(planeRows(n), SCAN_ROWS));
-    const all = new Int32Array(n);
+    // The full int8 scan's scores of every row (the two-pass scan selects block by block instead).
+    const all = planes ? null : new Int32Array(n);
     const rows = new Float32Array(Math.max(rerank, k) * dim);
     for (let i = 0; i < q.n; i++) {
       const t0 = performance.now();
@@ -250,26 +251,16 @@ export class CompactStore {
       let cand: Int32Array;
       // At least k candidates, so that every query has k rows to rank when it can.
       if (planes)
-        cand = planes.select(
-          q.data,
-          i * dim,
-          s.scales,
-          candidates,
-          Math.max(rerank, k),
-          ex,
-          all,
-          block,
-          s.outAt,
-        );
+        cand = planes.select(q.data, i * dim, s.scales, candidates, Math.max(rerank, k), ex, block, s.outAt);
       else {
         quantiseQuery(q.data, i * dim, dim, s.scales, qc);
         for (let r0 = 0; r0 < n; r0 += SCAN_ROWS) {
           const c = Math.min(SCAN_ROWS, n - r0);
           if (s.scan) s.scan(r0 * P, s.qAt, s.outAt, c, P);
           else scanJs(s.codes!, r0, c, P, qc, block);
-          all.set(block.subarray(0, c), r0);
+          all!.set(block.subarray(0, c), r0);
         }
-        cand = topCandidates(all, n, Math.max(rerank, k), ex);
+        cand = topCandidates(all!, n, Math.max(rerank, k), ex);
       }
       const t1 = performance.now();
       let at = 0;

@@ -10,7 +10,7 @@ import {
   quantiseQueryNibbles,
   scanNibblesJs,
 } from '../src/lib/core/retrieval/nibble-scan';
-import { topCandidates } from '../src/lib/core/retrieval/int8-scan';
+import { CandidateHeap, topCandidates } from '../src/lib/core/retrieval/int8-scan';
 import { nibbleKernel, nibbleKernelSupported, type NibbleKernel } from './nibble-kernel';
 
 type Scan = (plane: number, q: number, out: number, n: number, W: number) => void;
@@ -77,8 +77,8 @@ export class NibblePlanes {
 
   /**
    * The best `keep` rows by int8 score among the best `candidates` by 4-bit score (rows in
-   * `exclude` skipped), in ascending row order. `all` (n scores) and `block` (a multiple of 4 rows,
-   * at byte `outAt` of the memory) are the caller's scratch.
+   * `exclude` skipped), in ascending row order. `block` (a multiple of 4 rows, at byte `outAt` of
+   * the memory) is the caller's scratch; the candidates are taken from each block as it is scanned.
    */
   select(
     q: Float32Array,
@@ -87,7 +87,6 @@ export class NibblePlanes {
     candidates: number,
     keep: number,
     exclude: ReadonlySet<number> | null,
-    all: Int32Array,
     block: Int32Array,
     outAt: number,
   ): Int32Array {
@@ -95,20 +94,19 @@ export class NibblePlanes {
     quantiseQueryNibbles(q, qo, this.dim, scales, this.q8);
     for (let j = 0; j < 2 * W; j++) this.q16[j] = this.q8[j];
     const qFirst = this.kernel === 'wasm-relaxed-simd' ? layout.q8At : layout.q16At;
+    const heap = new CandidateHeap(Math.max(candidates, keep));
     for (let r0 = 0; r0 < n; r0 += block.length) {
       const c = Math.min(block.length, n - r0);
       if (this.scan) this.scan(layout.hiAt + r0 * W, qFirst, outAt, planeRows(c), W);
       else scanNibblesJs(this.hi, r0, c, W, this.q8, block);
-      all.set(block.subarray(0, c), r0);
+      heap.offer(block, c, r0, exclude);
     }
-    const cand = topCandidates(all, n, Math.max(candidates, keep), exclude);
+    const { rows: cand, scores: a } = heap.result();
     if (cand.length <= keep) return cand;
     // Second pass: each candidate's low plane, making its int8 score.
-    const a = new Int32Array(cand.length);
     const b = new Int32Array(cand.length);
     const one = block.subarray(0, 1);
     for (let i = 0; i < cand.length; i++) {
-      a[i] = all[cand[i]];
       if (this.scanRow) {
         this.scanRow(layout.loAt + cand[i] * W, layout.q16At, outAt, 1, W);
         b[i] = one[0];

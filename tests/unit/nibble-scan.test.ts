@@ -171,7 +171,6 @@ describe('two passes + exact rescoring (workers/nibble-planes.ts)', () => {
   const memory = new WebAssembly.Memory({ initial: Math.ceil((outAt + 4 * 4096) / 65536) });
   const planes = new NibblePlanes(memory, layout, n, dim);
   planes.encode(docs.data, s, 0);
-  const all = new Int32Array(n);
   const block = new Int32Array(memory.buffer, outAt, 4096);
 
   it('lays the planes out for n rounded up to 4, and names its kernel', () => {
@@ -184,17 +183,7 @@ describe('two passes + exact rescoring (workers/nibble-planes.ts)', () => {
   it('gives exact search’s top 10 (ids and scores) with 2000 candidates and R = 100', () => {
     expect(FIRST_PASS_CANDIDATES).toBe(2000);
     for (let q = 0; q < nq; q++) {
-      const cand = planes.select(
-        queries.data,
-        q * dim,
-        s,
-        FIRST_PASS_CANDIDATES,
-        100,
-        null,
-        all,
-        block,
-        outAt,
-      );
+      const cand = planes.select(queries.data, q * dim, s, FIRST_PASS_CANDIDATES, 100, null, block, outAt);
       expect(cand.length).toBe(100);
       expect(Array.from(cand)).toEqual(Array.from(cand).sort((a, b) => a - b));
       const rows = new Float32Array(cand.length * dim);
@@ -207,7 +196,7 @@ describe('two passes + exact rescoring (workers/nibble-planes.ts)', () => {
 
   it('keeps the best by int8 score among the candidates, skipping exclusions', () => {
     const q = 3;
-    const int8 = planes.select(queries.data, q * dim, s, FIRST_PASS_CANDIDATES, 20, null, all, block, outAt);
+    const int8 = planes.select(queries.data, q * dim, s, FIRST_PASS_CANDIDATES, 20, null, block, outAt);
     // The reference: the JS scans of both planes over every row, ranked by 16 · A + B.
     const W = nibbleWidth(dim);
     const q8 = new Int8Array(2 * W);
@@ -220,9 +209,9 @@ describe('two passes + exact rescoring (workers/nibble-planes.ts)', () => {
     const byScore = Array.from({ length: n }, (_, r) => r).sort((x, y) => a[y] - a[x] || x - y);
     expect(Array.from(int8)).toEqual(byScore.slice(0, 20).sort((x, y) => x - y));
     const ex = new Set(byScore.slice(0, 5));
-    const without = planes.select(queries.data, q * dim, s, FIRST_PASS_CANDIDATES, 20, ex, all, block, outAt);
+    const without = planes.select(queries.data, q * dim, s, FIRST_PASS_CANDIDATES, 20, ex, block, outAt);
     expect(Array.from(without)).toEqual(byScore.slice(5, 25).sort((x, y) => x - y));
     // Fewer candidates than kept: the first pass's best `keep` go on as they are.
-    expect(planes.select(queries.data, q * dim, s, 5, 20, null, all, block, outAt).length).toBe(20);
+    expect(planes.select(queries.data, q * dim, s, 5, 20, null, block, outAt).length).toBe(20);
   });
 });
