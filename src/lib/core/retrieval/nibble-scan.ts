@@ -48,23 +48,19 @@ export function encodeNibbleRows(
 ): void {
   const W = nibbleWidth(dim);
   const m = rows.length / dim;
+  // One row's codes, padded with code 0 to whole groups, then packed two per byte.
+  const c = new Int8Array(2 * W);
   for (let i = 0; i < m; i++) {
     const o = i * dim;
+    for (let d = 0; d < dim; d++) c[d] = encodeValue(rows[o + d], scales[d]);
     const base = (at + i) * W;
-    // Code 0 everywhere first (u = 8 in both halves of a byte, l = 0), then the dimensions.
-    hi.fill(0x88, base, base + W);
-    lo.fill(0, base, base + W);
-    for (let d = 0; d < dim; d++) {
-      const c = encodeValue(rows[o + d], scales[d]);
-      const b = base + 16 * (d >> 5) + (d & 15);
-      if ((d & 31) < 16) {
-        hi[b] = (hi[b] & 0xf0) | ((c >> 4) + 8);
-        lo[b] = (lo[b] & 0xf0) | (c & 15);
-      } else {
-        hi[b] = (hi[b] & 0x0f) | (((c >> 4) + 8) << 4);
-        lo[b] = (lo[b] & 0x0f) | ((c & 15) << 4);
+    for (let g = 0; g < W; g += 16)
+      for (let b = 0; b < 16; b++) {
+        const x = c[2 * g + b];
+        const y = c[2 * g + 16 + b];
+        hi[base + g + b] = ((x >> 4) + 8) | (((y >> 4) + 8) << 4);
+        lo[base + g + b] = (x & 15) | ((y & 15) << 4);
       }
-    }
   }
 }
 
