@@ -9,9 +9,9 @@
 // A = Σ_d q_d · u_d is a 4-bit coarse score (16 · A, less a constant per query, is the int8 score
 // with each code's low bits dropped). Its best `candidates` rows then get B = Σ_d q_d · l_d from the
 // low plane, which makes Σ_d q_d · c_d = 16 · A + B − 128 · Σ_d q_d exactly: int8-scan's score of
-// those rows (with the query at int8 precision). The best R of them are rescored from the float32
-// rows as before, so scores stay exact and ids are exact search's whenever the true top k survive
-// both cuts (recall@10 against exact: `npm run bench:vectors`).
+// those rows (with the query rounded to nibbleQmax levels). The best R of them are rescored from
+// the float32 rows as before, so scores stay exact and ids are exact search's whenever the true
+// top k survive both cuts (recall@10 against exact: `npm run bench:vectors`).
 //
 // Layout, chosen for the wasm SIMD kernel (workers/nibble-kernel.ts): dimensions in groups of 32,
 // one 16-byte lane per group and plane; byte i of group g holds dimension 32g + i in its low four
