@@ -55,6 +55,8 @@ export class NibblePlanes {
     private readonly layout: PlanesLayout,
     readonly n: number,
     readonly dim: number,
+    /** The kernel to use instead of the best this engine runs (tests: 'js', as without wasm SIMD). */
+    use?: NibbleKernel | 'js',
   ) {
     const W = (this.W = nibbleWidth(dim));
     const rows = planeRows(n);
@@ -64,7 +66,8 @@ export class NibblePlanes {
     this.hi.fill(0x88, n * W);
     this.q8 = new Int8Array(memory.buffer, layout.q8At, 2 * W);
     this.q16 = new Int16Array(memory.buffer, layout.q16At, 2 * W);
-    const k = nibbleKernelSupported();
+    const best = use ?? nibbleKernelSupported();
+    const k = best === 'js' ? null : best;
     this.kernel = k ?? 'js';
     this.scan = k ? nibbleKernel(memory, k) : null;
     this.scanRow = k ? (k === 'wasm-simd' ? this.scan : nibbleKernel(memory, 'wasm-simd')) : null;

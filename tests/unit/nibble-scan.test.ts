@@ -194,6 +194,15 @@ describe('two passes + exact rescoring (workers/nibble-planes.ts)', () => {
     }
   });
 
+  it('selects the same rows with the JS scans (an engine without wasm SIMD)', () => {
+    const js = new NibblePlanes(memory, layout, n, dim, 'js');
+    expect(js.kernel).toBe('js');
+    for (const q of [0, 1, 2]) {
+      const want = Array.from(planes.select(queries.data, q * dim, s, 500, 100, null, block, outAt));
+      expect(Array.from(js.select(queries.data, q * dim, s, 500, 100, null, block, outAt))).toEqual(want);
+    }
+  });
+
   it('keeps the best by int8 score among the candidates, skipping exclusions', () => {
     const q = 3;
     const int8 = planes.select(queries.data, q * dim, s, FIRST_PASS_CANDIDATES, 20, null, block, outAt);
