@@ -2,7 +2,10 @@
 // Chromium on the Vite dev server's tests/browser/vectors-harness.html, one fresh profile per rung:
 //
 //   float32 exact   the matrix in the retrieval worker, as a dense run does today (kept rungs only)
-//   int8 + rescore  the compact store: int8 codes in memory, float32 rows in OPFS, top R rescored
+//   int8 + rescore  the compact store: int8 codes in memory, float32 rows in OPFS, top R rescored;
+//                   its two-pass scan (4-bit first pass, int8 of the best candidates), and with
+//                   --baseline also the full int8 scan of the first version, alternated round by
+//                   round in one store holding both layouts (so that phase's memory counts both)
 //   HNSW            hnswlib (wasm) in the index worker, M 16, efConstruction 200 (kept rungs only)
 //   IVF-int8        src/lib/core/retrieval/ivf.ts built and searched in the page (kept rungs only)
 //
@@ -15,8 +18,9 @@
 // renderer processes' RSS from /proc, sampled every 200 ms, peak per phase.
 //
 //   npm run bench:vectors -- --rung clustered-100000 [--rung /path/text.npy[:rows]] [--queries 200]
-//     [--rounds 3] [--rerank 100] [--keep-max 100000] [--write-benchmarks]
+//     [--rounds 3] [--rerank 100] [--keep-max 100000] [--baseline] [--write-benchmarks]
 //   npm run bench:vectors -- --from-json saved-output.log   (the section from a saved run's last line)
+//   [--section NAME]: write BENCHMARKS.md's <!-- bench:NAME --> section (default: vectors)
 import {
   mkdtempSync,
   openSync,
@@ -50,8 +54,12 @@ const { values: argv } = parseArgs({
     'keep-max': { type: 'string', default: '100000' },
     piece: { type: 'string', default: '16384' },
     'write-benchmarks': { type: 'boolean', default: false },
+    /** The BENCHMARKS.md section written (`<!-- bench:NAME -->`). */
+    section: { type: 'string', default: 'vectors' },
+    /** Hold both code layouts and alternate the two-pass scan with the full int8 scan. */
+    baseline: { type: 'boolean', default: false },
     /** Write the BENCHMARKS.md section from a saved report (the JSON line a run prints last). */
-    'from-json': { type: 'string' },
+    'from-json': { type: 'string', multiple: true },
   },
 });
 const NQ = Number(argv.queries);
@@ -60,6 +68,8 @@ const K = Number(argv.k);
 const RERANK = Number(argv.rerank);
 const KEEP_MAX = Number(argv['keep-max']);
 const PIECE = Number(argv.piece);
+const BASELINE = argv.baseline;
+const COMPACT = BASELINE ? { scan: 'both' as const } : {};
 const MiB = 2 ** 20;
 const log = (...a: unknown[]) => console.log(`[${new Date().toISOString().slice(11, 19)}]`, ...a);
 const call = harnessCaller<VectorsHarness>('vectorsHarness');
@@ -163,7 +173,7 @@ async function main() {
           out.data = await phase('generate + exact reference', () =>
             call(page, 'generate', n, NQ, dim, K, 7),
           );
-          out.compactBuild = await phase('int8 + rescore: build', () => call(page, 'compactBuild', {}));
+          out.compactBuild = await phase('int8 + rescore: build', () => call(page, 'compactBuild', COMPACT));
         } else {
           const [path, rows] = rung.split(':');
           const info = npyInfo(path);
@@ -177,7 +187,7 @@ async function main() {
               piece: PIECE,
               nq: NQ,
               k: K,
-              compact: {},
+              compact: COMPACT,
               keep,
             }),
           );
@@ -185,6 +195,7 @@ async function main() {
         out.n = n;
         out.dim = dim;
         out.compactInfo = (await call(page, 'compactQueries', K, RERANK, 1)).info;
+        if (BASELINE) await call(page, 'compactQueries', K, RERANK, 1, 'int8');
         const hnswEf = [64, 128, 256];
         const nprobes = [16, 64];
         const nlist = Math.round(2 * Math.sqrt(n));
@@ -199,20 +210,26 @@ async function main() {
           const round: Record<string, unknown> = { load: loadavg()[0] };
           rounds.push(round);
           log(` round ${r + 1}, load ${loadavg()[0].toFixed(2)}`);
-          const c = await phase(`round ${r + 1}: int8 + rescore`, () =>
-            call(page, 'compactQueries', K, RERANK),
-          );
-          round.compact = {
-            p50: c.p50,
-            p95: c.p95,
-            workerP50: c.workerP50,
-            scanP50: c.scanP50,
-            rescoreP50: c.rescoreP50,
-            recall: c.recall,
-            rowsRead: c.rowsRead,
-            kernel: c.kernel,
-            store: c.store,
-          };
+          // The two scans in turn, the first of them alternating round by round.
+          const scans = !BASELINE ? ['two-pass'] : r % 2 ? ['int8', 'two-pass'] : ['two-pass', 'int8'];
+          for (const scan of scans) {
+            const c = await phase(`round ${r + 1}: int8 + rescore (${scan})`, () =>
+              call(page, 'compactQueries', K, RERANK, undefined, scan as 'two-pass' | 'int8'),
+            );
+            round[scan === 'int8' ? 'compactInt8' : 'compact'] = {
+              p50: c.p50,
+              p95: c.p95,
+              workerP50: c.workerP50,
+              scanP50: c.scanP50,
+              rescoreP50: c.rescoreP50,
+              recall: c.recall,
+              rowsRead: c.rowsRead,
+              kernel: c.kernel,
+              store: c.store,
+              scan: c.scan,
+              candidates: c.candidates,
+            };
+          }
           if (keep) {
             round.float = await phase(`round ${r + 1}: float32 exact`, () => call(page, 'floatExact', K));
             round.hnsw = await phase(`round ${r + 1}: HNSW`, () => call(page, 'hnswQueries', K, hnswEf));
@@ -240,6 +257,7 @@ async function main() {
     server = null;
   }
   const report = {
+    baseline: BASELINE,
     date: started.toISOString(),
     machine: `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB`,
     loadStart: load0,
@@ -252,7 +270,7 @@ async function main() {
     results,
   };
   console.log(JSON.stringify(report));
-  if (argv['write-benchmarks']) writeBenchmarksSection('vectors', markdown(report));
+  if (argv['write-benchmarks']) writeBenchmarksSection(argv.section, markdown(report));
 }
 
 const med = (xs: number[]) => {
@@ -267,6 +285,7 @@ const shortName = (rung: string) => /\/([^/]+)\/embeddings\//.exec(rung)?.[1] ??
 
 /** The measured table (the prose around it is written by hand in BENCHMARKS.md). */
 function markdown(rep: {
+  baseline?: boolean;
   queries?: number;
   date: string;
   machine: string;
@@ -298,7 +317,6 @@ function markdown(rep: {
     const peakOf = (re: RegExp) => `${(Math.max(...ph(re).map((p) => p.peakRss)) / MiB).toFixed(0)} MiB`;
     const rounds = r.rounds as Record<string, any>[]; // eslint-disable-line @typescript-eslint/no-explicit-any
     const build = (re: RegExp) => `${(ph(re).reduce((s, p) => s + p.ms, 0) / 1000).toFixed(1)} s`;
-    const c = rounds.map((x) => x.compact);
     const d = r.data as { addMs?: number; finishMs?: number };
     // Streamed: the worker's time to take the rows (OPFS writes) and encode them, not the fetch,
     // decoding and reference work of the page around it; generated: the whole handover.
@@ -306,19 +324,29 @@ function markdown(rep: {
       d.addMs !== undefined
         ? `${(((d.addMs ?? 0) + (d.finishMs ?? 0)) / 1000).toFixed(1)} s (add ${((d.addMs ?? 0) / 1000).toFixed(1)} + encode ${((d.finishMs ?? 0) / 1000).toFixed(1)})`
         : build(/int8 \+ rescore: build/);
-    compactSplit.push(
-      `| ${name} | ${range(c.map((x) => x.workerP50))} ms | ${c[0]?.scanP50 !== undefined ? range(c.map((x) => x.scanP50)) + ' ms' : '—'} | ${
-        c[0]?.rescoreP50 !== undefined
-          ? range(
-              c.map((x) => x.rescoreP50),
-              2,
-            ) + ' ms'
-          : '—'
-      } | ${c[0]?.rowsRead / Number(rep.queries ?? 200)} |`,
-    );
-    md.push(
-      `| ${name} | int8 + exact rescoring of top ${RERANK} (${c[0]?.kernel}, rows in ${c[0]?.store}) | ${compactBuild} | ${range(c.map((x) => x.p50))} ms | ${med(c.map((x) => x.p95)).toFixed(1)} ms | ${med(c.map((x) => x.recall)).toFixed(4)} | ${peakOf(/int8|stream/)} |`,
-    );
+    for (const key of ['compact', 'compactInt8']) {
+      const c = rounds.map((x) => x[key]).filter(Boolean);
+      if (!c.length) continue;
+      // Older reports have no scan field: their compact store scanned every int8 code.
+      const method =
+        (c[0].scan ?? 'int8') === 'int8'
+          ? `int8 full scan + exact rescoring of top ${RERANK}`
+          : `4-bit first pass, int8 of best ${c[0].candidates}, exact rescoring of top ${RERANK}`;
+      const held = (r.baseline ?? rep.baseline) ? '; store holds both layouts' : '';
+      compactSplit.push(
+        `| ${name} | ${method} | ${range(c.map((x) => x.workerP50))} ms | ${c[0]?.scanP50 !== undefined ? range(c.map((x) => x.scanP50)) + ' ms' : '—'} | ${
+          c[0]?.rescoreP50 !== undefined
+            ? range(
+                c.map((x) => x.rescoreP50),
+                2,
+              ) + ' ms'
+            : '—'
+        } | ${c[0]?.rowsRead / Number(rep.queries ?? 200)} |`,
+      );
+      md.push(
+        `| ${name} | ${method} (${c[0]?.kernel}, rows in ${c[0]?.store}${held}) | ${key === 'compact' ? compactBuild : ''} | ${range(c.map((x) => x.p50))} ms | ${med(c.map((x) => x.p95)).toFixed(1)} ms | ${med(c.map((x) => x.recall)).toFixed(4)} | ${peakOf(/int8|stream/)} |`,
+      );
+    }
     if (rounds[0]?.float) {
       const f = rounds.map((x) => x.float);
       md.push(
@@ -348,8 +376,8 @@ function markdown(rep: {
     '',
     'The int8 + rescore queries inside the index worker (median per query, [min–max] over rounds): all of it, the int8 scan with candidate selection, and reading + rescoring the candidates from OPFS:',
     '',
-    '| corpus | in the worker | scan + selection | read + rescore | rows read per query |',
-    '| --- | --: | --: | --: | --: |',
+    '| corpus | method | in the worker | scan + selection | read + rescore | rows read per query |',
+    '| --- | --- | --: | --: | --: | --: |',
     ...compactSplit,
   );
   md.push('', 'Peak renderer RSS per rung (all phases; the harness page alone: baseline):', '');
@@ -362,9 +390,19 @@ function markdown(rep: {
 }
 
 if (argv['from-json']) {
-  const lines = readFileSync(argv['from-json'], 'utf8').trim().split('\n');
-  writeBenchmarksSection(
-    'vectors',
-    markdown(JSON.parse(lines.filter((l) => l.startsWith('{"date"')).at(-1)!)),
-  );
+  // One table from several saved runs (e.g. the 100k rung and the 1M rung, run apart).
+  const reps = argv['from-json'].map((f) => {
+    const lines = readFileSync(f, 'utf8').trim().split('\n');
+    const rep = JSON.parse(lines.filter((l) => /^\{"(baseline|date)"/.test(l)).at(-1)!);
+    for (const r of rep.results) r.baseline ??= rep.baseline;
+    return rep;
+  });
+  const merged = {
+    ...reps[0],
+    date: reps.map((r) => r.date).join(' and '),
+    loadEnd: reps.at(-1).loadEnd,
+    command: reps.map((r) => r.command).join('\n'),
+    results: reps.flatMap((r) => r.results),
+  };
+  writeBenchmarksSection(argv.section, markdown(merged));
 } else await main();

@@ -3,12 +3,21 @@
 // store outside the JS heap (a file in the origin-private file system, read through a synchronous
 // access handle; memory where OPFS is missing) while the per-dimension maxima of ivf.ts's int8
 // quantiser are taken. finish() reads the rows back in blocks and writes their int8 codes into a
-// wasm memory (n × P bytes, P = dim rounded up to 16). A query then scans every code with the wasm
-// SIMD kernel (workers/int8-kernel.ts; JS where wasm SIMD is missing: same integers), keeps the R
-// best rows, reads only those R float32 rows back (one read per run of consecutive rows) and ranks
-// them by exact score. Scores are exact search's; ids are exact search's whenever the true top k is
-// among the R candidates (recall@10 against exact is measured by `npm run bench:vectors`).
+// wasm memory (n × P bytes, P = dim rounded up to 16). A query then finds R candidate rows, reads
+// only those R float32 rows back (one read per run of consecutive rows) and ranks them by exact
+// score. Scores are exact search's; ids are exact search's whenever the true top k is among the R
+// candidates (recall@10 against exact is measured by `npm run bench:vectors`). The candidates come
+// from one of two scans (CompactScan):
+// - 'two-pass' (the default): the codes are held as two 4-bit planes (workers/nibble-planes.ts,
+//   same bytes); the high plane of every row is scanned (half the bytes of the codes), the best
+//   FIRST_PASS_CANDIDATES get their full int8 score from the low plane, and the best R of those go
+//   on. Its kernel reads the 1M codes in about half the time, and a query at 1M took 16–33% less
+//   time than the full scan in alternated rounds (BENCHMARKS.md, issue 18 item 4).
+// - 'int8': every code scanned in full by workers/int8-kernel.ts, the best R go on (the first
+//   version; kept as the benchmark's baseline). 'both' holds both layouts (twice the codes' memory:
+//   benchmarks only) and lets each search pick.
 import { rowRuns } from '../src/lib/core/retrieval/ivf';
+import { FIRST_PASS_CANDIDATES, nibbleWidth } from '../src/lib/core/retrieval/nibble-scan';
 import {
   ScaleAccumulator,
   encodeRows,
@@ -30,6 +39,8 @@ import { formatBytes } from '../src/lib/core/shard/limits';
 import { isQuotaError } from '../src/lib/platform/shard-store';
 import { CHUNK_ROWS, openRowStore, type RowStore, type RowStoreKind } from './chunked-exact';
 import { int8Kernel, int8KernelSupported } from './int8-kernel';
+import { nibbleKernelSupported, type NibbleKernel } from './nibble-kernel';
+import { NibblePlanes, planeRows, planesLayout } from './nibble-planes';
 
 /** DEFAULT_RERANK: candidates rescored exactly per query (recall@10 ≥ 0.99 at 1M in bench:vectors). */
 export const DEFAULT_RERANK = 100;
@@ -38,9 +49,15 @@ const READ_ROWS = 1024;
 /** SCAN_ROWS: rows per kernel call. */
 const SCAN_ROWS = 65_536;
 
+/** How a compact store finds its candidates (see the file's header). */
+export type CompactScan = 'two-pass' | 'int8';
+
 /** What a compact search did, for reports and tests. */
 export interface CompactStats {
-  kernel: 'wasm-simd' | 'js';
+  scan: CompactScan;
+  kernel: NibbleKernel | 'js';
+  /** Rows given their int8 score (two-pass: the first pass's best; int8: every row). */
+  candidates: number;
   rerank: number;
   /** float32 rows read back from the row store (all queries). */
   rowsRead: number;
@@ -58,7 +75,10 @@ export class CompactStore {
   private sealed: {
     scales: Float32Array;
     memory: WebAssembly.Memory;
-    codes: Int8Array;
+    /** The full int8 codes ('int8' and 'both'). */
+    codes: Int8Array | null;
+    /** The two 4-bit planes ('two-pass' and 'both'). */
+    planes: NibblePlanes | null;
     qAt: number;
     outAt: number;
     scan: ((codes: number, q: number, out: number, n: number, P: number) => void) | null;
@@ -70,6 +90,8 @@ export class CompactStore {
     readonly dim: number,
     private readonly store: RowStore,
     private readonly tieBreak: TieBreak,
+    /** The layouts held: 'both' only for benchmarks (twice the memory). */
+    readonly layouts: CompactScan | 'both',
   ) {
     this.acc = new ScaleAccumulator(dim);
   }
@@ -77,11 +99,11 @@ export class CompactStore {
   /** An empty store; 'auto' takes OPFS when the worker has synchronous access to it (reason: why not). */
   static async open(
     dim: number,
-    opts: { store?: 'auto' | RowStoreKind; tieBreak: TieBreak },
+    opts: { store?: 'auto' | RowStoreKind; tieBreak: TieBreak; scan?: CompactScan | 'both' },
   ): Promise<{ store: CompactStore; reason?: string }> {
     if (!Number.isInteger(dim) || dim <= 0) throw new RangeError(`dimension must be a positive integer`);
     const { store: rows, reason } = await openRowStore(dim, opts.store ?? 'auto', CHUNK_ROWS);
-    return { store: new CompactStore(dim, rows, opts.tieBreak), reason };
+    return { store: new CompactStore(dim, rows, opts.tieBreak, opts.scan ?? 'two-pass'), reason };
   }
 
   get n(): number {
@@ -93,9 +115,17 @@ export class CompactStore {
   get ready(): boolean {
     return this.sealed !== null;
   }
-  /** Bytes of the int8 codes (the store's memory in the tab, besides a row store in memory). */
+  /** Bytes of the codes in either layout, both when both are held (the store's memory in the tab). */
   codeBytes(): number {
-    return this.rowsTotal * int8Width(this.dim);
+    const n = this.rowsTotal;
+    return (
+      (this.layouts !== 'two-pass' ? n * int8Width(this.dim) : 0) +
+      (this.layouts !== 'int8' ? 2 * planeRows(n) * nibbleWidth(this.dim) : 0)
+    );
+  }
+  /** The scan a search takes unless told otherwise. */
+  get scanKind(): CompactScan {
+    return this.layouts === 'int8' ? 'int8' : 'two-pass';
   }
   /** Bytes of the wasm memory holding codes, query and scores. */
   memoryBytes(): number {
@@ -104,7 +134,9 @@ export class CompactStore {
   storeMemoryBytes(): number {
     return this.store.memoryBytes();
   }
-  kernel(): 'wasm-simd' | 'js' {
+  /** The kernel of the default scan. */
+  kernel(): NibbleKernel | 'js' {
+    if (this.scanKind === 'two-pass') return this.sealed?.planes?.kernel ?? nibbleKernelSupported() ?? 'js';
     return this.sealed && !this.sealed.scan ? 'js' : int8KernelSupported() ? 'wasm-simd' : 'js';
   }
 
@@ -137,10 +169,14 @@ export class CompactStore {
     const n = this.rowsTotal;
     const P = int8Width(dim);
     const scales = this.acc.scales();
-    // Codes, then the query (int16, P wide), then one block of scores.
-    const qAt = n * P;
-    const outAt = qAt + 2 * P + ((16 - ((qAt + 2 * P) % 16)) % 16);
-    const bytes = outAt + 4 * Math.min(Math.max(n, 1), SCAN_ROWS);
+    // int8 codes (when held), then their query (int16, P wide), then the planes and their query
+    // (when held), then one block of scores.
+    const int8 = this.layouts !== 'two-pass';
+    const qAt = int8 ? n * P : 0;
+    const layout = this.layouts !== 'int8' ? planesLayout(n, dim, qAt + 2 * P) : null;
+    const end = layout ? layout.hiAt + layout.bytes : qAt + 2 * P;
+    const outAt = Math.ceil(end / 16) * 16;
+    const bytes = outAt + 4 * Math.min(planeRows(Math.max(n, 1)), SCAN_ROWS);
     let memory: WebAssembly.Memory;
     try {
       memory = new WebAssembly.Memory({ initial: Math.ceil(bytes / 65_536) });
@@ -149,24 +185,29 @@ export class CompactStore {
         `no memory for the int8 codes of ${n} rows (${bytes} bytes): ${(e as Error)?.message ?? String(e)}`,
       );
     }
-    const codes = new Int8Array(memory.buffer, 0, n * P);
+    const codes = int8 ? new Int8Array(memory.buffer, 0, n * P) : null;
+    const planes = layout ? new NibblePlanes(memory, layout, n, dim) : null;
     const block = new Float32Array(READ_ROWS * dim);
     for (let s = 0; s < n; s += READ_ROWS) {
       const c = Math.min(READ_ROWS, n - s);
       this.store.read(s, c, block);
       this.bytesRead += c * dim * 4;
-      encodeRows(block.subarray(0, c * dim), dim, scales, codes, s);
+      if (codes) encodeRows(block.subarray(0, c * dim), dim, scales, codes, s);
+      planes?.encode(block.subarray(0, c * dim), scales, s);
       onStep?.(s + c, n);
     }
-    const scan = int8KernelSupported() ? int8Kernel(memory) : null;
-    this.sealed = { scales, memory, codes, qAt, outAt, scan };
+    const scan = codes && int8KernelSupported() ? int8Kernel(memory) : null;
+    this.sealed = { scales, memory, codes, planes, qAt, outAt, scan };
   }
 
-  /** Top-k of each query row: int8 scan of every code, exact rescoring of the best `rerank`. */
+  /**
+   * Top-k of each query row: the best `rerank` rows of the scan (`scan`: the store's default, see
+   * the file's header), rescored exactly.
+   */
   search(
     q: Matrix,
     k: number,
-    opts: { exclude?: Exclusions; rerank?: number } = {},
+    opts: { exclude?: Exclusions; rerank?: number; scan?: CompactScan; candidates?: number } = {},
   ): { result: KnnResult; stats: CompactStats } {
     const s = this.sealed;
     if (!s) throw new Error('the compact store is not finished: call finish() after the last rows');
@@ -175,11 +216,22 @@ export class CompactStore {
     const rerank = opts.rerank ?? DEFAULT_RERANK;
     if (!Number.isInteger(rerank) || rerank < 1)
       throw new RangeError(`rerank must be a positive integer, got ${rerank}`);
+    const scan = opts.scan ?? this.scanKind;
+    const planes = scan === 'two-pass' ? s.planes : null;
+    if (scan === 'two-pass' ? !planes : !s.codes)
+      throw new Error(
+        `this compact store holds no codes for the ${scan} scan (it was opened for ${this.layouts})`,
+      );
+    const candidates = opts.candidates ?? FIRST_PASS_CANDIDATES;
+    if (!Number.isInteger(candidates) || candidates < 1)
+      throw new RangeError(`candidates must be a positive integer, got ${candidates}`);
     const n = this.rowsTotal;
     const P = int8Width(dim);
     const result = emptyResult(q.n, checkK(k));
     const stats: CompactStats = {
-      kernel: s.scan ? 'wasm-simd' : 'js',
+      scan,
+      kernel: planes ? planes.kernel : s.scan ? 'wasm-simd' : 'js',
+      candidates: planes ? Math.min(n, Math.max(candidates, rerank, k)) : n,
       rerank,
       rowsRead: 0,
       reads: 0,
@@ -190,21 +242,27 @@ export class CompactStore {
     if (k === 0 || n === 0) return { result, stats };
     const buf = s.memory.buffer;
     const qc = new Int16Array(buf, s.qAt, P);
-    const block = new Int32Array(buf, s.outAt, Math.min(n, SCAN_ROWS));
-    const all = new Int32Array(n);
+    const block = new Int32Array(buf, s.outAt, Math.min(planeRows(n), SCAN_ROWS));
+    // The full int8 scan's scores of every row (the two-pass scan selects block by block instead).
+    const all = planes ? null : new Int32Array(n);
     const rows = new Float32Array(Math.max(rerank, k) * dim);
     for (let i = 0; i < q.n; i++) {
       const t0 = performance.now();
       const ex = opts.exclude?.[i]?.length ? new Set(Array.from(opts.exclude[i]!)) : null;
-      quantiseQuery(q.data, i * dim, dim, s.scales, qc);
-      for (let r0 = 0; r0 < n; r0 += SCAN_ROWS) {
-        const c = Math.min(SCAN_ROWS, n - r0);
-        if (s.scan) s.scan(r0 * P, s.qAt, s.outAt, c, P);
-        else scanJs(s.codes, r0, c, P, qc, block);
-        all.set(block.subarray(0, c), r0);
-      }
+      let cand: Int32Array;
       // At least k candidates, so that every query has k rows to rank when it can.
-      const cand = topCandidates(all, n, Math.max(rerank, k), ex);
+      if (planes)
+        cand = planes.select(q.data, i * dim, s.scales, candidates, Math.max(rerank, k), ex, block, s.outAt);
+      else {
+        quantiseQuery(q.data, i * dim, dim, s.scales, qc);
+        for (let r0 = 0; r0 < n; r0 += SCAN_ROWS) {
+          const c = Math.min(SCAN_ROWS, n - r0);
+          if (s.scan) s.scan(r0 * P, s.qAt, s.outAt, c, P);
+          else scanJs(s.codes!, r0, c, P, qc, block);
+          all!.set(block.subarray(0, c), r0);
+        }
+        cand = topCandidates(all!, n, Math.max(rerank, k), ex);
+      }
       const t1 = performance.now();
       let at = 0;
       for (const [first, count] of rowRuns(Array.from(cand))) {

@@ -12,8 +12,8 @@
 // The module imports its memory, so the store decides its size: the codes live in it (a view of
 // it is the store's Int8Array), with the query and the scores beside them.
 
-/** Unsigned LEB128. */
-function uleb(n: number): number[] {
+/** Unsigned LEB128 (exported with the helpers below for workers/nibble-kernel.ts). */
+export function uleb(n: number): number[] {
   const out: number[] = [];
   do {
     let b = n & 0x7f;
@@ -25,7 +25,7 @@ function uleb(n: number): number[] {
 }
 
 /** Signed LEB128 (small constants only). */
-function sleb(n: number): number[] {
+export function sleb(n: number): number[] {
   const out: number[] = [];
   for (;;) {
     const b = n & 0x7f;
@@ -38,8 +38,8 @@ function sleb(n: number): number[] {
   }
 }
 
-const str = (s: string) => [...uleb(s.length), ...new TextEncoder().encode(s)];
-const section = (id: number, body: number[]) => [id, ...uleb(body.length), ...body];
+export const str = (s: string) => [...uleb(s.length), ...new TextEncoder().encode(s)];
+export const section = (id: number, body: number[]) => [id, ...uleb(body.length), ...body];
 
 // Opcodes (core, then SIMD after the 0xfd prefix, LEB128 sub-opcodes).
 const I32 = 0x7f;

@@ -16,8 +16,10 @@ import {
   searchCompactStore,
   searchIndex,
   stopIndexWorker,
+  type CompactOptions,
   type RowStoreKind,
 } from '../../src/lib/clients/index-client';
+import type { CompactScan } from '../../workers/index/compact-types';
 import { resetRetrieval, runDense, setDenseDocs } from '../../src/lib/clients/retrieval-client';
 import {
   clusteredVectors,
@@ -33,7 +35,9 @@ import {
   searchIvf,
   type IvfList,
 } from '../../src/lib/core/retrieval/ivf';
+import { nibbleQmax, scanNibblesJs } from '../../src/lib/core/retrieval/nibble-scan';
 import { TopK } from '../../src/lib/core/retrieval/topk';
+import { NIBBLE_KERNEL_WASM, nibbleKernel, nibbleKernelSupported } from '../../workers/nibble-kernel';
 import { f16ToF32 } from '../../src/lib/core/shard/vector-files';
 
 const state: {
@@ -90,7 +94,7 @@ const vectorsHarness = {
       nq: number;
       k: number;
       seed?: number;
-      compact?: { store?: 'auto' | RowStoreKind } | null;
+      compact?: { store?: 'auto' | RowStoreKind; scan?: CompactOptions['scan'] } | null;
       keep?: boolean;
     },
   ) {
@@ -102,7 +106,8 @@ const vectorsHarness = {
     const queries = (state.queries = makeQueries(opts.nq, dim, opts.seed ?? 1));
     const tops = Array.from({ length: opts.nq }, () => new TopK(opts.k, indexTieBreak));
     const kept = opts.keep ? new Float32Array(n * dim) : null;
-    if (opts.compact) await openCompactStore({ dim, space: 'ip', store: opts.compact.store });
+    if (opts.compact)
+      await openCompactStore({ dim, space: 'ip', store: opts.compact.store, scan: opts.compact.scan });
     let refMs = 0;
     let addMs = 0;
     for (let first = 0; first < n; first += opts.piece) {
@@ -142,11 +147,13 @@ const vectorsHarness = {
   },
 
   /** The kept corpus into the compact store, in pieces of `piece` rows. */
-  async compactBuild(opts: { store?: 'auto' | RowStoreKind; piece?: number } = {}) {
+  async compactBuild(
+    opts: { store?: 'auto' | RowStoreKind; piece?: number; scan?: CompactOptions['scan'] } = {},
+  ) {
     const d = state.docs;
     if (!d) throw new Error('no corpus kept');
     const t0 = performance.now();
-    const opened = await openCompactStore({ dim: d.dim, space: 'ip', store: opts.store });
+    const opened = await openCompactStore({ dim: d.dim, space: 'ip', store: opts.store, scan: opts.scan });
     const piece = opts.piece ?? 4096;
     for (let s = 0; s < d.n; s += piece)
       await addToCompactStore(d.data.slice(s * d.dim, Math.min(d.n, s + piece) * d.dim));
@@ -154,8 +161,11 @@ const vectorsHarness = {
     return { opened, info, ms: performance.now() - t0 };
   },
 
-  /** Each query alone through the compact store: latency per query, ids and scores, what was read. */
-  async compactQueries(k: number, rerank?: number, nq?: number) {
+  /**
+   * Each query alone through the compact store (`scan`: the store's default scan, or the one named):
+   * latency per query, ids and scores, what was read.
+   */
+  async compactQueries(k: number, rerank?: number, nq?: number, scan?: CompactScan) {
     const q = state.queries!;
     const m = nq ?? q.n;
     const ms: number[] = [];
@@ -168,9 +178,11 @@ const vectorsHarness = {
     const rescoreMs: number[] = [];
     let kernel = '';
     let store = '';
+    let method = '';
+    let candidates = 0;
     for (let i = 0; i < m; i++) {
       const t0 = performance.now();
-      const r = await searchCompactStore(q.data.slice(i * q.dim, (i + 1) * q.dim), k, { rerank });
+      const r = await searchCompactStore(q.data.slice(i * q.dim, (i + 1) * q.dim), k, { rerank, scan });
       ms.push(performance.now() - t0);
       workerMs.push(r.ms);
       ids.push(Array.from(r.result.indices.subarray(0, r.result.counts[0])));
@@ -181,6 +193,8 @@ const vectorsHarness = {
       reads += r.stats.reads;
       kernel = r.stats.kernel;
       store = r.stats.store;
+      method = r.stats.scan;
+      candidates = r.stats.candidates;
     }
     return {
       p50: percentile(ms, 0.5),
@@ -199,6 +213,8 @@ const vectorsHarness = {
       reads,
       kernel,
       store,
+      scan: method,
+      candidates,
       info: await compactStoreInfo(),
     };
   },
@@ -350,13 +366,59 @@ const vectorsHarness = {
   },
 
   /** compactBuild, with the error's message instead of a rejection. */
-  async compactBuildError(opts: { store?: 'auto' | RowStoreKind; piece?: number } = {}) {
+  async compactBuildError(
+    opts: { store?: 'auto' | RowStoreKind; piece?: number; scan?: CompactOptions['scan'] } = {},
+  ) {
     try {
       await vectorsHarness.compactBuild(opts);
       return null;
     } catch (e) {
       return (e as Error)?.message ?? String(e);
     }
+  },
+
+  /**
+   * The two-pass scan's wasm kernels in this browser against scanNibblesJs, on `n` seeded plane rows
+   * W bytes wide with query codes up to nibbleQmax(W), and on the largest magnitudes (every nibble
+   * 15 and every query code ±qmax): which kernels ran, and whether each gave the same integers.
+   */
+  nibbleKernels(n: number, W: number, seed: number) {
+    const qmax = nibbleQmax(W);
+    const rows = Math.ceil((n + 2) / 4) * 4;
+    const memory = new WebAssembly.Memory({ initial: Math.ceil((rows * W + 6 * W + 4 * rows) / 65536) + 1 });
+    const plane = new Uint8Array(memory.buffer, 0, rows * W);
+    const q8 = new Int8Array(memory.buffer, rows * W, 2 * W);
+    const q16 = new Int16Array(memory.buffer, rows * W + 2 * W, 2 * W);
+    const outAt = rows * W + 6 * W;
+    const out = new Int32Array(memory.buffer, outAt, rows);
+    const rand = mulberry32(seed);
+    for (let i = 0; i < plane.length; i++) plane[i] = Math.floor(rand() * 256);
+    plane.fill(0xff, n * W, (n + 2) * W);
+    for (let j = 0; j < 2 * W; j++) q8[j] = Math.floor(rand() * (2 * qmax + 1)) - qmax;
+    const ref = new Int32Array(rows);
+    const runs: { kernel: string; same: boolean; extremes: number[] }[] = [];
+    for (const kernel of ['wasm-relaxed-simd', 'wasm-simd'] as const) {
+      if (!WebAssembly.validate(NIBBLE_KERNEL_WASM[kernel])) continue;
+      const scan = nibbleKernel(memory, kernel);
+      const qAt = kernel === 'wasm-simd' ? q16.byteOffset : q8.byteOffset;
+      const extremes: number[] = [];
+      let same = true;
+      const seeded = Int8Array.from(q8);
+      for (const fill of [null, qmax, -qmax]) {
+        if (fill === null) q8.set(seeded);
+        else q8.fill(fill);
+        for (let j = 0; j < 2 * W; j++) q16[j] = q8[j];
+        out.fill(-1);
+        scan(0, qAt, outAt, rows, W);
+        scanNibblesJs(plane, 0, rows, W, q8, ref);
+        same &&= out.every((v, i) => v === ref[i]);
+        // Row n: every nibble 15.
+        if (fill !== null) extremes.push(out[n]);
+      }
+      q8.set(seeded);
+      runs.push({ kernel, same, extremes });
+    }
+    return { qmax, supported: nibbleKernelSupported(), runs };
   },
 
   /** Drops the kept corpus and the IVF lists (before measuring the compact path's memory). */

@@ -97,7 +97,7 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
 
   test('ranks the top 10 of float32 exact search, reading 100 rows per query from OPFS', async () => {
     const compact = await denseRun(dir, { 'compact-from': String(DOCS) });
-    expect(compact.name).toContain('int8 scan + exact rescoring of top 100');
+    expect(compact.name).toContain('4-bit scan, int8 rescoring of the best 2000, exact rescoring of top 100');
     expect(compact.counters).toEqual({
       searches: 1,
       queries: QUERIES,

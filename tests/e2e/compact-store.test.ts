@@ -1,8 +1,9 @@
 // The index worker's compact vector store (int8 codes in memory, float32 rows in OPFS, exact
 // rescoring of the top R) at small scale in real Chromium: 20,000 × 64 seeded clustered vectors
 // added in pieces; every query's top 10 must equal the exact reference (ids and scores: exactSearch's
-// arithmetic over the float32 rows, computed in the page), the scan must run on the wasm SIMD
-// kernel, and the rescored rows must have been read back from the OPFS file (R rows per query).
+// arithmetic over the float32 rows, computed in the page), the two-pass scan must run on the
+// relaxed-SIMD nibble kernel (and the first version's full int8 scan, held beside it, must agree),
+// and the rescored rows must have been read back from the OPFS file (R rows per query).
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { VectorsHarness } from '../browser/vectors-harness';
@@ -37,20 +38,23 @@ describe('compact vector store in the index worker (1M path, small)', () => {
   it('gives exact search’s top 10 with the rows in OPFS, reading back only R rows per query', async () => {
     const built = await call(page, 'compactBuild', { store: 'opfs', piece: 3_000 });
     expect(built.opened).toMatchObject({ open: true, store: 'opfs', n: 0, ready: false });
-    const P = 64; // 64 is already a multiple of 16
+    const W = 32; // bytes per plane row at 64 dimensions: two groups of 32 nibbles
     expect(built.info).toMatchObject({
       open: true,
       n: N,
       ready: true,
       store: 'opfs',
-      kernel: 'wasm-simd',
-      codeBytes: N * P,
+      scan: 'two-pass',
+      kernel: 'wasm-relaxed-simd',
+      codeBytes: 2 * N * W,
       storeMemoryBytes: 0,
       // Encoding read every row back from the file once.
       bytesRead: N * DIM * 4,
     });
     const r = await call(page, 'compactQueries', K, R);
-    expect(r.kernel).toBe('wasm-simd');
+    expect(r.kernel).toBe('wasm-relaxed-simd');
+    expect(r.scan).toBe('two-pass');
+    expect(r.candidates).toBe(2000);
     expect(r.store).toBe('opfs');
     expect(r.ids).toEqual(r.refIds);
     expect(r.scores).toEqual(r.refScores);
@@ -81,6 +85,44 @@ describe('compact vector store in the index worker (1M path, small)', () => {
       }),
     );
     expect(narrow.recall).toBeLessThanOrEqual(1);
+    await call(page, 'compactClose');
+  });
+
+  it('two-pass kernels give scanNibblesJs’s integers in Chromium, at the largest magnitudes too', async () => {
+    for (const W of [16, 32, 192, 256]) {
+      const r = await call(page, 'nibbleKernels', 333, W, W);
+      expect(r.supported).toBe('wasm-relaxed-simd');
+      // The relaxed kernel's int16 lanes: 4 products of at most 15 · qmax per group of W / 16.
+      expect(4 * (W / 16) * 15 * r.qmax).toBeLessThanOrEqual(32_767);
+      expect(r.qmax).toBe(W === 192 ? 45 : W === 256 ? 34 : 127);
+      const top = 2 * W * 15 * r.qmax; // every one of 2W nibbles 15, every query code ±qmax
+      expect(r.runs).toEqual([
+        { kernel: 'wasm-relaxed-simd', same: true, extremes: [top, -top] },
+        { kernel: 'wasm-simd', same: true, extremes: [top, -top] },
+      ]);
+    }
+  });
+
+  it('the full int8 scan held beside the planes (the benchmark’s baseline) gives the same top 10', async () => {
+    const built = await call(page, 'compactBuild', { store: 'memory', piece: 5_000, scan: 'both' });
+    expect(built.info).toMatchObject({
+      scan: 'both',
+      kernel: 'wasm-relaxed-simd',
+      codeBytes: N * 64 + 2 * N * 32,
+    });
+    const two = await call(page, 'compactQueries', K, R, undefined, 'two-pass');
+    const full = await call(page, 'compactQueries', K, R, undefined, 'int8');
+    expect([two.scan, two.kernel, two.candidates]).toEqual(['two-pass', 'wasm-relaxed-simd', 2000]);
+    expect([full.scan, full.kernel, full.candidates]).toEqual(['int8', 'wasm-simd', N]);
+    expect(two.ids).toEqual(two.refIds);
+    expect(full.ids).toEqual(full.refIds);
+    expect(full.scores).toEqual(two.scores);
+    await call(page, 'compactClose');
+    // A store holding one layout refuses the other scan by name.
+    await call(page, 'compactBuild', { store: 'memory', piece: 5_000 });
+    await expect(call(page, 'compactQueries', K, R, 1, 'int8')).rejects.toThrow(
+      'this compact store holds no codes for the int8 scan (it was opened for two-pass)',
+    );
     await call(page, 'compactClose');
   });
 

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { clusteredVectors, exactSearch, indexTieBreak, mulberry32 } from '../../src/lib/core/retrieval/exact';
 import { encodeValue, quantiserScales } from '../../src/lib/core/retrieval/ivf';
 import {
+  CandidateHeap,
   ScaleAccumulator,
   encodeRows,
   int8Width,
@@ -143,6 +144,30 @@ describe('candidate selection and exact rescoring', () => {
     expect(Array.from(topCandidates(scores, 3, 10))).toEqual([0, 1, 2]);
   });
 
+  it('selects the same offered block by block, its buffer cut many times, with the scores of the rows', () => {
+    const rand = mulberry32(17);
+    const n = 50_000;
+    // Few distinct values (ties across every cut and block edge), and a rising trend (many cuts).
+    const scores = Int32Array.from({ length: n }, (_, r) => Math.floor(rand() * 40) + (r >> 12));
+    const exclude = new Set([5, 49_999, 40_000, 40_001]);
+    for (const R of [1, 7, 100, 2000]) {
+      const want = Array.from({ length: n }, (_, r) => r)
+        .filter((r) => !exclude.has(r))
+        .sort((a, b) => scores[b] - scores[a] || a - b)
+        .slice(0, R)
+        .sort((a, b) => a - b);
+      const heap = new CandidateHeap(R);
+      for (let first = 0, step = 1; first < n; first += step, step = 1 + Math.floor(rand() * 3000))
+        heap.offer(scores.subarray(first), Math.min(step, n - first), first, exclude);
+      const got = heap.result();
+      expect(Array.from(got.rows)).toEqual(want);
+      expect(Array.from(got.scores)).toEqual(want.map((r) => scores[r]));
+    }
+    // The lowest int32 scores are kept like any other.
+    const low = new Int32Array(5).fill(-(2 ** 31));
+    expect(Array.from(topCandidates(low, 5, 3))).toEqual([0, 1, 2]);
+  });
+
   it('int8 scan + exact rescoring of the top 100 gives exact search’s top 10, ids and scores', () => {
     const dim = 64;
     const n = 20_000;
@@ -213,10 +238,21 @@ describe('when a dense run takes the compact store', () => {
       index: compactIndex(100),
     };
     expect(describeConfig(c)).toBe(
+      'loupe-test/bert-tiny-random (fp32, wasm) · 4-bit scan, int8 rescoring of the best 2000, exact rescoring of top 100',
+    );
+    expect(runTag(c)).toBe('loupe-dense-loupe-test_bert-tiny-random-fp32-4b2000-int8r100');
+    // A deeper run rescores its whole depth.
+    expect(compactIndex(1000)).toEqual({
+      kind: 'int8-rescore',
+      rerank: 1000,
+      firstPass: { bits: 4, candidates: 2000 },
+    });
+    expect(compactIndex(5000).firstPass).toEqual({ bits: 4, candidates: 5000 });
+    // Runs stored before the two-pass scan keep their description and tag.
+    const old: RetrieverConfig = { ...c, index: { kind: 'int8-rescore', rerank: 100 } };
+    expect(describeConfig(old)).toBe(
       'loupe-test/bert-tiny-random (fp32, wasm) · int8 scan + exact rescoring of top 100',
     );
-    expect(runTag(c)).toBe('loupe-dense-loupe-test_bert-tiny-random-fp32-int8r100');
-    // A deeper run rescores its whole depth.
-    expect(compactIndex(1000)).toEqual({ kind: 'int8-rescore', rerank: 1000 });
+    expect(runTag(old)).toBe('loupe-dense-loupe-test_bert-tiny-random-fp32-int8r100');
   });
 });

@@ -1,10 +1,11 @@
 // Shapes of the index worker's compact vector store calls (workers/index/compact.ts).
 import type { RowStoreKind } from '../chunked-exact';
-import type { CompactStats } from '../compact-store';
+import type { CompactScan, CompactStats } from '../compact-store';
+import type { NibbleKernel } from '../nibble-kernel';
 import type { KnnResult } from '../../src/lib/core/retrieval/exact';
 import type { Space } from './types';
 
-export type { CompactStats, Space };
+export type { CompactScan, CompactStats, Space };
 
 /** Options of a compact store (int8 codes in memory, float32 rows in OPFS). */
 export interface CompactOptions {
@@ -16,6 +17,8 @@ export interface CompactOptions {
   store?: 'auto' | RowStoreKind;
   /** Document ids, for trec_eval's tie order (id descending); default: index order. */
   docIds?: string[];
+  /** How candidates are found (compact-store.ts): 'two-pass' (default); 'int8' or 'both' for benchmarks. */
+  scan?: CompactScan | 'both';
 }
 
 /** What the compact store holds. */
@@ -32,8 +35,10 @@ export type CompactInfo =
       store: RowStoreKind;
       /** Why the rows are not in OPFS, when 'auto' fell back to memory. */
       storeReason?: string;
-      kernel: 'wasm-simd' | 'js';
-      /** Bytes of the int8 codes (n × dim rounded up to 16). */
+      /** The default scan ('both': a benchmark's store holding both layouts) and its kernel. */
+      scan: CompactScan | 'both';
+      kernel: NibbleKernel | 'js';
+      /** Bytes of the codes (n × dim rounded up to 16 per layout held). */
       codeBytes: number;
       /** Bytes of the wasm memory holding the codes (0 until finished). */
       memoryBytes: number;

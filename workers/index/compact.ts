@@ -6,7 +6,7 @@ import { indexTieBreak, normalizeRows, trecTieBreak } from '../../src/lib/core/r
 import { throttle } from '../../src/lib/core/throttle';
 import type { Progress } from '../../src/lib/core/types';
 import { asMatrix } from './session';
-import type { CompactInfo, CompactOptions, CompactResult, Space } from './compact-types';
+import type { CompactInfo, CompactOptions, CompactResult, CompactScan, Space } from './compact-types';
 
 /** What the store read back, for tests (read in the worker, as the encoder's counters are). */
 const counters = { searches: 0, queries: 0, rowsRead: 0, reads: 0, store: '' };
@@ -32,6 +32,7 @@ export function compactInfo(): CompactInfo {
     ready: s.ready,
     store: s.storeKind,
     storeReason: open.reason,
+    scan: s.layouts,
     kernel: s.kernel(),
     codeBytes: s.codeBytes(),
     memoryBytes: s.memoryBytes(),
@@ -44,7 +45,11 @@ export function compactInfo(): CompactInfo {
 export async function compactOpen(opts: CompactOptions): Promise<CompactInfo> {
   closeStore();
   const tieBreak = opts.docIds ? trecTieBreak(opts.docIds) : indexTieBreak;
-  const { store, reason } = await CompactStore.open(opts.dim, { store: opts.store, tieBreak });
+  const { store, reason } = await CompactStore.open(opts.dim, {
+    store: opts.store,
+    tieBreak,
+    scan: opts.scan,
+  });
   open = { s: store, space: opts.space, key: opts.key, reason, docIds: opts.docIds };
   return compactInfo();
 }
@@ -80,7 +85,7 @@ export function compactFinish(onProgress?: (p: Progress) => void): CompactInfo {
 export function compactSearch(
   queries: Float32Array,
   k: number,
-  opts: { exclude?: number[][]; rerank?: number } = {},
+  opts: { exclude?: number[][]; rerank?: number; scan?: CompactScan } = {},
 ): CompactResult {
   if (!open) throw new Error('no compact store: call compactOpen() first');
   const q = asMatrix(open.space === 'cosine' ? queries.slice() : queries, open.s.dim, 'queries');

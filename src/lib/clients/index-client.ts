@@ -23,6 +23,7 @@ import type {
   WasmKernel,
 } from '../../../workers/index.worker';
 export type { ChunkedExactStats, RowStoreKind } from '../../../workers/chunked-exact';
+import type { CompactScan } from '../../../workers/index/compact-types';
 import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
 
 export type {
@@ -176,11 +177,11 @@ export function finishCompactStore(opts: JobOptions = {}): Promise<CompactInfo> 
   );
 }
 
-/** Top-k per query from the compact store: int8 scan, exact rescoring of the best `rerank`. */
+/** Top-k per query from the compact store: its scan (or `scan`), exact rescoring of the best `rerank`. */
 export function searchCompactStore(
   queries: Float32Array,
   k: number,
-  opts: { exclude?: number[][]; rerank?: number; signal?: AbortSignal } = {},
+  opts: { exclude?: number[][]; rerank?: number; scan?: CompactScan; signal?: AbortSignal } = {},
 ): Promise<CompactResult> {
   const { signal, ...rest } = opts;
   return client.run((r) => r.compactSearch(queries, k, rest), signal);

@@ -1,5 +1,6 @@
 // Dense runs over large corpora through the index worker's compact vector store (int8 codes in
-// memory, float32 rows in OPFS, exact rescoring of the best COMPACT_RERANK per query; see
+// memory as two 4-bit planes, float32 rows in OPFS; a 4-bit first pass, int8 scores of its best
+// FIRST_PASS_CANDIDATES, exact rescoring of the best COMPACT_RERANK per query; see
 // workers/compact-store.ts) instead of the retrieval worker's float32 matrix.
 //
 // When: from COMPACT_FROM_BYTES of float32 rows (256 MiB: about 175,000 documents at 384 dimensions),
@@ -18,6 +19,7 @@ import {
   searchCompactStore,
 } from '../clients/index-client';
 import type { JobOptions } from '../clients/worker-client';
+import { FIRST_PASS_CANDIDATES } from '../core/retrieval/nibble-scan';
 import type { VectorIndex } from '../core/retrieval/runs';
 
 /** float32 corpus bytes from which a dense run uses the compact store. */
@@ -30,9 +32,17 @@ const PIECE = 16_384;
 /** The run's index, as stored in its configuration (described by core's describeVectorIndex). */
 export type CompactIndex = VectorIndex;
 
-/** The index of a run through the compact store at `depth`: R is COMPACT_RERANK, or the depth when deeper. */
+/**
+ * The index of a run through the compact store at `depth`: its two-pass scan (FIRST_PASS_CANDIDATES,
+ * or R when more) and R = COMPACT_RERANK, or the depth when deeper.
+ */
 export function compactIndex(depth: number): CompactIndex {
-  return { kind: 'int8-rescore', rerank: Math.max(COMPACT_RERANK, depth) };
+  const rerank = Math.max(COMPACT_RERANK, depth);
+  return {
+    kind: 'int8-rescore',
+    rerank,
+    firstPass: { bits: 4, candidates: Math.max(FIRST_PASS_CANDIDATES, rerank) },
+  };
 }
 
 /** Documents from which a dense run goes through the compact store (`override`: the URL's compact-from). */

@@ -112,6 +112,89 @@ export function scanJs(
 }
 
 /**
+ * The `R` highest integer scores seen, with their rows (ties: the lower row), offered block by
+ * block in ascending row order (so a scan can select from each block of scores while it is still
+ * in cache, without a score array over every row).
+ *
+ * A buffer of up to 4R (score, row) pairs in row order and a threshold: a score enters only above
+ * the threshold (one comparison per row, the common case over a million rows); when the buffer is
+ * full it is cut to the best R, and the threshold becomes the R-th best score. A later row that
+ * only ties the threshold is worse than every row kept at it (rows arrive in ascending order), so
+ * strict comparison is exact.
+ */
+export class CandidateHeap {
+  private readonly bs: Int32Array;
+  private readonly br: Int32Array;
+  private size = 0;
+  private threshold = -(2 ** 31);
+  private pruned = false;
+
+  constructor(readonly R: number) {
+    const cap = Math.max(4 * R, 1024);
+    this.bs = new Int32Array(cap);
+    this.br = new Int32Array(cap);
+  }
+
+  /** Rows first … first + count − 1 with `scores[0 … count − 1]`, those in `exclude` skipped. */
+  offer(scores: Int32Array, count: number, first: number, exclude?: ReadonlySet<number> | null): void {
+    if (this.R === 0) return;
+    const { bs, br } = this;
+    const cap = bs.length;
+    let size = this.size;
+    let thr = this.threshold;
+    // Until the first cut every score enters (ties at −2³¹ included).
+    let open = !this.pruned;
+    for (let o = 0; o < count; o++) {
+      const sc = scores[o];
+      if (sc <= thr && !(open && sc === thr)) continue;
+      const r = first + o;
+      if (exclude?.has(r)) continue;
+      bs[size] = sc;
+      br[size] = r;
+      if (++size === cap) {
+        this.size = size;
+        this.cut();
+        size = this.size;
+        thr = this.threshold;
+        open = false;
+      }
+    }
+    this.size = size;
+  }
+
+  /** Cuts the buffer to its best R, in row order; the threshold becomes the R-th best score. */
+  private cut(): void {
+    const { bs, br, R } = this;
+    const size = this.size;
+    if (size <= R) return;
+    const sorted = bs.slice(0, size).sort();
+    const v = sorted[size - R];
+    let above = 0;
+    for (let i = size - R + 1; i < size; i++) if (sorted[i] > v) above++;
+    // All scores above v stay, and the lowest rows among those equal to v (the buffer is in row order).
+    let ties = R - above;
+    let w = 0;
+    for (let i = 0; i < size; i++) {
+      const sc = bs[i];
+      if (sc > v || (sc === v && ties-- > 0)) {
+        bs[w] = sc;
+        br[w] = br[i];
+        w++;
+      }
+    }
+    this.size = w;
+    this.threshold = v;
+    this.pruned = true;
+  }
+
+  /** The rows kept, in ascending row order, and their scores in the same order. */
+  result(): { rows: Int32Array; scores: Int32Array } {
+    this.cut();
+    return { rows: this.br.slice(0, this.size), scores: this.bs.slice(0, this.size) };
+  }
+}
+
+/**
  * The rows of the `R` highest integer scores among `scores[0 … n − 1]` (ties: the lower row), not in
  * `exclude`; returned in ascending row order (the order the rows are then read in).
  */
@@ -121,49 +204,9 @@ export function topCandidates(
   R: number,
   exclude?: ReadonlySet<number> | null,
 ): Int32Array {
-  // A min-heap of the R best (score, row) seen, the worst at the root: lower score, or on equal
-  // scores the higher row. Rows arrive in ascending order, so a newcomer that only ties the root is
-  // worse than it and is skipped with one comparison (the common case over a million rows).
-  const hs = new Int32Array(R);
-  const hr = new Int32Array(R);
-  let size = 0;
-  const worse = (i: number, j: number) => hs[i] < hs[j] || (hs[i] === hs[j] && hr[i] > hr[j]);
-  const swap = (i: number, j: number) => {
-    const ts = hs[i];
-    hs[i] = hs[j];
-    hs[j] = ts;
-    const tr = hr[i];
-    hr[i] = hr[j];
-    hr[j] = tr;
-  };
-  for (let r = 0; r < n; r++) {
-    const sc = scores[r];
-    if (size === R && sc <= hs[0]) continue;
-    if (R === 0 || exclude?.has(r)) continue;
-    if (size < R) {
-      let i = size++;
-      hs[i] = sc;
-      hr[i] = r;
-      while (i > 0) {
-        const p = (i - 1) >> 1;
-        if (!worse(i, p)) break;
-        swap(i, p);
-        i = p;
-      }
-    } else {
-      hs[0] = sc;
-      hr[0] = r;
-      for (let i = 0; ;) {
-        const l = 2 * i + 1;
-        if (l >= size) break;
-        const c = l + 1 < size && worse(l + 1, l) ? l + 1 : l;
-        if (!worse(c, i)) break;
-        swap(i, c);
-        i = c;
-      }
-    }
-  }
-  return hr.slice(0, size).sort();
+  const heap = new CandidateHeap(R);
+  heap.offer(scores, n, 0, exclude);
+  return heap.result().rows;
 }
 
 /**

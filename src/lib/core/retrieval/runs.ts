@@ -65,11 +65,15 @@ export type RetrieverConfig =
 export interface VectorIndex {
   kind: 'int8-rescore';
   rerank: number;
+  /** The two-pass scan: a 4-bit first pass over every row, int8 scores of its best `candidates` (absent: full int8 scan). */
+  firstPass?: { bits: 4; candidates: number };
 }
 
 /** How a run's compact index reads in its description. */
 export function describeVectorIndex(i: VectorIndex): string {
-  return `int8 scan + exact rescoring of top ${i.rerank}`;
+  return i.firstPass
+    ? `4-bit scan, int8 rescoring of the best ${i.firstPass.candidates}, exact rescoring of top ${i.rerank}`
+    : `int8 scan + exact rescoring of top ${i.rerank}`;
 }
 
 /** STORED_RUN_VERSION: bump when the encoding changes; older records are dropped on read. */
@@ -152,7 +156,7 @@ export function runTag(c: RetrieverConfig): string {
     case 'bm25':
       return `loupe-bm25-k1_${c.k1}-b_${c.b}`;
     case 'dense':
-      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}${c.ivf ? `-ivf${c.ivf.nlist}_np${c.ivf.nprobe}` : ''}${c.index ? `-int8r${c.index.rerank}` : ''}${c.chunking && c.chunking.aggregate !== 'first' ? `-chunk${c.chunking.aggregate}_o${c.chunking.overlap}` : ''}${c.multiImage ? `-images_${c.multiImage}` : ''}`;
+      return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}${c.ivf ? `-ivf${c.ivf.nlist}_np${c.ivf.nprobe}` : ''}${c.index ? `${c.index.firstPass ? `-4b${c.index.firstPass.candidates}` : ''}-int8r${c.index.rerank}` : ''}${c.chunking && c.chunking.aggregate !== 'first' ? `-chunk${c.chunking.aggregate}_o${c.chunking.overlap}` : ''}${c.multiImage ? `-images_${c.multiImage}` : ''}`;
     case 'fusion':
       return `loupe-${c.method}-${c.inputs.length}runs`;
     case 'import':
