@@ -40,6 +40,7 @@ import { isQuotaError, openShardStore, type ShardStore } from '../../src/lib/pla
 import { decode, embedImageBatch } from './image';
 import { load } from './load';
 import { phased } from './progress';
+import { PieceWriter, type CorpusSink, type CorpusStreamRequest } from './stream';
 import { current, onActive } from './session';
 import { embedTextBatch, textLengths } from './text';
 import type { LoadOptions, OnProgress } from './types';
@@ -68,6 +69,11 @@ export interface EmbedCorpusRequest {
    * chunks, `spans` holding [index, index + 1]); absent: the first image of each item.
    */
   allImages?: boolean;
+  /**
+   * The caller takes the rows as a stream (embedCorpus's `sink`) from this many documents on, when
+   * the corpus has one row per document: the result then carries no embeddings (workers/encoder/stream.ts).
+   */
+  stream?: CorpusStreamRequest;
 }
 
 /** A corpus embedding: the vectors (transferred), what was reused, computed or taken precomputed, and where it ran. */
@@ -104,6 +110,11 @@ export interface EmbedCorpusResult {
   notSaved?: string;
   ms: number;
   backend: { device: Device; dtype: Dtype; threads: number; deviceReason: string; fallbackReason?: string };
+  /**
+   * The rows went to the sink (req.stream): `embeddings` is empty and `docIds` too (the sink's
+   * begin() had them).
+   */
+  streamed?: boolean;
 }
 
 /** Documents embedded by embedCorpus since the worker started (stored batches and precomputed rows excluded). */
@@ -119,6 +130,10 @@ const counters = {
   multiChunkDocs: 0,
   /** Images embedded as rows of multi-image items (allImages). */
   itemImagesEmbedded: 0,
+  /** Rows sent to a sink (req.stream) instead of returned, in how many pieces, the largest piece. */
+  streamedRows: 0,
+  streamedPieces: 0,
+  largestPiece: 0,
 };
 // Readable from a test through the worker's global (Playwright evaluates in workers), as well as api.counters().
 (self as unknown as { loupeEncoderCounters: typeof counters }).loupeEncoderCounters = counters;
@@ -141,6 +156,7 @@ function store(): Promise<ShardStore> {
 export async function embedCorpus(
   req: EmbedCorpusRequest,
   onProgress?: OnProgress,
+  sink?: CorpusSink,
 ): Promise<EmbedCorpusResult> {
   const t0 = performance.now();
   const { shardHash, spec, part } = req;
@@ -163,7 +179,16 @@ export async function embedCorpus(
 
   const rows: number[] = [];
   const missing: string[] = [];
-  docs.forEach((d, i) => (hasPart(d, part) ? rows.push(i) : missing.push(d.id)));
+  const missingRows: number[] = [];
+  docs.forEach((d, i) => (hasPart(d, part) ? rows.push(i) : (missing.push(d.id), missingRows.push(i))));
+  // Streamed: every row goes to the sink in pieces (its begin() may say it holds them already).
+  let pieces: PieceWriter | null = null;
+  const streamed = !!sink && !!req.stream && !multiRow && docs.length >= req.stream.fromDocs;
+  if (streamed) {
+    const docIds = docs.map((d) => d.id);
+    if (await sink.begin({ key, dim, docIds, missing })) pieces = new PieceWriter(sink, dim, counters);
+    await pieces?.zeros(missingRows);
+  }
 
   // Precomputed embeddings shipped in the shard for this model and dtype (checked against the
   // documents at import): used in place of embedding when they fit the loaded model exactly.
@@ -305,7 +330,7 @@ export async function embedCorpus(
 
   // Row-major (docs × dim) in shard order; rows of documents without the part stay zero.
   // Chunked: each document's chunk rows and spans, put together in shard order at the end.
-  const embeddings = new Float32Array(multiRow ? 0 : docs.length * dim);
+  const embeddings = new Float32Array(multiRow || streamed ? 0 : docs.length * dim);
   const docChunks: { vectors: Float32Array; spans: Uint32Array }[] = [];
   let computedBatches = 0;
   let reusedBatches = 0;
@@ -423,12 +448,15 @@ export async function embedCorpus(
         };
         off += c;
       });
-    } else batchRows.forEach((r, i) => embeddings.set(vectors.subarray(i * dim, (i + 1) * dim), r * dim));
+    } else if (pieces) await pieces.add(vectors, batchRows);
+    else if (!streamed)
+      batchRows.forEach((r, i) => embeddings.set(vectors.subarray(i * dim, (i + 1) * dim), r * dim));
     done += ids.length;
     tick();
   }
   if (!notSaved && (!resumable || !meta?.complete || computedBatches > 0 || precomputedBatches > 0))
     await writeMeta(true);
+  await pieces?.flush();
   report.flush();
   const enc = current();
   let out = embeddings;
@@ -454,7 +482,7 @@ export async function embedCorpus(
     embeddings: out,
     ...(chunks ? { chunks } : {}),
     dim,
-    docIds: docs.map((d) => d.id),
+    docIds: streamed ? [] : docs.map((d) => d.id),
     missing,
     key,
     batchSize,
@@ -465,6 +493,7 @@ export async function embedCorpus(
     precomputedBatches,
     ...(precomputedNote ? { precomputedNote } : {}),
     ...(notSaved ? { notSaved } : {}),
+    ...(streamed ? { streamed } : {}),
     ms: performance.now() - t0,
     backend: {
       device: enc.device,
