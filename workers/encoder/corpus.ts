@@ -23,7 +23,6 @@ import {
   EMB_KIND,
   checkBatchSize,
   docText,
-  hasPart,
   validBatch,
   type EmbBatchRecord,
   type EmbMetaRecord,
@@ -37,6 +36,7 @@ import {
 import { f16ToF32 } from '../../src/lib/core/shard/vector-files';
 import type { Device } from '../../src/lib/platform/backend';
 import { isQuotaError, openShardStore, type ShardStore } from '../../src/lib/platform/shard-store';
+import { corpusDocs } from './corpus-docs';
 import { decode, embedImageBatch } from './image';
 import { load } from './load';
 import { phased } from './progress';
@@ -167,7 +167,9 @@ export async function embedCorpus(
   const report = phased(onProgress);
   report({ kind: 'status', message: 'Reading shard from IndexedDB' });
   const db = await store();
-  const { docs } = await db.load(shardHash);
+  // Ids and part flags only; the documents are loaded when a batch must be embedded (`corpus.full()`).
+  const corpus = await corpusDocs(db, shardHash, part);
+  const docIds = corpus.ids;
   const loaded = await load(spec, req.load, onProgress);
   const dim = loaded.dim;
   // Only text is chunked; `first` is the truncating path (and key) of before.
@@ -177,15 +179,12 @@ export async function embedCorpus(
   const key = corpusEmbeddingKey(shardHash, spec, loaded.dtype, part, chunking, allImages);
   const multiRow = !!chunking || allImages;
 
-  const rows: number[] = [];
-  const missing: string[] = [];
-  const missingRows: number[] = [];
-  docs.forEach((d, i) => (hasPart(d, part) ? rows.push(i) : (missing.push(d.id), missingRows.push(i))));
+  const { rows, missingRows } = corpus;
+  const missing = missingRows.map((i) => docIds[i]);
   // Streamed: every row goes to the sink in pieces (its begin() may say it holds them already).
   let pieces: PieceWriter | null = null;
-  const streamed = !!sink && !!req.stream && !multiRow && docs.length >= req.stream.fromDocs;
+  const streamed = !!sink && !!req.stream && !multiRow && docIds.length >= req.stream.fromDocs;
   if (streamed) {
-    const docIds = docs.map((d) => d.id);
     if (await sink.begin({ key, dim, docIds, missing })) pieces = new PieceWriter(sink, dim, counters);
     await pieces?.zeros(missingRows);
   }
@@ -216,7 +215,7 @@ export async function embedCorpus(
     const why = precomputedMismatch(pre.sidecar, spec, loaded.dtype, dim);
     if (
       pre.sidecar.doc_ids.length !== rows.length ||
-      pre.sidecar.doc_ids.some((id, i) => id !== docs[rows[i]].id)
+      pre.sidecar.doc_ids.some((id, i) => id !== docIds[rows[i]])
     )
       why.push('document order differs from the shard');
     if (why.length) {
@@ -255,6 +254,7 @@ export async function embedCorpus(
     // With the shard's precomputed rows nothing is embedded: batches in shard order, no tokenizing.
     if (part === 'text' && !pre) {
       report({ kind: 'status', message: 'Counting tokens' });
+      const docs = await corpus.full();
       const texts = rows.map((r) => docText(docs[r]));
       // Chunked: a document costs the tokens of all its windows; batches group documents of
       // similar cost, and their windows are batched by length again when embedded.
@@ -330,7 +330,7 @@ export async function embedCorpus(
 
   // Row-major (docs × dim) in shard order; rows of documents without the part stay zero.
   // Chunked: each document's chunk rows and spans, put together in shard order at the end.
-  const embeddings = new Float32Array(multiRow || streamed ? 0 : docs.length * dim);
+  const embeddings = new Float32Array(multiRow || streamed ? 0 : docIds.length * dim);
   const docChunks: { vectors: Float32Array; spans: Uint32Array }[] = [];
   let computedBatches = 0;
   let reusedBatches = 0;
@@ -357,7 +357,7 @@ export async function embedCorpus(
   tick();
   for (let b = 0; b < totalBatches; b++) {
     const batchRows = Array.from(plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]), (p) => rows[p]);
-    const ids = batchRows.map((r) => docs[r].id);
+    const ids = batchRows.map((r) => docIds[r]);
     const recKey = `${key}#${b}`;
     let rec: unknown;
     try {
@@ -386,6 +386,7 @@ export async function embedCorpus(
       counters.precomputedRows += ids.length;
     } else {
       const tb = performance.now();
+      const docs = await corpus.full();
       if (part === 'text' && chunking) {
         const texts = batchRows.map((r) => docText(docs[r]));
         const w = await onActive(async (enc) => {
@@ -482,7 +483,7 @@ export async function embedCorpus(
     embeddings: out,
     ...(chunks ? { chunks } : {}),
     dim,
-    docIds: streamed ? [] : docs.map((d) => d.id),
+    docIds: streamed ? [] : docIds,
     missing,
     key,
     batchSize,
