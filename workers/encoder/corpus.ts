@@ -27,13 +27,8 @@ import {
   type EmbBatchRecord,
   type EmbMetaRecord,
 } from '../../src/lib/core/retrieval/corpus-batches';
-import {
-  PRECOMPUTED_KIND,
-  precomputedKey,
-  precomputedMismatch,
-  type PrecomputedSet,
-} from '../../src/lib/core/shard/precomputed';
-import { f16ToF32 } from '../../src/lib/core/shard/vector-files';
+import { precomputedKey, precomputedMismatch } from '../../src/lib/core/shard/precomputed';
+import { openPrecomputedSet, type PrecomputedRows } from '../../src/lib/platform/precomputed-store';
 import type { Device } from '../../src/lib/platform/backend';
 import { isQuotaError, openShardStore, type ShardStore } from '../../src/lib/platform/shard-store';
 import { corpusDocs } from './corpus-docs';
@@ -191,14 +186,11 @@ export async function embedCorpus(
 
   // Precomputed embeddings shipped in the shard for this model and dtype (checked against the
   // documents at import): used in place of embedding when they fit the loaded model exactly.
-  let pre: PrecomputedSet | undefined;
+  let pre: PrecomputedRows | undefined;
   let precomputedNote: string | undefined;
   try {
-    pre = await db.getArtifact<PrecomputedSet>(
-      shardHash,
-      PRECOMPUTED_KIND,
-      precomputedKey(spec.id, loaded.dtype, part),
-    );
+    // Read a piece at a time (platform/precomputed-store.ts): never the whole set at once.
+    pre = await openPrecomputedSet(db, shardHash, precomputedKey(spec.id, loaded.dtype, part));
   } catch {
     pre = undefined;
   }
@@ -376,11 +368,7 @@ export async function embedCorpus(
     } else if (pre) {
       // float16 rows of the shard's precomputed set (row p = rows[p], shard order). Not stored again
       // as a batch: the set itself is in the shard cache, and the next run reads it the same way.
-      const set = pre;
-      vectors = new Float32Array(ids.length * dim);
-      plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]).forEach((p, i) => {
-        for (let j = 0; j < dim; j++) vectors[i * dim + j] = f16ToF32(set.f16[p * dim + j]);
-      });
+      vectors = await pre.read(plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]), dim);
       precomputedBatches++;
       precomputedDocs += ids.length;
       counters.precomputedRows += ids.length;
