@@ -33,9 +33,16 @@ export async function putPrecomputedSet(
   const n = set.sidecar.doc_ids.length;
   const dim = n ? set.f16.length / n : 0;
   const count = Math.ceil(n / pieceRows);
-  for (let i = 0; i < count; i++) {
-    const rows = set.f16.slice(i * pieceRows * dim, Math.min(n, (i + 1) * pieceRows) * dim);
-    await store.putArtifact(hash, PRECOMPUTED_KIND, pieceKey(key, i), rows);
+  try {
+    for (let i = 0; i < count; i++) {
+      const rows = set.f16.slice(i * pieceRows * dim, Math.min(n, (i + 1) * pieceRows) * dim);
+      await store.putArtifact(hash, PRECOMPUTED_KIND, pieceKey(key, i), rows);
+    }
+  } catch (e) {
+    // Nothing half-written: the pieces stored so far go (a full storage, most likely).
+    for (let i = 0; i < count; i++)
+      await store.deleteArtifact(hash, PRECOMPUTED_KIND, pieceKey(key, i)).catch(() => undefined);
+    throw e;
   }
   for (let i = count; i < (old?.pieces?.count ?? 0); i++)
     await store.deleteArtifact(hash, PRECOMPUTED_KIND, pieceKey(key, i));
