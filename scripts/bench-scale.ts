@@ -9,6 +9,9 @@
 //
 //   npm run bench:scale [-- --rungs 10000,100000] [--queries 1000] [--no-build] [--write-benchmarks]
 //   npm run bench:scale -- --import-only --shard DIR   (one shard made before, import phase only)
+//   npm run bench:scale -- --shard DIR --model loupe-test/minilm-l6-random [--compact-from N] [--max-rss-mib M]
+//     (the dense run with another model, e.g. the 384-dimensional vectors of a shard made with it;
+//     compact-from=N in the link; the rung stopped when the renderers' summed RSS passes M MiB)
 //
 // Shards are kept under generated-shards/bench-scale-<docs>-<queries>/ (gitignored) and reused.
 import { execFileSync, execSync } from 'node:child_process';
@@ -31,9 +34,14 @@ import { chromiumProcs, renderers } from './lib/bench-browser';
 import { writeBenchmarksSection } from './lib/benchmarks-md';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const MODEL = 'loupe-test/bert-tiny-random';
 const { values: argv } = parseArgs({
   options: {
+    // The dense model (and of the vectors of shards made here).
+    model: { type: 'string', default: 'loupe-test/bert-tiny-random' },
+    // Documents from which the dense run takes the compact store (the link's compact-from).
+    'compact-from': { type: 'string' },
+    // Stop a rung whose renderers' summed RSS passes this many MiB (the machine's memory rule).
+    'max-rss-mib': { type: 'string' },
     rungs: { type: 'string', default: '10000,100000' },
     queries: { type: 'string', default: '1000' },
     'no-build': { type: 'boolean', default: false },
@@ -51,6 +59,9 @@ const { values: argv } = parseArgs({
     trace: { type: 'boolean', default: false },
   },
 });
+const MODEL = argv.model;
+const COMPACT_FROM = argv['compact-from'];
+const MAX_RSS = argv['max-rss-mib'] ? Number(argv['max-rss-mib']) * 1024 * 1024 : Infinity;
 const SHARD = argv.shard ? resolve(argv.shard) : undefined;
 const RUNGS = SHARD
   ? [Number(JSON.parse(readFileSync(join(SHARD, 'shard.json'), 'utf8')).counts?.corpus ?? 0)]
@@ -76,6 +87,8 @@ interface Rung {
   peakRssAll: number;
   /** The largest single renderer's peak RSS (the sum counts pages shared between renderers twice). */
   peakLargest: number;
+  /** The largest single renderer's peak RSS while each phase was on the progress line. */
+  peakLargestByPhase: Record<string, number>;
   /** The page's main-thread tasks over 50 ms (PerformanceObserver 'longtask'): how many, the longest. */
   longTasks?: { count: number; maxMs: number; byPhase: Record<string, { count: number; maxMs: number }> };
   renderers: number;
@@ -141,6 +154,7 @@ try {
       peakRss: {},
       peakRssAll: 0,
       peakLargest: 0,
+      peakLargestByPhase: {},
       renderers: 0,
     };
     results.push(rung);
@@ -157,6 +171,9 @@ try {
     const traceFrom = Date.now();
     let traced = 0;
     let sampling = true;
+    let overRss: (e: Error) => void = () => {};
+    const stopped = new Promise<never>((_, reject) => (overRss = reject));
+    stopped.catch(() => undefined);
     const sampler = (async () => {
       while (sampling) {
         const procs = renderers(chromiumProcs(profile));
@@ -166,6 +183,9 @@ try {
         rung.peakLargest = Math.max(rung.peakLargest, ...procs.map((p) => p.rssBytes));
         rung.renderers = Math.max(rung.renderers, procs.length);
         const largest = Math.max(0, ...procs.map((p) => p.rssBytes));
+        rung.peakLargestByPhase[phase] = Math.max(rung.peakLargestByPhase[phase] ?? 0, largest);
+        if (rss > MAX_RSS)
+          overRss(new Error(`stopped: the renderers' RSS reached ${Math.round(rss / MiB)} MiB (${phase})`));
         if (argv.trace && largest >= traced + 256 * MiB) {
           traced = largest;
           const t = ((Date.now() - traceFrom) / 1000).toFixed(0);
@@ -219,7 +239,13 @@ try {
       const q = new URLSearchParams(
         argv['import-only']
           ? { shard: `/generated-shards/${name}/` }
-          : { shard: `/generated-shards/${name}/`, task: 'scale-qa', runs, compare: '1' },
+          : {
+              shard: `/generated-shards/${name}/`,
+              task: 'scale-qa',
+              runs,
+              compare: '1',
+              ...(COMPACT_FROM ? { 'compact-from': COMPACT_FROM } : {}),
+            },
       );
       const t0 = Date.now();
       console.log(`${name}: opening ${base}/?${q}`);
@@ -231,15 +257,18 @@ try {
       );
       ended.catch(() => undefined); // the context may close first (--stop-after-store)
       if (argv['stop-after-store']) {
-        await Promise.race([ended, allStored]);
+        await Promise.race([ended, allStored, stopped]);
         sampling = false; // the page now opens the shard: not the import's memory
-      } else await ended;
+      } else await Promise.race([ended, stopped]);
       if ((await page.getAttribute('[data-testid="app"]', 'data-phase')) === 'error')
         throw new Error(
           (await page.locator('[data-testid="message"][data-kind="error"]').allInnerTexts()).join(' '),
         );
       if (!argv['import-only'])
-        await page.waitForSelector('[data-testid="comparison-table"]', { timeout: 60 * 60_000 });
+        await Promise.race([
+          page.waitForSelector('[data-testid="comparison-table"]', { timeout: 60 * 60_000 }),
+          stopped,
+        ]);
       rung.totalSeconds = (Date.now() - t0) / 1000;
       if (cdp) await printProfile((await cdp.send('Profiler.stop')).profile);
       const long = await page.evaluate(
@@ -361,9 +390,10 @@ const header =
   `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
   `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · \`npm run bench:scale -- ` +
   (SHARD
-    ? `--shard ${SHARD}${argv['import-only'] ? ' --import-only' : ''}${argv['stop-after-store'] ? ' --stop-after-store' : ''}\`. `
+    ? `--shard ${SHARD}${argv['import-only'] ? ' --import-only' : ''}${argv['stop-after-store'] ? ' --stop-after-store' : ''}${argv.model !== 'loupe-test/bert-tiny-random' ? ` --model ${MODEL}` : ''}${COMPACT_FROM ? ` --compact-from ${COMPACT_FROM}` : ''}\`. `
     : `--rungs ${RUNGS.join(',')} --queries ${QUERIES}${argv['import-only'] ? ' --import-only' : ''}\`. `) +
-  `Dense: ${MODEL} (generated, random weights) on WASM, exact search over the shard's random vectors.`;
+  `Dense: ${MODEL} (generated, random weights) on WASM, exact search over the shard's random vectors` +
+  (COMPACT_FROM ? ` (through the compact store from ${COMPACT_FROM} documents).` : '.');
 console.log(`\n${header}\n\n${lines.join('\n')}`);
 mkdirSync(join(ROOT, 'bench-results'), { recursive: true });
 writeFileSync(

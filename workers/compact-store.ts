@@ -140,25 +140,29 @@ export class CompactStore {
     return this.sealed && !this.sealed.scan ? 'js' : int8KernelSupported() ? 'wasm-simd' : 'js';
   }
 
-  /** Appends rows (n × dim, already normalised for cosine): to the row store, and into the scales. */
-  add(rows: Float32Array): number {
+  /**
+   * Writes rows (n × dim, already normalised for cosine) at row `first` (default: after the last
+   * row; a streamed corpus arrives out of order), to the row store and into the scales (maxima:
+   * the order rows arrive in does not change them). Returns the rows spanned so far.
+   */
+  add(rows: Float32Array, first = this.rowsTotal): number {
     if (this.sealed) throw new Error('the compact store is finished: open a new one to add rows');
     if (rows.length % this.dim !== 0)
       throw new RangeError(`vectors: ${rows.length} values is not a multiple of ${this.dim}`);
     try {
-      this.store.write(rows, this.rowsTotal);
+      this.store.write(rows, first);
     } catch (e) {
       // A full origin-private file system: say what the store needed, not just that a write failed.
       if (!isQuotaError(e) && !/short write/.test((e as Error)?.message ?? '')) throw e;
       throw new Error(
-        `the browser's storage filled up at row ${this.rowsTotal} of the compact vector store: its float32 rows ` +
-          `need ${formatBytes(4 * this.dim * (this.rowsTotal + rows.length / this.dim))} or more in the ` +
+        `the browser's storage filled up at row ${first} of the compact vector store: its float32 rows ` +
+          `need ${formatBytes(4 * this.dim * Math.max(this.rowsTotal, first + rows.length / this.dim))} or more in the ` +
           `origin-private file system. Delete cached shards or runs you no longer need (Shards view), or ` +
           `allow this site more storage in the browser settings`,
       );
     }
     this.acc.observe(rows);
-    this.rowsTotal += rows.length / this.dim;
+    this.rowsTotal = Math.max(this.rowsTotal, first + rows.length / this.dim);
     return this.rowsTotal;
   }
 

@@ -26,6 +26,7 @@ import { chunkTexts, embedTextChunks } from './encoder/windows';
 
 export type { LoadOptions, LoadedEncoder, QueryStages } from './encoder/types';
 export type { EmbedCorpusRequest, EmbedCorpusResult } from './encoder/corpus';
+export type { CorpusSink } from './encoder/stream';
 export type { TextBatching } from './encoder/embed';
 export type { EmbMetaRecord } from '../src/lib/core/retrieval/corpus-batches';
 export { EMB_KIND, docText } from '../src/lib/core/retrieval/corpus-batches';

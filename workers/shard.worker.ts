@@ -36,6 +36,7 @@ import type { ShardLimits } from '../src/lib/core/shard/limits';
 import { DocCheckRefs, streamCorpus, withReadRates } from '../src/lib/core/shard/stream-corpus';
 import { estimateStreamedBytes, putStreamed } from '../src/lib/platform/shard-stream-store';
 import { buildDocIndex, loadDocIndex } from '../src/lib/platform/shard-docs';
+import { putPrecomputedSet } from '../src/lib/platform/precomputed-store';
 
 /** STORAGE_ISSUE_FILE: the `file` of issues about the browser's storage rather than a shard file. */
 export const STORAGE_ISSUE_FILE = '(browser storage)';
@@ -47,7 +48,6 @@ import { loadDicomCodecs } from '../src/lib/platform/dicom-codecs';
 import { isDicom } from '../src/lib/core/media/dicom/image';
 import {
   PRECOMPUTED_INDEX,
-  PRECOMPUTED_KIND,
   REMOTE_IVF_KIND,
   precomputedKey,
   readPrecomputed,
@@ -307,7 +307,7 @@ const api = {
       const stored: string[] = [];
       for (const set of [...pre.sets, ...parquetSets]) {
         const key = precomputedKey(set.sidecar.model_id, set.sidecar.dtype, set.sidecar.part);
-        await store.putArtifact(parsed.hash, PRECOMPUTED_KIND, key, set);
+        await putPrecomputedSet(store, parsed.hash, key, set); // in pieces (precomputed-store.ts)
         stored.push(key);
       }
       // Sets with a packed IVF index on the shard's host: their URLs, not their vectors (this import's

@@ -32,6 +32,9 @@ import {
   type StoreName,
 } from '../../src/lib/platform/shard-store';
 import type { Progress } from '../../src/lib/core/types';
+import { openPrecomputedSet, putPrecomputedSet } from '../../src/lib/platform/precomputed-store';
+import { PRECOMPUTED_KIND, type PrecomputedSidecar } from '../../src/lib/core/shard/precomputed';
+import { f32ToF16 } from '../../src/lib/core/shard/vector-files';
 
 type Files = Map<string, Uint8Array>;
 
@@ -480,6 +483,24 @@ const harness = {
       req.onsuccess = () => resolve();
       req.onerror = () => reject(req.error);
     });
+  },
+
+  /**
+   * platform/precomputed-store.ts: an n × dim float16 set (values sin(i)) stored in pieces of
+   * `pieceRows` rows, rows `order` read back; then the head removed, as a write stopped half-way leaves it.
+   */
+  async precomputedPieces(hash: string, n: number, dim: number, pieceRows: number, order: number[]) {
+    const store = await openShardStore();
+    const key = 'loupe-test/pieces|fp32|text';
+    const f16 = Uint16Array.from({ length: n * dim }, (_, i) => f32ToF16(Math.sin(i)));
+    const sidecar = { doc_ids: Array.from({ length: n }, (_, i) => `d${i}`) } as PrecomputedSidecar;
+    await putPrecomputedSet(store, hash, key, { sidecar, f16 }, pieceRows);
+    const keys = (await store.listArtifacts(hash, PRECOMPUTED_KIND)).map(([k]) => k);
+    const rows = Array.from(await (await openPrecomputedSet(store, hash, key))!.read(order, dim));
+    await store.deleteArtifact(hash, PRECOMPUTED_KIND, key);
+    const headless = (await openPrecomputedSet(store, hash, key)) === undefined;
+    for (const k of keys) await store.deleteArtifact(hash, PRECOMPUTED_KIND, k);
+    return { keys, rows, headless };
   },
 
   /** Changes one stored document's text behind the store's back (same record count, other bytes). */

@@ -5,6 +5,9 @@
 // (`compact-from=20000`; the default is 256 MiB of float32 rows). The run must say it used the store,
 // read R = 100 float32 rows per query back from OPFS (the index worker's counters), and rank every
 // query's top 10 as the float32 exact run of the same link without the option does (fresh profile).
+// The corpus goes from IndexedDB to the store in pieces (src/lib/state/dense-stream.ts): the page
+// must never have received the matrix (its embedCorpus results carried no vectors), while the exact
+// run's page received the whole matrix.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
@@ -50,8 +53,15 @@ async function denseRun(dir: string, extra: Record<string, string>) {
           () => (self as unknown as { loupeCompactCounters: Record<string, unknown> }).loupeCompactCounters,
         )
       : null;
+    const enc = page.workers().find((x) => x.url().includes('encoder.worker'));
+    const encoder = await enc!.evaluate(
+      () => (self as unknown as { loupeEncoderCounters: Record<string, number> }).loupeEncoderCounters,
+    );
+    const received = await page.evaluate(
+      () => (globalThis as unknown as { loupeCorpusReceived: Record<string, number> }).loupeCorpusReceived,
+    );
     expect(pageErrors(page).join('\n')).toBe('');
-    return { name, trec, counters };
+    return { name, trec, counters, encoder, received };
   } finally {
     await s.dispose();
   }
@@ -105,7 +115,15 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
       reads: expect.any(Number),
       store: 'opfs',
     });
+    // Streamed: every row left the encoder worker in pieces of at most 4,096 rows; the page got none.
+    expect(compact.received).toEqual({ results: 1, floats: 0, streamed: 1 });
+    expect(compact.encoder).toMatchObject({ streamedRows: DOCS, precomputedRows: DOCS });
+    expect(compact.encoder.streamedPieces).toBeGreaterThanOrEqual(DOCS / 4096);
+    expect(compact.encoder.largestPiece).toBeLessThanOrEqual(4096);
     const exact = await denseRun(dir, {});
+    // The float32 path still brings the whole matrix (bert-tiny-random: 64 dimensions) to the page.
+    expect(exact.received).toEqual({ results: 1, floats: DOCS * 64, streamed: 0 });
+    expect(exact.encoder.streamedRows).toBe(0);
     expect(exact.name).not.toContain('int8');
     // The float32 path never searched the store (its index worker, if started at all, read nothing).
     expect(exact.counters ?? { searches: 0, rowsRead: 0 }).toMatchObject({ searches: 0, rowsRead: 0 });

@@ -269,6 +269,22 @@ describe('shard cache (IndexedDB) in Chromium', () => {
     ok(await call(page, 'importZip', 'medquad', {}));
   });
 
+  it('keeps precomputed embeddings in pieces, reads rows across them, ignores a set without its head', async () => {
+    const hash = ok(await call(page, 'importUrl', '/shards/medquad/')).summary.hash;
+    // 10 rows of 3 in pieces of 4 (4 + 4 + 2), read out of order and across pieces.
+    const order = [9, 0, 5, 4, 3, 8];
+    const r = await call(page, 'precomputedPieces', hash, 10, 3, 4, order);
+    const key = 'loupe-test/pieces|fp32|text';
+    expect(r.keys.sort()).toEqual([key, `${key}#rows0`, `${key}#rows1`, `${key}#rows2`]);
+    // Row p holds sin(3p), sin(3p + 1), sin(3p + 2) at float16 precision (11 significant bits).
+    const want = order.flatMap((p) => [0, 1, 2].map((j) => Math.sin(3 * p + j)));
+    expect(r.rows).toHaveLength(want.length);
+    r.rows.forEach((v, i) =>
+      expect(Math.abs(v - want[i])).toBeLessThanOrEqual(Math.abs(want[i]) / 1024 + 1e-7),
+    );
+    expect(r.headless).toBe(true);
+  });
+
   it('drops a corrupted entry on load with StaleCacheError, and the page lives on', async () => {
     await call(page, 'corruptChunk', medquad, 'docs', 1);
     const r = await call(page, 'load', medquad);

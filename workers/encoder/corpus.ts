@@ -23,23 +23,19 @@ import {
   EMB_KIND,
   checkBatchSize,
   docText,
-  hasPart,
   validBatch,
   type EmbBatchRecord,
   type EmbMetaRecord,
 } from '../../src/lib/core/retrieval/corpus-batches';
-import {
-  PRECOMPUTED_KIND,
-  precomputedKey,
-  precomputedMismatch,
-  type PrecomputedSet,
-} from '../../src/lib/core/shard/precomputed';
-import { f16ToF32 } from '../../src/lib/core/shard/vector-files';
+import { precomputedKey, precomputedMismatch } from '../../src/lib/core/shard/precomputed';
+import { openPrecomputedSet, type PrecomputedRows } from '../../src/lib/platform/precomputed-store';
 import type { Device } from '../../src/lib/platform/backend';
 import { isQuotaError, openShardStore, type ShardStore } from '../../src/lib/platform/shard-store';
+import { corpusDocs } from './corpus-docs';
 import { decode, embedImageBatch } from './image';
 import { load } from './load';
 import { phased } from './progress';
+import { PieceWriter, type CorpusSink, type CorpusStreamRequest } from './stream';
 import { current, onActive } from './session';
 import { embedTextBatch, textLengths } from './text';
 import type { LoadOptions, OnProgress } from './types';
@@ -68,6 +64,11 @@ export interface EmbedCorpusRequest {
    * chunks, `spans` holding [index, index + 1]); absent: the first image of each item.
    */
   allImages?: boolean;
+  /**
+   * The caller takes the rows as a stream (embedCorpus's `sink`) from this many documents on, when
+   * the corpus has one row per document: the result then carries no embeddings (workers/encoder/stream.ts).
+   */
+  stream?: CorpusStreamRequest;
 }
 
 /** A corpus embedding: the vectors (transferred), what was reused, computed or taken precomputed, and where it ran. */
@@ -104,6 +105,11 @@ export interface EmbedCorpusResult {
   notSaved?: string;
   ms: number;
   backend: { device: Device; dtype: Dtype; threads: number; deviceReason: string; fallbackReason?: string };
+  /**
+   * The rows went to the sink (req.stream): `embeddings` is empty and `docIds` too (the sink's
+   * begin() had them).
+   */
+  streamed?: boolean;
 }
 
 /** Documents embedded by embedCorpus since the worker started (stored batches and precomputed rows excluded). */
@@ -119,6 +125,10 @@ const counters = {
   multiChunkDocs: 0,
   /** Images embedded as rows of multi-image items (allImages). */
   itemImagesEmbedded: 0,
+  /** Rows sent to a sink (req.stream) instead of returned, in how many pieces, the largest piece. */
+  streamedRows: 0,
+  streamedPieces: 0,
+  largestPiece: 0,
 };
 // Readable from a test through the worker's global (Playwright evaluates in workers), as well as api.counters().
 (self as unknown as { loupeEncoderCounters: typeof counters }).loupeEncoderCounters = counters;
@@ -141,6 +151,7 @@ function store(): Promise<ShardStore> {
 export async function embedCorpus(
   req: EmbedCorpusRequest,
   onProgress?: OnProgress,
+  sink?: CorpusSink,
 ): Promise<EmbedCorpusResult> {
   const t0 = performance.now();
   const { shardHash, spec, part } = req;
@@ -151,7 +162,9 @@ export async function embedCorpus(
   const report = phased(onProgress);
   report({ kind: 'status', message: 'Reading shard from IndexedDB' });
   const db = await store();
-  const { docs } = await db.load(shardHash);
+  // Ids and part flags only; the documents are loaded when a batch must be embedded (`corpus.full()`).
+  const corpus = await corpusDocs(db, shardHash, part);
+  const docIds = corpus.ids;
   const loaded = await load(spec, req.load, onProgress);
   const dim = loaded.dim;
   // Only text is chunked; `first` is the truncating path (and key) of before.
@@ -161,20 +174,23 @@ export async function embedCorpus(
   const key = corpusEmbeddingKey(shardHash, spec, loaded.dtype, part, chunking, allImages);
   const multiRow = !!chunking || allImages;
 
-  const rows: number[] = [];
-  const missing: string[] = [];
-  docs.forEach((d, i) => (hasPart(d, part) ? rows.push(i) : missing.push(d.id)));
+  const { rows, missingRows } = corpus;
+  const missing = missingRows.map((i) => docIds[i]);
+  // Streamed: every row goes to the sink in pieces (its begin() may say it holds them already).
+  let pieces: PieceWriter | null = null;
+  const streamed = !!sink && !!req.stream && !multiRow && docIds.length >= req.stream.fromDocs;
+  if (streamed) {
+    if (await sink.begin({ key, dim, docIds, missing })) pieces = new PieceWriter(sink, dim, counters);
+    await pieces?.zeros(missingRows);
+  }
 
   // Precomputed embeddings shipped in the shard for this model and dtype (checked against the
   // documents at import): used in place of embedding when they fit the loaded model exactly.
-  let pre: PrecomputedSet | undefined;
+  let pre: PrecomputedRows | undefined;
   let precomputedNote: string | undefined;
   try {
-    pre = await db.getArtifact<PrecomputedSet>(
-      shardHash,
-      PRECOMPUTED_KIND,
-      precomputedKey(spec.id, loaded.dtype, part),
-    );
+    // Read a piece at a time (platform/precomputed-store.ts): never the whole set at once.
+    pre = await openPrecomputedSet(db, shardHash, precomputedKey(spec.id, loaded.dtype, part));
   } catch {
     pre = undefined;
   }
@@ -191,7 +207,7 @@ export async function embedCorpus(
     const why = precomputedMismatch(pre.sidecar, spec, loaded.dtype, dim);
     if (
       pre.sidecar.doc_ids.length !== rows.length ||
-      pre.sidecar.doc_ids.some((id, i) => id !== docs[rows[i]].id)
+      pre.sidecar.doc_ids.some((id, i) => id !== docIds[rows[i]])
     )
       why.push('document order differs from the shard');
     if (why.length) {
@@ -230,6 +246,7 @@ export async function embedCorpus(
     // With the shard's precomputed rows nothing is embedded: batches in shard order, no tokenizing.
     if (part === 'text' && !pre) {
       report({ kind: 'status', message: 'Counting tokens' });
+      const docs = await corpus.full();
       const texts = rows.map((r) => docText(docs[r]));
       // Chunked: a document costs the tokens of all its windows; batches group documents of
       // similar cost, and their windows are batched by length again when embedded.
@@ -305,7 +322,7 @@ export async function embedCorpus(
 
   // Row-major (docs × dim) in shard order; rows of documents without the part stay zero.
   // Chunked: each document's chunk rows and spans, put together in shard order at the end.
-  const embeddings = new Float32Array(multiRow ? 0 : docs.length * dim);
+  const embeddings = new Float32Array(multiRow || streamed ? 0 : docIds.length * dim);
   const docChunks: { vectors: Float32Array; spans: Uint32Array }[] = [];
   let computedBatches = 0;
   let reusedBatches = 0;
@@ -332,7 +349,7 @@ export async function embedCorpus(
   tick();
   for (let b = 0; b < totalBatches; b++) {
     const batchRows = Array.from(plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]), (p) => rows[p]);
-    const ids = batchRows.map((r) => docs[r].id);
+    const ids = batchRows.map((r) => docIds[r]);
     const recKey = `${key}#${b}`;
     let rec: unknown;
     try {
@@ -351,16 +368,13 @@ export async function embedCorpus(
     } else if (pre) {
       // float16 rows of the shard's precomputed set (row p = rows[p], shard order). Not stored again
       // as a batch: the set itself is in the shard cache, and the next run reads it the same way.
-      const set = pre;
-      vectors = new Float32Array(ids.length * dim);
-      plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]).forEach((p, i) => {
-        for (let j = 0; j < dim; j++) vectors[i * dim + j] = f16ToF32(set.f16[p * dim + j]);
-      });
+      vectors = await pre.read(plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]), dim);
       precomputedBatches++;
       precomputedDocs += ids.length;
       counters.precomputedRows += ids.length;
     } else {
       const tb = performance.now();
+      const docs = await corpus.full();
       if (part === 'text' && chunking) {
         const texts = batchRows.map((r) => docText(docs[r]));
         const w = await onActive(async (enc) => {
@@ -423,12 +437,15 @@ export async function embedCorpus(
         };
         off += c;
       });
-    } else batchRows.forEach((r, i) => embeddings.set(vectors.subarray(i * dim, (i + 1) * dim), r * dim));
+    } else if (pieces) await pieces.add(vectors, batchRows);
+    else if (!streamed)
+      batchRows.forEach((r, i) => embeddings.set(vectors.subarray(i * dim, (i + 1) * dim), r * dim));
     done += ids.length;
     tick();
   }
   if (!notSaved && (!resumable || !meta?.complete || computedBatches > 0 || precomputedBatches > 0))
     await writeMeta(true);
+  await pieces?.flush();
   report.flush();
   const enc = current();
   let out = embeddings;
@@ -454,7 +471,7 @@ export async function embedCorpus(
     embeddings: out,
     ...(chunks ? { chunks } : {}),
     dim,
-    docIds: docs.map((d) => d.id),
+    docIds: streamed ? [] : docIds,
     missing,
     key,
     batchSize,
@@ -465,6 +482,7 @@ export async function embedCorpus(
     precomputedBatches,
     ...(precomputedNote ? { precomputedNote } : {}),
     ...(notSaved ? { notSaved } : {}),
+    ...(streamed ? { streamed } : {}),
     ms: performance.now() - t0,
     backend: {
       device: enc.device,

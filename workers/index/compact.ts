@@ -12,7 +12,15 @@ import type { CompactInfo, CompactOptions, CompactResult, CompactScan, Space } f
 const counters = { searches: 0, queries: 0, rowsRead: 0, reads: 0, store: '' };
 (self as unknown as { loupeCompactCounters: typeof counters }).loupeCompactCounters = counters;
 
-let open: { s: CompactStore; space: Space; key?: string; reason?: string; docIds?: string[] } | null = null;
+let open: {
+  s: CompactStore;
+  space: Space;
+  key?: string;
+  reason?: string;
+  docIds?: string[];
+  /** Rows written by position (compactAdd's `at`): which, and how many. */
+  seen?: { rows: Uint8Array; count: number };
+} | null = null;
 
 function closeStore(): void {
   open?.s.free();
@@ -54,10 +62,15 @@ export async function compactOpen(opts: CompactOptions): Promise<CompactInfo> {
   return compactInfo();
 }
 
-/** Appends rows (n × dim, transferred; normalised here for cosine); returns the row count. */
-export function compactAdd(vectors: Float32Array): number {
+/**
+ * Appends rows (n × dim, transferred; normalised here for cosine); returns the row count. With `at`
+ * (a streamed corpus), row i is document at[i]'s: every document once, in any order (compactFinish
+ * checks that none is left out).
+ */
+export function compactAdd(vectors: Float32Array, at?: Uint32Array): number {
   if (!open) throw new Error('no compact store: call compactOpen() first');
   const m = asMatrix(vectors, open.s.dim, 'vectors');
+  if (at) return addAt(m, at);
   if (open.docIds && open.s.n + m.n > open.docIds.length)
     throw new RangeError(`${open.s.n + m.n} rows for ${open.docIds.length} document ids`);
   if (open.space === 'cosine') normalizeRows(m);
@@ -70,11 +83,47 @@ export function compactAdd(vectors: Float32Array): number {
   }
 }
 
+/** compactAdd's rows by position: written in runs of consecutive documents; any error closes the store. */
+function addAt(m: ReturnType<typeof asMatrix>, at: Uint32Array): number {
+  const o = open!;
+  const dim = o.s.dim;
+  try {
+    if (!o.docIds) throw new Error('rows by position need the store to be opened with its document ids');
+    const n = o.docIds.length;
+    if (at.length !== m.n) throw new RangeError(`${at.length} row positions for ${m.n} rows`);
+    const seen = (o.seen ??= { rows: new Uint8Array(n), count: 0 });
+    for (const r of at) {
+      if (r >= n) throw new RangeError(`row ${r} is past the store's ${n} documents`);
+      if (seen.rows[r]) throw new RangeError(`row ${r} (document ${o.docIds[r]}) arrived twice`);
+      seen.rows[r] = 1;
+    }
+    if (o.space === 'cosine') normalizeRows(m);
+    for (let i = 0; i < m.n;) {
+      let j = i + 1;
+      while (j < m.n && at[j] === at[j - 1] + 1) j++;
+      o.s.add(m.data.subarray(i * dim, j * dim), at[i]);
+      i = j;
+    }
+    seen.count += m.n;
+    return seen.count;
+  } catch (e) {
+    // Nothing half-written: a store that could not take its rows is closed and its file removed.
+    closeStore();
+    throw e;
+  }
+}
+
 /** Encodes the rows into int8 codes (reading them back from OPFS), with 'index' progress. */
 export function compactFinish(onProgress?: (p: Progress) => void): CompactInfo {
   if (!open) throw new Error('no compact store: call compactOpen() first');
   if (open.docIds && open.s.n !== open.docIds.length)
     throw new RangeError(`${open.s.n} rows for ${open.docIds.length} document ids`);
+  if (open.seen && open.seen.count !== open.s.n) {
+    const first = open.seen.rows.indexOf(0);
+    throw new RangeError(
+      `${open.seen.count} of ${open.s.n} rows arrived: document ${open.docIds![first]} (row ${first}) and others have none`,
+    );
+  }
   const report = throttle(onProgress);
   open.s.finish((done, total) => report({ kind: 'index', done, total }));
   report.flush();

@@ -10,8 +10,10 @@
 //
 // Cross-encoders (rerankers) load through the same worker and model cache; `rerankPairs` scores a
 // query's candidate documents with one, with the same WebGPU → WASM fallback.
+import * as Comlink from 'comlink';
 import type { Chunking } from '../core/retrieval/chunking';
 import type {
+  CorpusSink,
   EmbedCorpusRequest,
   EmbedCorpusResult,
   EncoderWorkerApi,
@@ -34,7 +36,11 @@ import { MODEL_REGISTRY, RERANKER_REGISTRY, registryModel, rerankerModel } from 
 import { modelFolder, servedModelFolders } from '../platform/model-index';
 import { WorkerClient, isAbortError, proxyProgress, type JobOptions } from './worker-client';
 
-export type { EmbedCorpusRequest, EmbedCorpusResult, LoadOptions, LoadedEncoder };
+export type { CorpusSink, EmbedCorpusRequest, EmbedCorpusResult, LoadOptions, LoadedEncoder };
+
+/** Corpus vectors the page received from embedCorpus (floats, all calls): a test reads it as `loupeCorpusReceived`. */
+const received = { results: 0, floats: 0, streamed: 0 };
+(globalThis as unknown as { loupeCorpusReceived: typeof received }).loupeCorpusReceived = received;
 export { MODEL_REGISTRY, RERANKER_REGISTRY, registryModel, rerankerModel };
 
 const client = new WorkerClient<EncoderWorkerApi>(
@@ -255,18 +261,24 @@ export function embedImages(
  * Embeds a cached shard's corpus (text or image part), storing each batch; batches already stored
  * by an earlier (even cancelled) run are reused. Cancel terminates the worker. After a WebGPU
  * failure it continues on WASM in a fresh worker (same explicit dtype, so stored batches still count).
+ * With `req.stream` and `opts.sink`, a large corpus goes to the sink in pieces instead (a retry
+ * begins the sink again).
  */
 export async function embedCorpus(
   req: EmbedCorpusRequest,
-  opts: JobOptions = {},
+  opts: JobOptions & { sink?: CorpusSink } = {},
 ): Promise<EmbedCorpusResult> {
+  const sink = opts.sink ? Comlink.proxy(opts.sink) : undefined;
   const run = (q: EmbedCorpusRequest) =>
     client.run(
-      (r) => r.embedCorpus({ ...q, load: withVerdicts(q.load ?? {}) }, proxyProgress(opts.onProgress)),
+      (r) => r.embedCorpus({ ...q, load: withVerdicts(q.load ?? {}) }, proxyProgress(opts.onProgress), sink),
       opts.signal,
     );
   // embedCorpus makes its model the worker's active one.
   const done = (q: EmbedCorpusRequest, r: EmbedCorpusResult) => {
+    received.results++;
+    received.floats += r.embeddings.length;
+    if (r.streamed) received.streamed++;
     active = { spec: q.spec, opts: q.load ?? {}, dtype: r.backend.dtype };
     // Its load options may differ from the last load()'s: the next load() asks the worker, unless
     // the model, device and dtype are the ones that load() answered with (an ad-hoc query's corpus

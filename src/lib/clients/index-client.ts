@@ -169,6 +169,15 @@ export function addToCompactStore(vectors: Float32Array, signal?: AbortSignal): 
   return client.run((r) => r.compactAdd(Comlink.transfer(vectors, [vectors.buffer])), signal);
 }
 
+/** Writes rows of a streamed corpus to the compact store: row i is document at[i]'s; both transferred. */
+export function addRowsAtToCompactStore(
+  vectors: Float32Array,
+  at: Uint32Array,
+  signal?: AbortSignal,
+): Promise<number> {
+  return client.run((r) => r.compactAdd(Comlink.transfer(vectors, [vectors.buffer, at.buffer]), at), signal);
+}
+
 /** Encodes the compact store's rows into int8 codes (progress per block read back); then it is searchable. */
 export function finishCompactStore(opts: JobOptions = {}): Promise<CompactInfo> {
   return client.run(

@@ -89,18 +89,31 @@ export async function loadCompactStore(
   job: JobOptions,
 ): Promise<ReturnType<typeof compactRanker>> {
   const rank = compactRanker(docIds, missing, job);
-  if (await hasCompactStore(key)) return rank;
-  held = null;
+  if (!(await beginCompactFill(key, dim, docIds, job))) return rank;
+  // A corpus streamed into the store (dense-stream.ts) is held by now: no matrix came to the page.
+  if (matrix.length !== docIds.length * dim) throw new Error('the compact store lost the streamed corpus');
   const n = docIds.length;
-  await openCompactStore({ dim, space: 'cosine', key, docIds }, job.signal);
   for (let s = 0; s < n; s += PIECE) {
     const e = Math.min(n, s + PIECE);
     await addToCompactStore(matrix.slice(s * dim, e * dim), job.signal);
     job.onProgress?.({ kind: 'store', done: e, total: n });
   }
+  await endCompactFill(key, docIds, missing, job);
+  return rank;
+}
+
+/** Opens an empty store for the corpus `key` unless it holds it already (then false: nothing to send). */
+export async function beginCompactFill(key: string, dim: number, docIds: string[], job: JobOptions) {
+  if (await hasCompactStore(key)) return false;
+  held = null;
+  await openCompactStore({ dim, space: 'cosine', key, docIds }, job.signal);
+  return true;
+}
+
+/** Encodes the rows sent since beginCompactFill; the store then holds the corpus `key` for this page. */
+export async function endCompactFill(key: string, docIds: string[], missing: string[], job: JobOptions) {
   await finishCompactStore(job);
   held = { key, docIds, missing };
-  return rank;
 }
 
 type Lists = { queryId: string; docIds: string[]; scores: Float64Array }[];

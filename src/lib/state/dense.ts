@@ -23,7 +23,6 @@ import { openShardStore } from '../platform/shard-store';
 import type { PrefetchLookup } from './query-prefetch';
 import {
   activeEncoderKey,
-  embedCorpus,
   embedImages,
   embedQuery,
   embedTextChunks,
@@ -39,6 +38,7 @@ import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '
 import { remoteIvfFor, type DenseRanker } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import * as compact from './dense-compact';
+import { denseDocsKey, embedCorpusTo, streamPlan } from './dense-stream';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {
@@ -70,13 +70,6 @@ export interface DenseSettings {
   multiImage?: MultiImage;
   /** The corpus has multi-image documents: embed every image of them (else documents keep one image each). */
   multiImageDocs?: boolean;
-}
-
-/** The retrieval worker's key of a corpus matrix: the embedding keys, and how chunks and images were aggregated. */
-function denseDocsKey(keys: string[], chunking: Chunking | undefined, multiImage?: MultiImage): string {
-  return (
-    keys.join('+') + (chunking ? `|agg=${chunking.aggregate}` : '') + (multiImage ? `|img=${multiImage}` : '')
-  );
 }
 
 /** What a model can do with a task: which query and document parts it uses, and what it ignores. */
@@ -241,14 +234,16 @@ async function denseTaskWith(
     }
   }
 
-  const parts = new Map<EmbedPart, Awaited<ReturnType<typeof embedCorpus>>>();
+  const parts = new Map<EmbedPart, Awaited<ReturnType<typeof embedCorpusTo>>>();
+  // Through the compact store, the corpus goes there from IndexedDB in pieces (dense-stream.ts).
+  const stream = streamPlan(plan.docParts, plan.queryParts, encoder.dim, args.settings, chunking, multiImage);
   let chunkRows: { rowDoc: Uint32Array } | undefined;
   let chunkStats: DenseOutcome['chunks'];
   /** Multi-image max: the image rows and their documents (before any fusion with the text). */
   let imageRowDoc: Uint32Array | undefined;
   let imageStats: DenseOutcome['images'];
   for (const part of plan.docParts) {
-    let r = await embedCorpus(
+    let r = await embedCorpusTo(
       {
         shardHash: args.shardHash,
         spec,
@@ -259,6 +254,7 @@ async function denseTaskWith(
         ...(part === 'image' && allDocImages ? { allImages: true } : {}),
       },
       args.job,
+      stream,
     );
     if (r.chunks && part === 'image') {
       // Every image of multi-image items: mean → one vector per item; max → every image a row.

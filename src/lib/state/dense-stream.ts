@@ -1,0 +1,90 @@
+// A dense run's corpus streamed from where it is stored (the shard's precomputed rows, the encoder
+// worker's stored batches) into the index worker's compact store, a piece at a time, instead of
+// coming to the page as one (docs × dim) matrix that is then sent on (1M × 384 is 1.5 GB, held in
+// the encoder worker, the page and in transit at once). The encoder worker sends each piece of rows
+// (workers/encoder/stream.ts) to this page, which forwards it to the index worker and drops it; the
+// page keeps only the document ids and the missing list. Used where the run takes the compact store
+// anyway (dense-compact.ts's useCompactStore: one vector per document and per query, exact search),
+// and where no query image reuses a corpus image's row (those rows stay in the page as before).
+import type { EmbedPart } from '../core/types';
+import type { Chunking } from '../core/retrieval/chunking';
+import type { MultiImage } from '../core/retrieval/multi-image';
+import {
+  embedCorpus,
+  type CorpusSink,
+  type EmbedCorpusRequest,
+  type EmbedCorpusResult,
+} from '../clients/encoder-client';
+import { addRowsAtToCompactStore } from '../clients/index-client';
+import type { JobOptions } from '../clients/worker-client';
+import * as compact from './dense-compact';
+
+/** The retrieval worker's key of a corpus matrix: the embedding keys, and how chunks and images were aggregated. */
+export function denseDocsKey(
+  keys: string[],
+  chunking: Chunking | undefined,
+  multiImage?: MultiImage,
+): string {
+  return (
+    keys.join('+') + (chunking ? `|agg=${chunking.aggregate}` : '') + (multiImage ? `|img=${multiImage}` : '')
+  );
+}
+
+/** How a run's corpus may be streamed: from how many documents, and the store key of an embedding key. */
+export interface StreamPlan {
+  fromDocs: number;
+  storeKey: (embeddingKey: string) => string;
+}
+
+/**
+ * The stream plan of a dense run, or undefined when its corpus must come to the page: more than one
+ * document part (fused in the page), HNSW, several query parts, or image queries against an image
+ * corpus (a query image that is a corpus image takes that row). Chunked and multi-image rows are
+ * never streamed (the encoder worker decides: several rows per document).
+ */
+export function streamPlan(
+  docParts: EmbedPart[],
+  queryParts: EmbedPart[],
+  dim: number,
+  settings: { compactFrom?: number; ann?: unknown },
+  chunking: Chunking | undefined,
+  multiImage: MultiImage | undefined,
+): StreamPlan | undefined {
+  if (docParts.length !== 1 || queryParts.length !== 1 || settings.ann) return undefined;
+  if (docParts[0] === 'image' && queryParts[0] === 'image') return undefined;
+  // The documents from which useCompactStore takes the store (one row per document).
+  const fromDocs = compact.compactFromRows(dim, settings.compactFrom);
+  return { fromDocs, storeKey: (k) => denseDocsKey([k], chunking, multiImage) };
+}
+
+/**
+ * embedCorpus, with the rows streamed into the compact store when `plan` says so and the corpus is
+ * large enough: the result then has no embeddings (its docIds are the ones the stream began with),
+ * and the store holds the corpus, so dense-compact's loadCompactStore finds it there.
+ */
+export async function embedCorpusTo(
+  req: EmbedCorpusRequest,
+  job: JobOptions,
+  plan?: StreamPlan,
+): Promise<EmbedCorpusResult> {
+  if (!plan) return embedCorpus(req, job);
+  type Begun = { key: string; docIds: string[]; missing: string[]; filling: boolean };
+  const state: { begun?: Begun } = {};
+  const sink: CorpusSink = {
+    async begin(info) {
+      const key = plan.storeKey(info.key);
+      const filling = await compact.beginCompactFill(key, info.dim, info.docIds, job);
+      state.begun = { key, docIds: info.docIds, missing: info.missing, filling };
+      return filling;
+    },
+    async rows(piece) {
+      await addRowsAtToCompactStore(piece.vectors, piece.at, job.signal);
+    },
+  };
+  const r = await embedCorpus({ ...req, stream: { fromDocs: plan.fromDocs } }, { ...job, sink });
+  if (!r.streamed) return r;
+  const b = state.begun;
+  if (!b) throw new Error('the encoder worker streamed a corpus without beginning it');
+  if (b.filling) await compact.endCompactFill(b.key, b.docIds, b.missing, job);
+  return { ...r, docIds: b.docIds };
+}
