@@ -101,7 +101,7 @@ describe('embeddings from a Parquet column', () => {
       });
       // float16 of the float32 value (float16 cells go through float32 exactly).
       const want = ['d1', 'd3', 'd4'].flatMap((id) => unit[id].map((x) => f32ToF16(Math.fround(x))));
-      expect([...set.f16]).toEqual(want);
+      expect([...set.f16!]).toEqual(want);
     }
   });
 
@@ -130,7 +130,7 @@ describe('embeddings from a Parquet column', () => {
     const withImage = [...numeric.slice(0, 1).map((d) => ({ ...d, image: 'a.png' })), numeric[1]];
     const [text, image] = await readParquetEmbeddings(src, withImage);
     expect(text.sidecar.doc_ids).toEqual(['7', '9']);
-    expect([...text.f16]).toEqual([4, 5, 6, 1, 2, 3].map(f32ToF16));
+    expect([...text.f16!]).toEqual([4, 5, 6, 1, 2, 3].map(f32ToF16));
     expect(image.sidecar).toMatchObject({ part: 'image', doc_ids: ['7'], missing: ['9'], dim: 2 });
   });
 
@@ -307,7 +307,7 @@ describe('embeddings from a Parquet column', () => {
     it('reads every corpus file in turn; a null cell of a document without the part is no row', async () => {
       const set = await readEmbeddingColumn(files(), [F0, F1], '_id', emb, docs);
       expect(set.sidecar).toMatchObject({ doc_ids: ['d1', 'd3', 'd4'], missing: ['d2'], origin: 'corpus/' });
-      expect([...set.f16]).toEqual(['d1', 'd3', 'd4'].flatMap((id) => unit[id].map((x) => f32ToF16(x))));
+      expect([...set.f16!]).toEqual(['d1', 'd3', 'd4'].flatMap((id) => unit[id].map((x) => f32ToF16(x))));
     });
 
     it('rows are counted per file: a problem names its own file and row; a duplicate names the first', async () => {

@@ -8,6 +8,7 @@ import {
   parsePrecomputedIndex,
   precomputedMismatch,
   readPrecomputed,
+  setBits,
   writeNpyF16,
   type PrecomputedSidecar,
 } from '../../src/lib/core/shard/precomputed';
@@ -75,7 +76,7 @@ describe('precomputed embeddings', () => {
     const r = await readPrecomputed(shard(sidecar(), writeNpyF16(rows, 2, 2)), docs);
     expect(r.problems).toEqual([]);
     expect(r.sets).toHaveLength(1);
-    const back = Array.from(r.sets[0].f16, f16ToF32);
+    const back = Array.from(await setBits(r.sets[0]), f16ToF32);
     back.forEach((v, i) => expect(v).toBeCloseTo(rows[i], 3));
     expect(parseNpy(writeNpyF16(rows, 2, 2)).sourceDtype).toBe('f16');
   });

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readShard } from '../../src/lib/core/shard/read-shard';
-import { readPrecomputed } from '../../src/lib/core/shard/precomputed';
+import { readPrecomputed, setBits } from '../../src/lib/core/shard/precomputed';
 import { FsSource } from '../../scripts/lib/fs-source';
 import { loadNodeDicomCodecs } from '../../scripts/lib/node-dicom-codecs';
 import { DATA_DIR } from '../paths';
@@ -64,7 +64,7 @@ describe('make-scale-shard', { timeout: 120_000 }, () => {
       dim: 384,
       part: 'text',
     });
-    expect(pre.sets[0].f16.length).toBe(600 * 384);
+    expect((await setBits(pre.sets[0])).length).toBe(600 * 384);
   });
 
   it('gives the same files for the same seed, other files for another', () => {

@@ -4,8 +4,13 @@
 // one record would be read whole into the encoder worker). The head is written last, so a set whose
 // writing stopped half-way has none and is not used. Sets stored whole (before this layout) are still
 // read as they are.
-import { PRECOMPUTED_KIND, type PrecomputedSet, type PrecomputedSidecar } from '../core/shard/precomputed';
-import { f16ToF32 } from '../core/shard/vector-files';
+import {
+  PRECOMPUTED_KIND,
+  type NpyRows,
+  type PrecomputedSet,
+  type PrecomputedSidecar,
+} from '../core/shard/precomputed';
+import { f16ToF32, VectorFileError } from '../core/shard/vector-files';
 import type { ShardStore } from './shard-store';
 
 /** Rows per stored piece of a precomputed set (48 MiB of float16 at 384 dimensions). */
@@ -31,15 +36,15 @@ export async function putPrecomputedSet(
   const old = await store.getArtifact<StoredSet>(hash, PRECOMPUTED_KIND, key).catch(() => undefined);
   await store.deleteArtifact(hash, PRECOMPUTED_KIND, key);
   const n = set.sidecar.doc_ids.length;
-  const dim = n ? set.f16.length / n : 0;
+  const dim = set.f16 ? (n ? set.f16.length / n : 0) : set.sidecar.dim;
   const count = Math.ceil(n / pieceRows);
   try {
-    for (let i = 0; i < count; i++) {
-      const rows = set.f16.slice(i * pieceRows * dim, Math.min(n, (i + 1) * pieceRows) * dim);
-      await store.putArtifact(hash, PRECOMPUTED_KIND, pieceKey(key, i), rows);
-    }
+    const pieces = set.f16 ? slices(set.f16, n, dim, pieceRows) : npyPieces(set.npy, n, dim, pieceRows);
+    let i = 0;
+    for await (const rows of pieces)
+      await store.putArtifact(hash, PRECOMPUTED_KIND, pieceKey(key, i++), rows);
   } catch (e) {
-    // Nothing half-written: the pieces stored so far go (a full storage, most likely).
+    // Nothing half-written: the pieces stored so far go (a full storage, a truncated file).
     for (let i = 0; i < count; i++)
       await store.deleteArtifact(hash, PRECOMPUTED_KIND, pieceKey(key, i)).catch(() => undefined);
     throw e;
@@ -48,6 +53,60 @@ export async function putPrecomputedSet(
     await store.deleteArtifact(hash, PRECOMPUTED_KIND, pieceKey(key, i));
   const head: StoredSet = { sidecar: set.sidecar, pieces: { rows: pieceRows, count, dim } };
   await store.putArtifact(hash, PRECOMPUTED_KIND, key, head);
+}
+
+function* slices(f16: Uint16Array, n: number, dim: number, pieceRows: number): Generator<Uint16Array> {
+  for (let at = 0; at < n; at += pieceRows) yield f16.slice(at * dim, Math.min(n, at + pieceRows) * dim);
+}
+
+/**
+ * The rows of a checked float16 .npy in pieces of `pieceRows`, read as the file streams in (one piece
+ * in memory); a file shorter or longer than its shape says fails with the file named.
+ */
+export async function* npyPieces(
+  npy: NpyRows,
+  n: number,
+  dim: number,
+  pieceRows: number,
+): AsyncGenerator<Uint16Array> {
+  const stream = await npy.open();
+  if (!stream) throw new VectorFileError(npy.file, 'missing (named by the sidecar)');
+  const need = n * dim * 2;
+  let skip = npy.dataStart;
+  let read = 0;
+  let piece = new Uint8Array(Math.min(n, pieceRows) * dim * 2);
+  let fill = 0;
+  let rowsDone = 0;
+  for await (let c of stream) {
+    if (skip) {
+      const s = Math.min(skip, c.length);
+      c = c.subarray(s);
+      skip -= s;
+    }
+    if (read + c.length > need)
+      throw new VectorFileError(
+        npy.file,
+        `data is longer than shape (${n}, ${dim}) of float16 needs (${need} bytes)`,
+      );
+    read += c.length;
+    while (c.length) {
+      const take = Math.min(c.length, piece.length - fill);
+      piece.set(c.subarray(0, take), fill);
+      fill += take;
+      c = c.subarray(take);
+      if (fill === piece.length) {
+        yield new Uint16Array(piece.buffer);
+        rowsDone += piece.length / (dim * 2);
+        piece = new Uint8Array(Math.min(n - rowsDone, pieceRows) * dim * 2);
+        fill = 0;
+      }
+    }
+  }
+  if (read !== need)
+    throw new VectorFileError(
+      npy.file,
+      `data is ${read} bytes, shape (${n}, ${dim}) of float16 needs ${need} (truncated file?)`,
+    );
 }
 
 /** A stored set, read a piece at a time: its sidecar, and float32 rows by index. */

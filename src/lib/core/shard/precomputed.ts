@@ -8,7 +8,8 @@ import {
   VectorFileError,
   checkSidecar,
   f32ToF16,
-  parseNpy,
+  parseNpyHeader,
+  NPY_HEADER_MAX,
   parseSidecar,
   type EmbeddingSidecar,
 } from './vector-files';
@@ -58,10 +59,52 @@ export interface PrecomputedSidecar extends EmbeddingSidecar {
 }
 
 /** A set read from a shard and checked against its documents: float16 bits, row-major. */
-export interface PrecomputedSet {
-  sidecar: PrecomputedSidecar;
-  /** rows × dim half-precision bit patterns. */
-  f16: Uint16Array;
+export type PrecomputedSet =
+  | {
+      sidecar: PrecomputedSidecar;
+      /** rows × dim half-precision bit patterns. */
+      f16: Uint16Array;
+      npy?: undefined;
+    }
+  | {
+      sidecar: PrecomputedSidecar;
+      f16?: undefined;
+      /** The rows in the shard's .npy, read as they are stored (a 1M × 384 set is 768 MB). */
+      npy: NpyRows;
+    };
+
+/** A set's rows whole (tests, small sets): its bits, or its .npy read and checked against its shape. */
+export async function setBits(set: PrecomputedSet): Promise<Uint16Array> {
+  if (set.f16) return set.f16;
+  const n = set.sidecar.doc_ids.length;
+  const dim = set.sidecar.dim;
+  const stream = await set.npy.open();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for await (const c of stream ?? []) {
+    chunks.push(c.slice());
+    length += c.length;
+  }
+  if (length - set.npy.dataStart !== n * dim * 2)
+    throw new VectorFileError(
+      set.npy.file,
+      `data is ${length - set.npy.dataStart} bytes, shape (${n}, ${dim}) of float16 needs ${n * dim * 2}`,
+    );
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return new Uint16Array(out.buffer.slice(set.npy.dataStart));
+}
+
+/** A float16 .npy whose header was checked: its data is read from `dataStart` when stored. */
+export interface NpyRows {
+  file: string;
+  dataStart: number;
+  /** Reads the file again from its first byte. */
+  open(): Promise<AsyncIterable<Uint8Array> | null>;
 }
 
 /**
@@ -215,15 +258,45 @@ function json(bytes: Uint8Array, file: string): unknown {
   }
 }
 
-/** Float16 .npy bytes → the half bit patterns (the file must be '<f2'). */
-function halfBits(bytes: Uint8Array, file: string, n: number, dim: number): Uint16Array {
-  const m = parseNpy(bytes, file);
-  if (m.sourceDtype !== 'f16') throw new VectorFileError(file, `precomputed vectors must be float16 ('<f2')`);
-  if (m.n !== n || m.dim !== dim)
-    throw new VectorFileError(file, `shape (${m.n}, ${m.dim}) ≠ (${n}, ${dim})`);
-  // The data is the last n·dim·2 bytes (after the header); copy so the result owns aligned memory.
-  const start = bytes.length - n * dim * 2;
-  return new Uint16Array(bytes.slice(start).buffer);
+/**
+ * Checks a precomputed set's .npy from its header (float16, shape (n, dim)) and its size where the
+ * source knows it; its rows are read when the set is stored (platform/precomputed-store.ts, which
+ * checks the length again as it reads).
+ */
+async function checkedNpy(source: ShardSource, file: string, n: number, dim: number): Promise<NpyRows> {
+  const head = await npyHead(source, file);
+  const h = parseNpyHeader(head, file);
+  if (h.dtype !== 'f16') throw new VectorFileError(file, `precomputed vectors must be float16 ('<f2')`);
+  if (h.n !== n || h.dim !== dim)
+    throw new VectorFileError(file, `shape (${h.n}, ${h.dim}) ≠ (${n}, ${dim})`);
+  const size = await source.size(file);
+  const need = n * dim * 2;
+  if (size !== undefined && size - h.dataStart !== need)
+    throw new VectorFileError(
+      file,
+      `data is ${size - h.dataStart} bytes, shape (${n}, ${dim}) of ${h.descr} needs ${need}${size - h.dataStart < need ? ' (truncated file?)' : ''}`,
+    );
+  return { file, dataStart: h.dataStart, open: () => source.open(file) };
+}
+
+/** The first bytes of a .npy, up to the end of its header (the stream is closed after them). */
+async function npyHead(source: ShardSource, file: string): Promise<Uint8Array> {
+  const stream = await source.open(file);
+  if (!stream) throw new VectorFileError(file, 'missing (named by the sidecar)');
+  let head = new Uint8Array(0);
+  const need = () => {
+    if (head.length < 12) return 12;
+    const dv = new DataView(head.buffer);
+    return head[6] === 1 ? 10 + dv.getUint16(8, true) : 12 + dv.getUint32(8, true);
+  };
+  for await (const c of stream) {
+    const next = new Uint8Array(head.length + c.length);
+    next.set(head);
+    next.set(c, head.length);
+    head = next;
+    if (head.length >= Math.min(need(), NPY_HEADER_MAX)) break;
+  }
+  return head;
 }
 
 /**
@@ -283,9 +356,7 @@ export async function readPrecomputed(
           });
           continue;
         }
-        const vbytes = await readAll(source, vfile);
-        if (!vbytes) throw new VectorFileError(vfile, 'missing (named by the sidecar)');
-        sets.push({ sidecar, f16: halfBits(vbytes, vfile, ids.length, sidecar.dim) });
+        sets.push({ sidecar, npy: await checkedNpy(source, vfile, ids.length, sidecar.dim) });
       } catch (e) {
         problems.push((e as Error).message);
       }

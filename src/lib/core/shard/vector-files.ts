@@ -178,6 +178,30 @@ function parsePyDict(text: string, file: string): Record<string, PyValue> {
  * little-endian float32 (`<f4`) or float16 (`<f2`); float16 is converted to float32.
  */
 export function parseNpy(bytes: Uint8Array, file = 'embeddings.npy'): VectorMatrix {
+  const { dataStart, n, dim, dtype, descr } = parseNpyHeader(bytes, file);
+  const width = dtype === 'f32' ? 4 : 2;
+  const need = n * dim * width;
+  const have = bytes.length - dataStart;
+  if (have !== need)
+    throw new VectorFileError(
+      file,
+      `data is ${have} bytes, shape (${n}, ${dim}) of ${descr} needs ${need}${have < need ? ' (truncated file?)' : ''}`,
+    );
+  const data = dtype === 'f32' ? f32At(bytes, dataStart, n * dim) : convertF16(bytes, dataStart, n * dim);
+  return { data, n, dim, sourceDtype: dtype };
+}
+
+/** Bytes a .npy header can take at most here (NumPy pads it to 64-byte blocks; its dict is short). */
+export const NPY_HEADER_MAX = 64 * 1024;
+
+/**
+ * A .npy file's header from its first bytes (all of the header must be in `bytes`; the data need not
+ * be): where the data starts, the shape and the dtype. Throws VectorFileError naming `file`.
+ */
+export function parseNpyHeader(
+  bytes: Uint8Array,
+  file = 'embeddings.npy',
+): { dataStart: number; n: number; dim: number; dtype: 'f32' | 'f16'; descr: string } {
   if (bytes.length < 10 || NPY_MAGIC.some((b, i) => bytes[i] !== b))
     throw new VectorFileError(file, 'not a .npy file (missing the \\x93NUMPY magic)');
   const major = bytes[6];
@@ -220,16 +244,7 @@ export function parseNpy(bytes: Uint8Array, file = 'embeddings.npy'): VectorMatr
     );
   const [n, dim] = shape;
   if (dim === 0) throw new VectorFileError(file, 'dimension is 0');
-  const width = dtype === 'f32' ? 4 : 2;
-  const need = n * dim * width;
-  const have = bytes.length - dataStart;
-  if (have !== need)
-    throw new VectorFileError(
-      file,
-      `data is ${have} bytes, shape (${n}, ${dim}) of ${descr} needs ${need}${have < need ? ' (truncated file?)' : ''}`,
-    );
-  const data = dtype === 'f32' ? f32At(bytes, dataStart, n * dim) : convertF16(bytes, dataStart, n * dim);
-  return { data, n, dim, sourceDtype: dtype };
+  return { dataStart, n, dim, dtype, descr };
 }
 
 /** Writes a float32 (n, dim) matrix as a .npy (version 1.0, '<f4', C order): for tools and fixtures. */
