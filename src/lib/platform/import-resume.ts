@@ -159,7 +159,9 @@ export function sameRemote(a: RemoteIdentity, b: RemoteIdentity): boolean {
 /**
  * The file at `url` from byte `start` on: a Range request, with If-Range so a file replaced meanwhile
  * comes whole. `start` is where the stream begins: the asked offset when the server honoured the
- * range for the same file, else 0 (the whole file: the reader skips to where it stopped).
+ * range for the same file, else 0 (the whole file: the reader checks the part already stored and
+ * skips it). Without an ETag or Last-Modified the size alone does not vouch for the bytes before
+ * `start`: the whole file is asked for.
  */
 export async function fetchFrom(
   url: string,
@@ -168,7 +170,9 @@ export async function fetchFrom(
 ): Promise<{ start: number; identity: RemoteIdentity; body: ReadableStream<Uint8Array> } | null> {
   const validator = id.etag && !id.etag.startsWith('W/') ? id.etag : id.lastModified;
   const headers: Record<string, string> =
-    start > 0 ? { Range: `bytes=${start}-`, ...(validator ? { 'If-Range': validator } : {}) } : {};
+    start > 0 && validator
+      ? { Range: `bytes=${start}-`, ...(validator ? { 'If-Range': validator } : {}) }
+      : {};
   const res = await fetch(url, { credentials: 'same-origin', headers });
   if (new URL(res.url || url).origin !== new URL(url).origin) {
     await res.body?.cancel().catch(() => undefined);
