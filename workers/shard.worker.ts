@@ -100,7 +100,10 @@ export interface ImportOptions {
   limits?: Partial<ShardLimits>;
   /** Skip the storage pre-flight: only for fault-injection tests that need a write to hit the quota. */
   skipPreflight?: boolean;
-  /** The page's note of this import (import-note.ts): a streamed import that stops can then resume. */
+  /**
+   * The page's note of this import (import-note.ts): with it a streamed import that stops keeps what
+   * it wrote to resume (shard-resume.ts); without it (scripts, the test harness) that is swept.
+   */
   noteId?: string;
 }
 
@@ -335,7 +338,11 @@ const api = {
             images,
             source.label,
             report,
-            { keep: await resumeKeep(descriptor, source, parsed, options.noteId, checkDocs.length > 0) },
+            // Resumable after a reload when the page keeps a note of it (it offers to resume then);
+            // a Parquet import is not (yet): it starts again.
+            options.noteId === undefined || parquetFeed
+              ? {}
+              : { keep: await resumeKeep(descriptor, source, parsed, options.noteId, checkDocs.length > 0) },
           )
         : await store.put(parsed, images, source.label, report);
       const precomputed = await storePrecomputed(store, source, parsed, checkDocs, parquetSets, descriptor);
