@@ -138,7 +138,12 @@ export async function resumeStreamed(
     const url = fileUrl(base.label, corpus);
     const now = await remoteIdentity(url);
     if (!now) return differs(corpus, 'can no longer be fetched');
-    if (!state.remote || !sameRemote(state.remote, now))
+    if (!state.remote)
+      return differs(
+        corpus,
+        'could not be identified when the import started (the server answered no HEAD request)',
+      );
+    if (!sameRemote(state.remote, now))
       return differs(corpus, 'has changed on the server (its size, ETag or Last-Modified differ)');
     report({ kind: 'status', message: `Resuming ${label}` });
     const start = at ? Math.floor(at.offset / HASH_BLOCK_BYTES) * HASH_BLOCK_BYTES : 0;
