@@ -7,10 +7,11 @@
 // resumed download started past the beginning (a 206 for bytes=S- with S > 0), and the first pass was
 // not run again (no other file fetched). (b) A folder: resumed after picking the same folder again.
 // (c) A URL shard changed on the server after the reload is refused with a message naming the file, and
-// nothing stays; Discard leaves nothing; a Cancel leaves nothing and nothing to resume.
+// nothing stays; Discard leaves nothing; a Cancel leaves nothing and nothing to resume; a folder picked
+// again whose queries differ is refused the same way.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -415,6 +416,27 @@ describe('a streamed import resumes after a reload (issue 18)', () => {
       await page.waitForTimeout(500);
       expect(await page.locator('[data-testid="stopped-import"]').count()).toBe(0);
       expect(await idbCounts(page)).toEqual(ZERO);
+
+      // A folder picked again that is not the same (one query's text changed, same size): refused.
+      const copy = `${dir}-copy`;
+      cpSync(dir, copy, { recursive: true });
+      try {
+        const queries = readFileSync(join(copy, 'queries.jsonl'));
+        queries[queries.indexOf('"text":"') + 8] ^= 0x01;
+        writeFileSync(join(copy, 'queries.jsonl'), queries);
+        await page.setInputFiles('[data-testid="folder-input"]', dir);
+        await reloadMidImport(page);
+        await offer(page, dir.split('/').pop()!);
+        await page.setInputFiles('[data-testid="resume-pick"]', copy);
+        await issues.waitFor({ timeout: 120_000 });
+        expect(await issues.textContent()).toContain(
+          `queries.jsonl has other content than before, so ${dir.split('/').pop()} is not the source the stopped import started from; the stopped import was discarded`,
+        );
+        await expect.poll(() => idbCounts(page), { timeout: 15_000 }).toEqual(ZERO);
+        expect(await page.locator('[data-testid="stopped-import"]').count()).toBe(0);
+      } finally {
+        rmSync(copy, { recursive: true, force: true });
+      }
       expect(realErrors(page)).toEqual([]);
     } finally {
       writeFileSync(file, original);
