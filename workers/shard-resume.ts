@@ -22,7 +22,7 @@ import {
 } from '../src/lib/platform/import-resume';
 import { hashRange, type ShardStore, type ShardSummary } from '../src/lib/platform/shard-store';
 import { putStreamed, type ResumeKeep } from '../src/lib/platform/shard-stream-store';
-import { sourceFromDescriptor, type SourceDescriptor } from '../src/lib/platform/sources';
+import { sourceFromDescriptor, streamChunks, type SourceDescriptor } from '../src/lib/platform/sources';
 
 /** The URL of a file of a shard served at `base` (each path segment encoded, as urlSource does). */
 function fileUrl(base: string, path: string): string {
@@ -57,21 +57,6 @@ export async function resumeKeep(
     ...(sizes ? { sizes } : {}),
     precomputed,
   };
-}
-
-/** A ReadableStream's chunks as an async iterable, cancelled when the reader stops early. */
-async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const reader = body.getReader();
-  let done = false;
-  try {
-    for (;;) {
-      const r = await reader.read();
-      if (r.done) return void (done = true);
-      if (r.value.byteLength) yield r.value;
-    }
-  } finally {
-    if (!done) await reader.cancel().catch(() => undefined);
-  }
 }
 
 export type ResumeOutcome =
@@ -159,7 +144,7 @@ export async function resumeStreamed(
         if (path !== corpus || !body) return base.open(path);
         const b = body;
         body = null;
-        return chunksOf(b);
+        return streamChunks(b);
       },
       // The reader's progress counts the bytes of the whole file.
       size: async (path) => (path === corpus ? now.size : base.size(path)),

@@ -11,44 +11,12 @@ import { basename, join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launch, pageErrors } from './browser';
+import { idbCounts, ZERO } from './idb-counts';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
 const DOCS = 100_000;
 const QUERIES = 1_000;
-
-type Counts = Record<'shards' | 'docs' | 'queries' | 'qrels' | 'images' | 'artifacts', number>;
-const ZERO: Counts = { shards: 0, docs: 0, queries: 0, qrels: 0, images: 0, artifacts: 0 };
-
-/** Records in each store of the app's IndexedDB, read in the page with the plain IndexedDB API. */
-function idbCounts(page: Page): Promise<Counts> {
-  return page.evaluate(
-    () =>
-      new Promise<Counts>((resolve, reject) => {
-        const req = indexedDB.open('loupe');
-        req.onerror = () => reject(req.error);
-        req.onsuccess = () => {
-          const db = req.result;
-          const names = Array.from(db.objectStoreNames);
-          const out: Record<string, number> = {};
-          if (names.length === 0) {
-            db.close();
-            return resolve({ shards: 0, docs: 0, queries: 0, qrels: 0, images: 0, artifacts: 0 });
-          }
-          const tx = db.transaction(names, 'readonly');
-          for (const n of names) {
-            const c = tx.objectStore(n).count();
-            c.onsuccess = () => (out[n] = c.result);
-          }
-          tx.oncomplete = () => {
-            db.close();
-            resolve(out as Counts);
-          };
-          tx.onerror = () => reject(tx.error);
-        };
-      }),
-  );
-}
 
 async function phase(page: Page, ...phases: string[]) {
   await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FsSource } from '../../scripts/lib/fs-source';
 import { readShard } from '../../src/lib/core/shard/read-shard';
 import { launch, pageErrors, type Session } from './browser';
+import { idbCounts, ZERO } from './idb-counts';
 import { serveRanges, type RangeServer } from './range-server';
 
 const baseUrl = inject('baseUrl');
@@ -28,39 +29,6 @@ const DOCS = MEASURE || 30_000;
 const QUERIES = MEASURE ? 1000 : 300;
 const PREFIX = '/resume/';
 const MIB = 1 << 20;
-
-type Counts = Record<'shards' | 'docs' | 'queries' | 'qrels' | 'images' | 'artifacts', number>;
-const ZERO: Counts = { shards: 0, docs: 0, queries: 0, qrels: 0, images: 0, artifacts: 0 };
-
-/** Records in each store of the app's IndexedDB (plain IndexedDB API in the page). */
-function idbCounts(page: Page): Promise<Counts> {
-  return page.evaluate(
-    () =>
-      new Promise<Counts>((resolve, reject) => {
-        const req = indexedDB.open('loupe');
-        req.onerror = () => reject(req.error);
-        req.onsuccess = () => {
-          const db = req.result;
-          const names = Array.from(db.objectStoreNames);
-          const out: Record<string, number> = {};
-          if (names.length === 0) {
-            db.close();
-            return resolve({ shards: 0, docs: 0, queries: 0, qrels: 0, images: 0, artifacts: 0 });
-          }
-          const tx = db.transaction(names, 'readonly');
-          for (const n of names) {
-            const c = tx.objectStore(n).count();
-            c.onsuccess = () => (out[n] = c.result);
-          }
-          tx.oncomplete = () => {
-            db.close();
-            resolve(out as Counts);
-          };
-          tx.onerror = () => reject(tx.error);
-        };
-      }),
-  );
-}
 
 /** Documents committed by the import in progress, from its resume `progress` record (0: none yet). */
 function committedDocs(page: Page): Promise<number> {
