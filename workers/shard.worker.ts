@@ -10,7 +10,7 @@ import * as Comlink from 'comlink';
 import { readShard } from '../src/lib/core/shard/read-shard';
 import { ShardValidationError, type ShardIssue } from '../src/lib/core/shard/source';
 import { throttle } from '../src/lib/core/throttle';
-import type { Progress, ProgressFn } from '../src/lib/core/types';
+import type { ParsedShard, Progress, ProgressFn } from '../src/lib/core/types';
 import {
   listHubDataset,
   parseHubDatasetUrl,
@@ -30,6 +30,7 @@ import {
   isQuotaError,
   openShardStore,
   StorageQuotaError,
+  type ShardStore,
   type ShardSummary,
 } from '../src/lib/platform/shard-store';
 import type { ShardLimits } from '../src/lib/core/shard/limits';
@@ -37,6 +38,7 @@ import { DocCheckRefs, streamCorpus, withReadRates } from '../src/lib/core/shard
 import { estimateStreamedBytes, putStreamed } from '../src/lib/platform/shard-stream-store';
 import { buildDocIndex, loadDocIndex } from '../src/lib/platform/shard-docs';
 import { putPrecomputedSet } from '../src/lib/platform/precomputed-store';
+import { resumeKeep, resumeStreamed } from './shard-resume';
 
 /** STORAGE_ISSUE_FILE: the `file` of issues about the browser's storage rather than a shard file. */
 export const STORAGE_ISSUE_FILE = '(browser storage)';
@@ -98,6 +100,11 @@ export interface ImportOptions {
   limits?: Partial<ShardLimits>;
   /** Skip the storage pre-flight: only for fault-injection tests that need a write to hit the quota. */
   skipPreflight?: boolean;
+  /**
+   * The page's note of this import (import-note.ts): with it a streamed import that stops keeps what
+   * it wrote to resume (shard-resume.ts); without it (scripts, the test harness) that is swept.
+   */
+  noteId?: string;
 }
 
 /** Outcome of inspecting a Parquet dataset: its files and the detected mapping, or why it cannot be read. */
@@ -134,6 +141,43 @@ function phasedProgress(fn?: ProgressFn) {
   };
   report.flush = () => throttled.flush();
   return report;
+}
+
+/**
+ * Precomputed corpus embeddings: checked against the documents, kept with the shard. They are not
+ * part of the shard's content hash (the same data with or without them is one shard).
+ */
+async function storePrecomputed(
+  store: ShardStore,
+  source: ShardSource,
+  parsed: ParsedShard,
+  checkDocs: readonly { id: string; text?: string; image?: string }[],
+  parquetSets: PrecomputedSet[],
+  descriptor: SourceDescriptor,
+): Promise<Extract<ImportResult, { ok: true }>['precomputed']> {
+  const pre = await readPrecomputed(
+    source,
+    checkDocs,
+    parsed.manifest.embeddings === PRECOMPUTED_INDEX,
+    descriptor.kind === 'url' ? urlOfFile(source.label) : undefined,
+  );
+  const stored: string[] = [];
+  for (const set of [...pre.sets, ...parquetSets]) {
+    const key = precomputedKey(set.sidecar.model_id, set.sidecar.dtype, set.sidecar.part);
+    await putPrecomputedSet(store, parsed.hash, key, set); // in pieces (precomputed-store.ts)
+    stored.push(key);
+  }
+  // Sets with a packed IVF index on the shard's host: their URLs, not their vectors (this import's
+  // source decides: a folder or zip of the same shard afterwards drops them).
+  await store.deleteArtifacts(parsed.hash, REMOTE_IVF_KIND);
+  const ivfSets: string[] = [];
+  for (const set of pre.ivf ?? []) {
+    const key = precomputedKey(set.sidecar.model_id, set.sidecar.dtype, set.sidecar.part);
+    await store.putArtifact(parsed.hash, REMOTE_IVF_KIND, key, set);
+    ivfSets.push(key);
+  }
+  for (const p of pre.problems) console.warn(`loupe: precomputed embeddings not used: ${p}`);
+  return { stored, problems: pre.problems, ...(ivfSets.length ? { ivf: ivfSets } : {}) };
 }
 
 const api = {
@@ -294,38 +338,20 @@ const api = {
             images,
             source.label,
             report,
+            // Resumable after a reload when the page keeps a note of it (it offers to resume then);
+            // a Parquet import is not (yet): it starts again.
+            options.noteId === undefined || parquetFeed
+              ? {}
+              : { keep: await resumeKeep(descriptor, source, parsed, options.noteId, checkDocs.length > 0) },
           )
         : await store.put(parsed, images, source.label, report);
-      // Precomputed corpus embeddings: checked against the documents, kept with the shard. They are
-      // not part of the shard's content hash (the same data with or without them is one shard).
-      const pre = await readPrecomputed(
-        source,
-        checkDocs,
-        parsed.manifest.embeddings === PRECOMPUTED_INDEX,
-        descriptor.kind === 'url' ? urlOfFile(source.label) : undefined,
-      );
-      const stored: string[] = [];
-      for (const set of [...pre.sets, ...parquetSets]) {
-        const key = precomputedKey(set.sidecar.model_id, set.sidecar.dtype, set.sidecar.part);
-        await putPrecomputedSet(store, parsed.hash, key, set); // in pieces (precomputed-store.ts)
-        stored.push(key);
-      }
-      // Sets with a packed IVF index on the shard's host: their URLs, not their vectors (this import's
-      // source decides: a folder or zip of the same shard afterwards drops them).
-      await store.deleteArtifacts(parsed.hash, REMOTE_IVF_KIND);
-      const ivfSets: string[] = [];
-      for (const set of pre.ivf ?? []) {
-        const key = precomputedKey(set.sidecar.model_id, set.sidecar.dtype, set.sidecar.part);
-        await store.putArtifact(parsed.hash, REMOTE_IVF_KIND, key, set);
-        ivfSets.push(key);
-      }
-      for (const p of pre.problems) console.warn(`loupe: precomputed embeddings not used: ${p}`);
+      const precomputed = await storePrecomputed(store, source, parsed, checkDocs, parquetSets, descriptor);
       report.flush();
       return {
         ok: true,
         summary,
         cached,
-        precomputed: { stored, problems: pre.problems, ...(ivfSets.length ? { ivf: ivfSets } : {}) },
+        precomputed,
       };
     } catch (e) {
       // Storage refusals are reported like validation issues: what failed and what to do (put() has
@@ -341,6 +367,44 @@ const api = {
               `the browser's storage filled up while saving the shard "${parsed.manifest.name}"; what was ` +
                 'written was removed and shards cached before are kept. Delete cached shards or runs you no longer ' +
                 'need, or allow this site more storage in the browser settings, then import again',
+            ),
+          ],
+        };
+      throw e;
+    } finally {
+      await store.close();
+    }
+  },
+
+  /**
+   * Goes on with a stopped streamed import of `hash` (shard-resume.ts): `descriptor` is the folder or
+   * zip picked again (none for a URL). `onProgress` must be wrapped in Comlink.proxy.
+   */
+  async resumeImport(
+    hash: string,
+    descriptor: SourceDescriptor | undefined,
+    onProgress?: ProgressFn,
+    options: ImportOptions = {},
+  ): Promise<ImportResult> {
+    const report = phasedProgress(onProgress);
+    const store = await openShardStore({ sweep: false });
+    try {
+      const r = await resumeStreamed(store, hash, descriptor, report, options.limits);
+      if (!r.ok) return r;
+      const checkDocs = r.checkDocs?.list() ?? [];
+      const from = descriptor ?? { kind: 'url' as const, url: r.source.label };
+      const precomputed = await storePrecomputed(store, r.source, r.parsed, checkDocs, [], from);
+      report.flush();
+      return { ok: true, summary: r.summary, cached: false, precomputed };
+    } catch (e) {
+      if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };
+      if (e instanceof StorageQuotaError || isQuotaError(e))
+        return {
+          ok: false,
+          issues: [
+            storageIssue(
+              "the browser's storage filled up while resuming the import; what it had written was removed " +
+                'and shards cached before are kept. Delete cached shards or runs you no longer need, then import again',
             ),
           ],
         };

@@ -1,8 +1,8 @@
 // Faults of a streamed import at the 100k rung (issue 18), through the app's own "Load URL" in real
 // Chromium: a shard of 100,000 documents made by make-scale-shard in a temporary folder under the
 // gitignored generated-shards/ (removed afterwards). (a) The page is reloaded while the documents are
-// being written: the next start says which import stopped and where, nothing of it stays in IndexedDB
-// and the same import then works. (b) The origin's quota (DevTools Storage.overrideQuotaForOrigin) is
+// being written: the next start says which import stopped and where and offers to resume it (resuming
+// is import-resume.test.ts); discarded, nothing of it stays in IndexedDB and the same import then works. (b) The origin's quota (DevTools Storage.overrideQuotaForOrigin) is
 // far smaller than the shard: the write runs into it, the page says the browser's storage filled up,
 // and nothing of the shard stays in IndexedDB.
 import { execFileSync } from 'node:child_process';
@@ -11,44 +11,12 @@ import { basename, join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launch, pageErrors } from './browser';
+import { idbCounts, ZERO } from './idb-counts';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
 const DOCS = 100_000;
 const QUERIES = 1_000;
-
-type Counts = Record<'shards' | 'docs' | 'queries' | 'qrels' | 'images' | 'artifacts', number>;
-const ZERO: Counts = { shards: 0, docs: 0, queries: 0, qrels: 0, images: 0, artifacts: 0 };
-
-/** Records in each store of the app's IndexedDB, read in the page with the plain IndexedDB API. */
-function idbCounts(page: Page): Promise<Counts> {
-  return page.evaluate(
-    () =>
-      new Promise<Counts>((resolve, reject) => {
-        const req = indexedDB.open('loupe');
-        req.onerror = () => reject(req.error);
-        req.onsuccess = () => {
-          const db = req.result;
-          const names = Array.from(db.objectStoreNames);
-          const out: Record<string, number> = {};
-          if (names.length === 0) {
-            db.close();
-            return resolve({ shards: 0, docs: 0, queries: 0, qrels: 0, images: 0, artifacts: 0 });
-          }
-          const tx = db.transaction(names, 'readonly');
-          for (const n of names) {
-            const c = tx.objectStore(n).count();
-            c.onsuccess = () => (out[n] = c.result);
-          }
-          tx.oncomplete = () => {
-            db.close();
-            resolve(out as Counts);
-          };
-          tx.onerror = () => reject(tx.error);
-        };
-      }),
-  );
-}
 
 async function phase(page: Page, ...phases: string[]) {
   await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
@@ -86,7 +54,7 @@ describe('streamed import faults at the 100k rung (issue 18)', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a reload while the documents are written: the next start says where it stopped, nothing stays, and importing again works', async () => {
+  it('a reload while the documents are written: the next start says where it stopped, Discard leaves nothing, and importing again works', async () => {
     const s = await launch();
     try {
       const { page } = s;
@@ -122,11 +90,11 @@ describe('streamed import faults at the 100k rung (issue 18)', () => {
 
       await page.reload();
       await phase(page, 'idle');
-      const message = page.locator('[data-testid="message"]', { hasText: 'stopped at' });
+      const message = page.locator('[data-testid="stopped-import"]', { hasText: 'stopped at' });
       await message.waitFor({ timeout: 30_000 });
       const text = (await message.textContent()) ?? '';
       const m =
-        /The import of (\S+) stopped at ([\d,]+) of ([\d,]+) documents when the page was reloaded or closed\. Nothing of it was kept/.exec(
+        /The import of (\S+) stopped at ([\d,]+) of ([\d,]+) documents when the page was reloaded or closed\. What it wrote is kept/.exec(
           text,
         );
       expect(m, text).not.toBeNull();
@@ -135,19 +103,25 @@ describe('streamed import faults at the 100k rung (issue 18)', () => {
       expect(done).toBeGreaterThan(0);
       expect(done).toBeLessThan(DOCS);
       expect(m![3]).toBe('100,000');
-      // Nothing half-written: no shard listed, no record of any store left.
+      // Kept to resume, but never listed as a shard; discarded, no record of any store is left.
+      expect((await idbCounts(page)).shards).toBe(0);
+      expect(text).toContain(`Resume import (${m![2]} of 100,000 documents)`);
+      await page.click('[data-testid="discard-import"]');
       await expect.poll(() => idbCounts(page), { timeout: 15_000 }).toEqual(ZERO);
       expect(await page.locator('[data-testid="job"]').count()).toBe(0);
 
       // The same import, from the start, now completes and opens the shard.
+      const t0 = Date.now();
       await loadUrl(page, shardUrl);
       await page.waitForSelector('[data-testid="job"]', { timeout: 30_000 });
       await page.waitForSelector('[data-testid="job"]', { state: 'detached', timeout: 240_000 });
+      console.log(`full import of ${DOCS} documents: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       const after = await idbCounts(page);
       expect(after).toMatchObject({ shards: 1, docs: DOCS / 1000, queries: QUERIES / 1000 });
-      // The message about the stopped import is not repeated by a later start.
+      // The stopped import is not offered again by a later start.
       await page.reload();
       await phase(page, 'idle', 'ready');
+      expect(await page.locator('[data-testid="stopped-import"]').count()).toBe(0);
       expect(await page.locator('[data-testid="message"]', { hasText: 'stopped at' }).count()).toBe(0);
       expect(realErrors(page)).toEqual([]);
     } finally {

@@ -13,6 +13,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Harness, Outcome } from '../browser/harness';
 import { harnessCaller, launch, pageErrors } from './browser';
+import { idbCounts, ZERO } from './idb-counts';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -20,39 +21,6 @@ const HARNESS = `${baseUrl}/tests/browser/harness.html`;
 const call = harnessCaller<Harness>('harness');
 const DOCS = 50_000;
 const QUERIES = 500;
-
-type Counts = Record<'shards' | 'docs' | 'queries' | 'qrels' | 'images' | 'artifacts', number>;
-const ZERO: Counts = { shards: 0, docs: 0, queries: 0, qrels: 0, images: 0, artifacts: 0 };
-
-/** Records in each store of the app's IndexedDB (none when it was never made). */
-function idbCounts(page: Page): Promise<Counts> {
-  return page.evaluate(
-    () =>
-      new Promise<Counts>((resolve, reject) => {
-        const req = indexedDB.open('loupe');
-        req.onerror = () => reject(req.error);
-        req.onsuccess = () => {
-          const db = req.result;
-          const names = Array.from(db.objectStoreNames);
-          const out: Record<string, number> = {};
-          if (names.length === 0) {
-            db.close();
-            return resolve({ shards: 0, docs: 0, queries: 0, qrels: 0, images: 0, artifacts: 0 });
-          }
-          const tx = db.transaction(names, 'readonly');
-          for (const n of names) {
-            const c = tx.objectStore(n).count();
-            c.onsuccess = () => (out[n] = c.result);
-          }
-          tx.oncomplete = () => {
-            db.close();
-            resolve(out as Counts);
-          };
-          tx.onerror = () => reject(tx.error);
-        };
-      }),
-  );
-}
 
 function filesOf(dir: string): string[] {
   return readdirSync(dir, { recursive: true, withFileTypes: true })

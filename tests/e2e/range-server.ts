@@ -25,16 +25,20 @@ export interface RangeServer {
 
 const CORS = {
   'Access-Control-Allow-Origin': '*',
-  'Access-Control-Allow-Headers': 'Range',
-  'Access-Control-Expose-Headers': 'Content-Range, Content-Length, Accept-Ranges',
+  'Access-Control-Allow-Headers': 'Range, If-Range',
+  'Access-Control-Expose-Headers': 'Content-Range, Content-Length, Accept-Ranges, ETag',
   'Cross-Origin-Resource-Policy': 'cross-origin',
 };
 
-/** Serves `root` at `prefix`; `ranges: false` answers every GET with the whole file (status 200). */
+/**
+ * Serves `root` at `prefix`; `ranges: false` answers every GET with the whole file (status 200).
+ * `validators`: each file also gets an ETag (its size and mtime) and Last-Modified, and a Range with an
+ * If-Range that does not match them gets the whole file, as real servers do.
+ */
 export async function serveRanges(
   root: string,
   prefix: string,
-  opts: { ranges?: boolean } = {},
+  opts: { ranges?: boolean; validators?: boolean } = {},
 ): Promise<RangeServer> {
   const base = resolve(root);
   const log: RangeLogEntry[] = [];
@@ -61,7 +65,13 @@ export async function serveRanges(
       !statSync(file).isFile()
     )
       return send(res, { ...entry, status: 404 }, { 'Content-Type': 'text/plain' }, Buffer.from('not found'));
-    const size = statSync(file).size;
+    const stat = statSync(file);
+    const size = stat.size;
+    const etag = `"${size.toString(16)}-${Math.floor(stat.mtimeMs).toString(16)}"`;
+    const lastModified = new Date(Math.floor(stat.mtimeMs / 1000) * 1000).toUTCString();
+    const ids: Record<string, string> = opts.validators ? { ETag: etag, 'Last-Modified': lastModified } : {};
+    const ifRange = req.headers['if-range'];
+    const rangeOk = !opts.validators || ifRange === undefined || ifRange === etag || ifRange === lastModified;
     const read = (start: number, end: number) => {
       const out = Buffer.alloc(end - start);
       const fd = openSync(file, 'r');
@@ -73,7 +83,7 @@ export async function serveRanges(
       return out;
     };
     const range = req.headers.range;
-    const m = opts.ranges === false ? null : /^bytes=(\d+)-(\d*)$/.exec(range ?? '');
+    const m = opts.ranges === false || !rangeOk ? null : /^bytes=(\d+)-(\d*)$/.exec(range ?? '');
     if (range && m) {
       const start = Number(m[1]);
       const end = Math.min(size, m[2] === '' ? size : Number(m[2]) + 1);
@@ -87,6 +97,7 @@ export async function serveRanges(
           'Content-Range': `bytes ${start}-${end - 1}/${size}`,
           'Accept-Ranges': 'bytes',
           'Content-Length': String(end - start),
+          ...ids,
         },
         req.method === 'HEAD' ? undefined : read(start, end),
       );
@@ -94,7 +105,7 @@ export async function serveRanges(
     return send(
       res,
       { ...entry, range, status: 200 },
-      { 'Content-Type': 'application/octet-stream', 'Content-Length': String(size) },
+      { 'Content-Type': 'application/octet-stream', 'Content-Length': String(size), ...ids },
       req.method === 'HEAD' ? undefined : read(0, size),
     );
   });

@@ -7,6 +7,7 @@ import type { ProgressFn } from '../core/types';
 import { parseLimits, type ShardLimits } from '../core/shard/limits';
 import type { ShardIssue } from '../core/shard/source';
 import { openShardStore } from '../platform/shard-store';
+import { discardPaused, pausedHashes } from '../platform/import-resume';
 import type { SourceDescriptor } from '../platform/sources';
 
 export type { ImportResult, InspectResult, SourceDescriptor };
@@ -68,6 +69,8 @@ export interface ImportShardOptions extends JobOptions {
   limits?: Partial<ShardLimits>;
   /** Tests only: let the write run into the quota instead of refusing up front. */
   skipPreflight?: boolean;
+  /** The page's note of this import (import-note.ts), kept with a streamed import that may resume. */
+  noteId?: string;
 }
 
 /** Limits given in the page URL; a malformed value becomes an issue naming the option. */
@@ -91,19 +94,66 @@ export function importShard(source: SourceDescriptor, opts: ImportShardOptions =
     if (fromPage.issues.length) return Promise.resolve({ ok: false, issues: fromPage.issues });
     limits = fromPage.limits;
   }
-  const options = { limits, skipPreflight, ...(parquet ? { parquet } : {}) };
+  const options = { limits, skipPreflight, noteId: opts.noteId, ...(parquet ? { parquet } : {}) };
   // The shards cached before this import: a cancel that lands after the worker committed the shard
   // (its last progress tick and the commit race the abort) removes it too, so a cancel always leaves
   // nothing behind.
   const before = committedHashes();
+  // …and a cancelled streamed import is not left to resume either.
+  const paused = withStore(pausedHashes);
   return call<ImportResult>(
     opts.signal,
     async (api) => {
-      await before;
+      await Promise.all([before, paused]);
       return api.importShard(source, onProgress ? Comlink.proxy(onProgress) : undefined, options);
     },
-    async () => removeShardsNotIn(await before),
+    async () => {
+      await removeShardsNotIn(await before);
+      const keep = await paused;
+      if (keep)
+        await withStore(async (s) => {
+          for (const h of await pausedHashes(s)) if (!keep.has(h)) await discardPaused(s, h);
+        });
+    },
   );
+}
+
+/**
+ * Goes on with the stopped streamed import of `hash` (workers/shard-resume.ts): `source` is the folder
+ * or zip picked again, none for a URL. A source that differs is refused with issues (and the stopped
+ * import discarded); a cancel discards it too.
+ */
+export function resumeImport(
+  hash: string,
+  source: SourceDescriptor | undefined,
+  opts: JobOptions = {},
+): Promise<ImportResult> {
+  const { limits, issues } = limitsFromPage();
+  if (issues.length) return Promise.resolve({ ok: false, issues });
+  return call<ImportResult>(
+    opts.signal,
+    (api) =>
+      api.resumeImport(hash, source, opts.onProgress ? Comlink.proxy(opts.onProgress) : undefined, {
+        limits,
+      }),
+    async () => void (await withStore((s) => discardPaused(s, hash))),
+  );
+}
+
+/** Runs `fn` on a connection to the shard cache (no sweep); null when the cache cannot be opened. */
+async function withStore<T>(
+  fn: (s: Awaited<ReturnType<typeof openShardStore>>) => Promise<T>,
+): Promise<T | null> {
+  try {
+    const store = await openShardStore({ sweep: false });
+    try {
+      return await fn(store);
+    } finally {
+      await store.close();
+    }
+  } catch {
+    return null;
+  }
 }
 
 async function committedHashes(): Promise<Set<string> | null> {

@@ -112,7 +112,13 @@ export interface ParsedShard {
    * Streamed reads (ReadShardOptions.onDoc): `docs` is empty, the documents went to onDoc; these say
    * how many there were and which file and file digest (hex) they came from, for the second pass.
    */
-  streamed?: { docCount: number; corpusFile: string; corpusDigest: string };
+  streamed?: {
+    docCount: number;
+    corpusFile: string;
+    corpusDigest: string;
+    /** Every file read, with its digest (hex): what a resumed import checks a re-picked source by. */
+    files?: Record<string, string>;
+  };
 }
 
 /** Progress of any long job, one discriminated union for every worker. */

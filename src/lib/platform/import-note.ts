@@ -23,6 +23,8 @@ export interface ImportNote {
 }
 
 export interface ImportNoteHandle {
+  /** The note's id (kept with a streamed import that may resume: import-resume.ts). */
+  readonly id: string;
   /** Records progress (written at most every NOTE_EVERY_MS). */
   update(p: Progress): void;
   /** The import ended (any outcome): the note is removed and its lock released. */
@@ -64,6 +66,7 @@ export function beginImportNote(label: string): ImportNoteHandle {
   let last = 0;
   let ended = false;
   return {
+    id,
     update(p) {
       if (ended) return;
       if (p.kind === 'read') note.checking = { file: p.file, bytes: p.bytes, totalBytes: p.totalBytes };

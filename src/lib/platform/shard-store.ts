@@ -23,6 +23,9 @@ import type {
   ShardWarning,
 } from '../core/types';
 
+/** Artifact kind of a stopped streamed import's resume records (import-resume.ts): kept by the sweep. */
+export const RESUME_KIND = 'import-resume';
+
 /** IndexedDB database name. */
 export const DB_NAME = 'loupe';
 /**
@@ -598,8 +601,10 @@ export class ShardStore {
       const r = await withHashLock(
         h,
         async () => {
-          // Re-check under the lock: the writer may have committed meanwhile.
+          // Re-check under the lock: the writer may have committed meanwhile. A stopped import that
+          // can resume stays until resumed or discarded (import-resume.ts).
           if (await this.has(h)) return false;
+          if (await (await this.db()).getKey('artifacts', [h, RESUME_KIND, 'state'])) return false;
           await this.deleteRecords(h);
           return true;
         },

@@ -3,9 +3,12 @@
 // (the reader waits for it: memory stays bounded whatever the corpus size), then the queries, qrels
 // and images, then the commit marker, exactly as ShardStore.put lays them out (same stores, keys,
 // chunk sizes and checksums), so everything that reads the cache reads a streamed shard unchanged.
-// Until the marker is written the records are an uncommitted entry: never listed, swept once the
-// writer's lock is gone (a reload, a closed tab, a cancel), and deleted here on any failure.
+// Until the marker is written the records are an uncommitted entry: never listed, and deleted here on
+// any failure; given `resumable`, it keeps resume records (import-resume.ts) so that a reload does not
+// lose it, else it is swept once the writer's lock is gone (a reload, a closed tab, a cancel).
+import type { CorpusMark } from '../core/shard/stream-corpus';
 import type { Doc, ParsedShard, ProgressFn, Query } from '../core/types';
+import { resumeKey, type ResumeProgress, type ResumeState } from './import-resume';
 import {
   chunked,
   DOCS_PER_CHUNK,
@@ -18,6 +21,7 @@ import {
   TX_MAX_BYTES,
   TX_MAX_RECORDS,
   withHashLock,
+  RESUME_KIND,
   type ChunkRow,
   type ImageRow,
   type QrelTriple,
@@ -26,14 +30,21 @@ import {
   type ShardSummary,
 } from './shard-store';
 
-/** Feeds every document, in order, to `add` (awaiting it); resolves when the corpus is done. */
-export type DocFeed = (add: (doc: Doc) => Promise<void>) => Promise<void>;
+/**
+ * Feeds every document, in order, to `add` (awaiting it), with a function giving where it lies in the
+ * corpus (stream-corpus.ts; needed for resume records only); resolves when the corpus is done.
+ */
+export type DocFeed = (add: (doc: Doc, mark?: () => Promise<CorpusMark>) => Promise<void>) => Promise<void>;
+
+/** What a resumable import keeps besides the shard (ResumeState less what putStreamed knows). */
+export type ResumeKeep = Omit<ResumeState, 'hash' | 'parsed' | 'images' | 'sourceLabel' | 'startedAt'>;
 
 type Write =
   | { store: 'docs'; value: ChunkRow<Doc> }
   | { store: 'queries'; value: ChunkRow<Query> }
   | { store: 'qrels'; value: ChunkRow<QrelTriple> }
-  | { store: 'images'; value: ImageRow };
+  | { store: 'images'; value: ImageRow }
+  | { store: 'artifacts'; value: { hash: string; kind: string; key: string; value: unknown } };
 
 /**
  * Storage a streamed shard needs: the records besides the documents as estimateShardBytes counts
@@ -56,6 +67,7 @@ export async function putStreamed(
   images: Map<string, Blob>,
   sourceLabel: string,
   onProgress?: ProgressFn,
+  resumable: { keep?: ResumeKeep; from?: ResumeProgress | null } = {},
 ): Promise<ShardSummary> {
   const streamed = parsed.streamed;
   if (!streamed) throw new Error('putStreamed needs a streamed read (ParsedShard.streamed)');
@@ -63,11 +75,14 @@ export async function putStreamed(
   const result = await withHashLock(hash, async () => {
     const existing = await store.summary(hash);
     if (existing) return existing;
-    await store.deleteRecords(hash); // debris of an earlier attempt; we hold the lock
+    // Debris of an earlier attempt (we hold the lock), unless this one goes on from it.
+    if (resumable.from === undefined) await store.deleteRecords(hash);
     try {
-      return await write(store, parsed, streamed.docCount, feed, images, sourceLabel, onProgress);
+      return await write(store, parsed, streamed.docCount, feed, images, sourceLabel, onProgress, resumable);
     } catch (e) {
-      await store.deleteRecords(hash).catch(() => undefined);
+      // A resumed import that fails only for the network stays resumable.
+      if (resumable.from === undefined || discardsResumed(e))
+        await store.deleteRecords(hash).catch(() => undefined);
       throw e;
     }
   });
@@ -83,10 +98,25 @@ async function write(
   images: Map<string, Blob>,
   sourceLabel: string,
   onProgress?: ProgressFn,
+  resumable: { keep?: ResumeKeep; from?: ResumeProgress | null } = {},
 ): Promise<ShardSummary> {
   const hash = parsed.hash;
   const db = await store.db();
-  let storedBytes = 0;
+  const from = resumable.from ?? undefined;
+  const keep = resumable.keep !== undefined || resumable.from !== undefined;
+  if (resumable.keep && resumable.from === undefined) {
+    // What the first pass established, before the first document (the sweep keeps the entry now).
+    const state: ResumeState = {
+      ...resumable.keep,
+      hash,
+      parsed: { ...parsed, docs: [] },
+      images: [...images],
+      sourceLabel,
+      startedAt: Date.now(),
+    };
+    await db.put('artifacts', { hash, kind: RESUME_KIND, key: 'state', value: state });
+  }
+  let storedBytes = from?.storedBytes ?? 0;
   let batch: Write[] = [];
   let batchBytes = 0;
   let batchUnits = 0;
@@ -94,7 +124,8 @@ async function write(
   const triples: QrelTriple[] = [];
   for (const [qid, row] of parsed.qrels) for (const [docId, grade] of row) triples.push([qid, docId, grade]);
   const total = docTotal + parsed.queries.length + triples.length + images.size;
-  let committed = 0;
+  let committed = from?.docs ?? 0;
+  const resumedAt = committed;
   const t0 = Date.now();
   let lastTick = 0;
   const tick = (force = false) => {
@@ -102,7 +133,7 @@ async function write(
     if (!onProgress || (!force && now - lastTick < 200)) return;
     lastTick = now;
     const s = (now - t0) / 1000;
-    const perSec = s > 0.5 ? committed / s : 0;
+    const perSec = s > 0.5 ? (committed - resumedAt) / s : 0;
     onProgress({
       kind: 'store',
       what: 'documents',
@@ -123,17 +154,18 @@ async function write(
     batch = [];
     batchBytes = 0;
     batchUnits = 0;
-    const tx = db.transaction(['docs', 'queries', 'qrels', 'images'], 'readwrite');
+    const tx = db.transaction(['docs', 'queries', 'qrels', 'images', 'artifacts'], 'readwrite');
     const reqs = writes.map((w) => tx.objectStore(w.store).put(w.value as never));
     inFlight = Promise.all([...reqs, tx.done]).then(() => {
       committed += units;
-      tick(committed === units); // the first commit is always said
+      tick(committed === units + resumedAt); // the first commit is always said
     });
     // A failed transaction must fail the import even when nothing awaits it again.
     inFlight.catch(() => undefined);
   };
-  const add = async (w: Write, bytes: number, units: number) => {
+  const add = async (w: Write, bytes: number, units: number, progress?: Write) => {
     batch.push(w);
+    if (progress) batch.push(progress); // in the same transaction as the documents it counts
     batchBytes += bytes;
     batchUnits += units;
     storedBytes += bytes;
@@ -141,21 +173,41 @@ async function write(
   };
 
   // Documents, as they come.
-  const sums: NonNullable<ShardMetaRecord['sums']> = { docs: [], queries: [], qrels: [] };
+  const sums: NonNullable<ShardMetaRecord['sums']> = {
+    docs: [...(from?.sums ?? [])],
+    queries: [],
+    qrels: [],
+  };
   let chunk: Doc[] = [];
-  let docChunks = 0;
-  let docs = 0;
+  let docChunks = from?.docChunks ?? 0;
+  let docs = from?.docs ?? 0;
+  let lastMark: (() => Promise<CorpusMark>) | undefined;
   const pushChunk = async () => {
     const records = chunk;
     chunk = [];
     const json = JSON.stringify(records);
     sums.docs.push(fnv1a(json));
-    await add({ store: 'docs', value: { hash, chunkNo: docChunks++, records } }, json.length, records.length);
+    const chunkNo = docChunks++;
+    let progress: Write | undefined;
+    if (keep && lastMark) {
+      const value: ResumeProgress = {
+        docChunks,
+        docs,
+        storedBytes: storedBytes + json.length,
+        sums: [...sums.docs],
+        mark: await lastMark(),
+        at: Date.now(),
+      };
+      const [, kind, key] = resumeKey(hash, 'progress');
+      progress = { store: 'artifacts', value: { hash, kind, key, value } };
+    }
+    await add({ store: 'docs', value: { hash, chunkNo, records } }, json.length, records.length, progress);
   };
   tick(true);
-  await feed(async (doc) => {
+  await feed(async (doc, mark) => {
     chunk.push(doc);
     docs++;
+    lastMark = mark;
     if (chunk.length === DOCS_PER_CHUNK) await pushChunk();
   });
   if (chunk.length > 0) await pushChunk();
@@ -196,7 +248,17 @@ async function write(
     sums,
     complete: true,
   };
-  // The commit marker, last and alone.
-  await db.put('shards', meta);
+  // The commit marker, last and alone (with the resume records' removal: one transaction).
+  const tx = db.transaction(['shards', 'artifacts'], 'readwrite');
+  await Promise.all([
+    tx.objectStore('shards').put(meta),
+    tx.objectStore('artifacts').delete(IDBKeyRange.bound([hash, RESUME_KIND], [hash, RESUME_KIND, []])),
+    tx.done,
+  ]);
   return toSummary(meta);
+}
+
+/** Whether a resumed import's failure discards it (anything but the network: a changed source, the quota). */
+function discardsResumed(e: unknown): boolean {
+  return !/the connection dropped|could not fetch|HTTP \d+/.test((e as Error)?.message ?? '');
 }

@@ -84,7 +84,7 @@ export function commonFolder(paths: string[]): string {
 }
 
 /** Reads a ReadableStream as an async iterable, cancelling it if the consumer stops early. */
-async function* streamChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+export async function* streamChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
   const reader = stream.getReader();
   let done = false;
   try {

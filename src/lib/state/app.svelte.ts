@@ -16,6 +16,7 @@ import { applyViewSettings, openLinkShard, startUrlSync } from './url-sync.svelt
 import type { SourceDescriptor } from '../clients/shard-client';
 import type { ParquetMapping } from '../core/media/parquet/mapping';
 import { isolationStatus, type IsolationStatus } from '../platform/isolation';
+import type { PausedImport } from '../platform/import-resume';
 import type { DemoShard } from './library.svelte';
 import type { AppPhase } from './phase';
 
@@ -65,6 +66,11 @@ export class App {
   /** Imports a shard (validated in a worker; nothing cached when invalid) and opens it. */
   async importFrom(source: SourceDescriptor) {
     await this.#imported(this.library.importFrom(source));
+  }
+
+  /** Goes on with a stopped import (a folder or zip picked again: `source`). */
+  async resumeImport(p: PausedImport, source?: SourceDescriptor) {
+    await this.#imported(this.library.resumeImport(p, source));
   }
 
   /** Imports the Parquet dataset waiting for its mapping, with the mapping the user confirmed. */

@@ -7,10 +7,12 @@ import {
   importShard,
   indexShardDocs,
   inspectIfParquet,
+  resumeImport,
   type SourceDescriptor,
 } from '../clients/shard-client';
 import { loadDocIndex, loadShardHead } from '../platform/shard-docs';
 import { ShardDocs } from './shard-docs.svelte';
+import { discardPaused, listPaused, type PausedImport } from '../platform/import-resume';
 import { beginImportNote, stoppedImportMessage, takeStoppedImports } from '../platform/import-note';
 import { initialParquetMapping, rememberParquetMapping } from '../platform/parquet-mappings';
 import type { ParquetMapping } from '../core/media/parquet/mapping';
@@ -64,6 +66,8 @@ export class Library {
   shard = $state.raw<OpenShard | null>(null);
   /** The selected task of the open shard. */
   taskId = $state('');
+  /** Stopped streamed imports that can resume (offered at start: Resume or Discard). */
+  paused = $state.raw<PausedImport[]>([]);
   /** Validation problems of the last import (nothing was cached). */
   issues = $state.raw<{ source: string; list: ShardIssue[] } | null>(null);
   /**
@@ -124,7 +128,10 @@ export class Library {
   /** At start: says which imports a reload or a closed tab cut off (their records are swept). */
   async reportStoppedImports() {
     const stopped = await takeStoppedImports();
-    for (const n of stopped) this.messages.error(stoppedImportMessage(n), 'page');
+    // Those that kept what they wrote are offered to resume instead (their writer's lock is waited for).
+    const paused = await this.#listPaused(stopped.length > 0 ? 5000 : 0);
+    const resumable = new Set(paused.map((p) => p.noteId));
+    for (const n of stopped) if (!resumable.has(n.id)) this.messages.error(stoppedImportMessage(n), 'page');
     if (stopped.length === 0) return;
     // The cut-off import's worker may still hold its lock for a moment after the reload: wait for it,
     // so its records are gone now rather than at the next start.
@@ -135,6 +142,44 @@ export class Library {
     } catch (e) {
       console.warn('loupe: sweeping a stopped import failed', e);
     }
+  }
+
+  async #listPaused(waitMs: number): Promise<PausedImport[]> {
+    try {
+      const store = await openShardStore({ sweep: false });
+      this.paused = await listPaused(store, waitMs);
+      await store.close();
+    } catch (e) {
+      console.warn('loupe: listing stopped imports failed', e);
+    }
+    return this.paused;
+  }
+
+  /** Goes on with a stopped import: a URL by itself, a folder or zip picked again (`source`). */
+  async resumeImport(p: PausedImport, source?: SourceDescriptor): Promise<boolean> {
+    this.issues = null;
+    const label = p.label;
+    const ok = await this.jobs.run(`Resuming ${label}`, `Resuming ${label}`, async (job) => {
+      const result = await resumeImport(p.hash, source, { signal: job.signal, onProgress: job.onProgress });
+      if (!result.ok) {
+        this.issues = { source: label, list: result.issues };
+        return false;
+      }
+      await this.refreshCache();
+      await this.open(result.summary.hash, job);
+      return true;
+    });
+    // Resumed, discarded for a source that differs, or left to resume after a network failure.
+    await this.#listPaused(0);
+    return ok ?? false;
+  }
+
+  /** Discards a stopped import: everything it wrote is removed. */
+  async discardImport(p: PausedImport) {
+    const store = await openShardStore({ sweep: false });
+    await discardPaused(store, p.hash);
+    await store.close();
+    this.paused = this.paused.filter((x) => x.hash !== p.hash);
   }
 
   async refreshCache() {
@@ -184,6 +229,7 @@ export class Library {
         // A note for the next start, should the page be reloaded or closed mid-import.
         const note = beginImportNote(label);
         const result = await importShard(source, {
+          noteId: note.id,
           signal: job.signal,
           onProgress: (p) => (note.update(p), job.onProgress(p)),
           ...(parquet ? { parquet } : {}),

@@ -24,6 +24,33 @@ export class FileHasher {
   private readonly inFlight: Promise<void>[] = [];
   private scheduled = 0;
   private length = 0;
+  /** Settles once every block scheduled so far is hashed. */
+  private settled: Promise<unknown> = Promise.resolve();
+
+  /**
+   * A hasher that goes on from a block boundary: `blocks` holds the digests (32 bytes each) of the
+   * file's first blocks, as blocksBefore() gave them; the next update() is the byte after them.
+   */
+  static resume(blocks: Uint8Array): FileHasher {
+    const h = new FileHasher();
+    for (let at = 0; at + 32 <= blocks.length; at += 32) h.done.push(blocks.slice(at, at + 32).buffer);
+    h.scheduled = h.done.length;
+    h.length = h.done.length * HASH_BLOCK_BYTES;
+    return h;
+  }
+
+  /**
+   * The digests (32 bytes each, concatenated) of the whole blocks before byte `offset`, all of which
+   * must have been fed already: what resume() takes to go on from there (a resumed import).
+   */
+  async blocksBefore(offset: number): Promise<Uint8Array> {
+    const n = Math.floor(offset / HASH_BLOCK_BYTES);
+    if (n > this.scheduled) throw new Error(`blocksBefore(${offset}): only ${this.length} bytes fed`);
+    await this.settled;
+    const out = new Uint8Array(32 * n);
+    for (let i = 0; i < n; i++) out.set(new Uint8Array(this.done[i]), 32 * i);
+    return out;
+  }
 
   /** Bytes fed so far. */
   get bytes(): number {
@@ -81,6 +108,7 @@ export class FileHasher {
       this.done[index] = d;
     });
     this.inFlight.push(p);
+    this.settled = Promise.all([this.settled, p]);
   }
 
   private async drain(keep: number): Promise<void> {

@@ -35,6 +35,12 @@ export interface LineReaderOptions {
   onIssue?: (issue: ShardIssue) => void;
   /** Lenient-mode notes, each reported once per file. */
   onWarning?: (warning: ShardWarning) => void;
+  /**
+   * Reading from the middle of a file (a resumed import): the file offset of the stream's first byte,
+   * how many of its bytes to pass to onChunk without splitting (up to the first line wanted, which must
+   * start a line), and that line's number.
+   */
+  from?: { streamOffset: number; skip: number; line: number };
 }
 
 /** A problem that stops reading the file (or any problem when no `onIssue` is given). */
@@ -72,9 +78,10 @@ export async function* readLines(
 
   let pieces: Uint8Array[] = [];
   let pending = 0;
-  let lineNo = 1;
-  let lineStart = 0;
-  let chunkStart = 0;
+  let lineNo = opts.from?.line ?? 1;
+  let skip = opts.from?.skip ?? 0;
+  let chunkStart = opts.from?.streamOffset ?? 0;
+  let lineStart = chunkStart + skip;
   let sawCr = false;
   let blankLines = 0;
   let firstBlank = 0;
@@ -167,6 +174,10 @@ export async function* readLines(
       if (r) await r;
     }
     let pos = 0;
+    if (skip > 0) {
+      pos = Math.min(skip, chunk.length);
+      skip -= pos;
+    }
     while (pos < chunk.length) {
       const nl = chunk.indexOf(NL, pos);
       const end = nl < 0 ? chunk.length : nl;

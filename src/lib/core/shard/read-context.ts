@@ -84,6 +84,14 @@ export class ShardReadContext {
   readonly imageRefs = new Map<string, ImageRefSite>();
   /** The DICOM codecs, loaded on the first DICOM image met. */
   dicomCodecs?: Promise<DicomCodecs>;
+  /**
+   * A resumed read of one file (stream-corpus.ts): its stream starts at `streamOffset` (a hash block
+   * boundary; `blocks` are the digests of the blocks before it) and its lines at `offset`, line `line`.
+   */
+  resumeAt?: { file: string; streamOffset: number; blocks: Uint8Array; offset: number; line: number };
+  /** The hasher of the file lines() reads, and the line it yielded last. */
+  hasher?: FileHasher;
+  lastLine?: Line;
 
   constructor(source: ShardSource, opts: ReadShardOptions) {
     this.source = source;
@@ -175,8 +183,10 @@ export class ShardReadContext {
   async *lines(path: string): AsyncGenerator<Line> {
     const stream = await this.openRequired(path);
     const totalBytes = await this.source.size(path);
-    const hasher = new FileHasher();
-    let bytes = 0;
+    const r = this.resumeAt?.file === path ? this.resumeAt : undefined;
+    const hasher = r ? FileHasher.resume(r.blocks) : new FileHasher();
+    this.hasher = hasher;
+    let bytes = r?.streamOffset ?? 0;
     let lines = 0;
     const emit = (force: boolean): void =>
       this.progress(
@@ -199,8 +209,12 @@ export class ShardReadContext {
         },
         onIssue: (i) => this.issue(i),
         onWarning: (w) => this.warnings.push(w),
+        ...(r
+          ? { from: { streamOffset: r.streamOffset, skip: r.offset - r.streamOffset, line: r.line } }
+          : {}),
       })) {
         lines = l.line;
+        this.lastLine = l;
         yield l;
       }
     } catch (e) {

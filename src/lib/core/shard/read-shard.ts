@@ -75,6 +75,7 @@ async function read(ctx: ShardReadContext): Promise<ParsedShard> {
             docCount: ctx.docCount,
             corpusFile: layout.corpus,
             corpusDigest: toHex(ctx.fileHashes.get(layout.corpus)!),
+            files: Object.fromEntries([...ctx.fileHashes].map(([p, d]) => [p, toHex(d)])),
           },
         }
       : {}),

@@ -5,7 +5,7 @@
 // describe.
 
 import type { Doc, Progress, ProgressFn, ShardFormat } from '../types';
-import { toHex } from './hash';
+import { HASH_BLOCK_BYTES, toHex } from './hash';
 import { ShardReadContext, type ReadShardOptions } from './read-context';
 import { readCorpus } from './read-corpus';
 import { ShardValidationError, type ShardSource } from './source';
@@ -19,40 +19,45 @@ export interface StreamedCorpus {
 }
 
 /**
- * Reads `corpus.corpusFile` again and hands every document to `onDoc`, in file order. Throws
+ * Where a document of the second pass lies: its line's first byte and number, how many documents
+ * there are up to it (it included), its id, and the digests of the corpus's whole hash blocks before
+ * it. A resumed import goes on from the last document committed with these (no first pass again).
+ */
+export interface CorpusMark {
+  offset: number;
+  line: number;
+  docs: number;
+  id: string;
+  blocks: Uint8Array;
+}
+
+/**
+ * A second pass that goes on from `at` (the last document committed), its corpus stream starting at
+ * byte `streamOffset` (a hash block boundary at or before at.offset: 0 re-reads and re-checks the
+ * part already stored).
+ */
+export interface CorpusResume {
+  at: CorpusMark;
+  streamOffset: number;
+}
+
+/**
+ * Reads `corpus.corpusFile` again and hands every document to `onDoc`, in file order, with a
+ * function giving its mark (asked for the last document of each stored batch). Throws
  * ShardValidationError when the file now has issues or differs from the first pass (its digest or
- * its document count), and an `AbortError` when cancelled.
+ * its document count), and an `AbortError` when cancelled. With `resume`, the documents up to and
+ * including resume.at are not handed again; the file up to there must hash as it did.
  */
 export async function streamCorpus(
   source: ShardSource,
   corpus: StreamedCorpus,
-  onDoc: (doc: Doc) => void | Promise<void>,
+  onDoc: (doc: Doc, mark: () => Promise<CorpusMark>) => void | Promise<void>,
   opts: Omit<ReadShardOptions, 'onDoc' | 'onImage'> = {},
+  resume?: CorpusResume,
 ): Promise<void> {
-  // The first pass checked every id; this one is checked by the file's digest (same bytes, same ids),
-  // so its map of ids is emptied as it goes instead of holding every id of the corpus again.
-  const ctx: ShardReadContext = new ShardReadContext(source, {
-    ...opts,
-    onDoc: (doc) => {
-      if (ctx.docLines.size >= 4096) {
-        ctx.docLines.clear();
-        ctx.docLines.set(doc.id, 0); // never empty (readCorpus reports an empty corpus by it)
-      }
-      return onDoc(doc);
-    },
-  });
-  ctx.format = corpus.format;
-  ctx.strict = corpus.format === 'beir+images';
   const file = corpus.corpusFile;
-  try {
-    await readCorpus(ctx, file);
-  } finally {
-    await ctx.closeProbes();
-  }
-  if (ctx.issues.length > 0) throw new ShardValidationError(ctx.issues);
-  const digest = ctx.fileHashes.get(file);
-  if (!digest || toHex(digest) !== corpus.corpusDigest || ctx.docCount !== corpus.docCount)
-    throw new ShardValidationError([
+  const changed = () =>
+    new ShardValidationError([
       {
         file,
         code: 'changed-during-import',
@@ -61,6 +66,62 @@ export async function streamCorpus(
           'nothing was kept. Import it again once it no longer changes',
       },
     ]);
+  let skip = resume !== undefined;
+  // The first pass checked every id; this one is checked by the file's digest (same bytes, same ids),
+  // so its map of ids is emptied as it goes instead of holding every id of the corpus again.
+  const ctx: ShardReadContext = new ShardReadContext(source, {
+    ...opts,
+    onDoc: async (doc) => {
+      if (ctx.docLines.size >= 4096) {
+        ctx.docLines.clear();
+        ctx.docLines.set(doc.id, 0); // never empty (readCorpus reports an empty corpus by it)
+      }
+      const line = ctx.lastLine!;
+      const hasher = ctx.hasher!;
+      if (skip) {
+        // The last document stored: the same one, after the same bytes, or the source is another.
+        skip = false;
+        const at = resume!.at;
+        const before = await hasher.blocksBefore(at.offset);
+        if (doc.id !== at.id || line.offset !== at.offset || !sameBytes(before, at.blocks)) throw changed();
+        return;
+      }
+      const docs = ctx.docCount;
+      return onDoc(doc, async () => ({
+        offset: line.offset,
+        line: line.line,
+        docs,
+        id: doc.id,
+        blocks: await hasher.blocksBefore(line.offset),
+      }));
+    },
+  });
+  ctx.format = corpus.format;
+  ctx.strict = corpus.format === 'beir+images';
+  if (resume) {
+    const n = Math.floor(resume.streamOffset / HASH_BLOCK_BYTES);
+    ctx.resumeAt = {
+      file,
+      streamOffset: resume.streamOffset,
+      blocks: resume.at.blocks.subarray(0, 32 * n),
+      offset: resume.at.offset,
+      line: resume.at.line,
+    };
+    ctx.docCount = resume.at.docs - 1; // the last one stored is read again (and not handed on)
+  }
+  try {
+    await readCorpus(ctx, file);
+  } finally {
+    await ctx.closeProbes();
+  }
+  if (ctx.issues.length > 0) throw new ShardValidationError(ctx.issues);
+  const digest = ctx.fileHashes.get(file);
+  if (skip || !digest || toHex(digest) !== corpus.corpusDigest || ctx.docCount !== corpus.docCount)
+    throw changed();
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /**
