@@ -37,6 +37,7 @@ import type { ShardLimits } from '../src/lib/core/shard/limits';
 import { DocCheckRefs, streamCorpus, withReadRates } from '../src/lib/core/shard/stream-corpus';
 import { estimateStreamedBytes, putStreamed } from '../src/lib/platform/shard-stream-store';
 import { buildDocIndex, loadDocIndex } from '../src/lib/platform/shard-docs';
+import { VectorFileError } from '../src/lib/core/shard/vector-files';
 import { putPrecomputedSet } from '../src/lib/platform/precomputed-store';
 import { resumeKeep, resumeStreamed } from './shard-resume';
 
@@ -164,8 +165,14 @@ async function storePrecomputed(
   const stored: string[] = [];
   for (const set of [...pre.sets, ...parquetSets]) {
     const key = precomputedKey(set.sidecar.model_id, set.sidecar.dtype, set.sidecar.part);
-    await putPrecomputedSet(store, parsed.hash, key, set); // in pieces (precomputed-store.ts)
-    stored.push(key);
+    try {
+      await putPrecomputedSet(store, parsed.hash, key, set); // in pieces (precomputed-store.ts)
+      stored.push(key);
+    } catch (e) {
+      // A .npy whose length is found wrong only as it streams: that set is left out (none of it stays).
+      if (!(e instanceof VectorFileError)) throw e;
+      pre.problems.push(e.message);
+    }
   }
   // Sets with a packed IVF index on the shard's host: their URLs, not their vectors (this import's
   // source decides: a folder or zip of the same shard afterwards drops them).
