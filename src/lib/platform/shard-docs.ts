@@ -16,6 +16,7 @@ import {
   DOCS_PER_CHUNK,
   fnv1a,
   hashRange,
+  qrelsOf,
   StaleCacheError,
   type ShardStore,
   type ShardSummary,
@@ -49,28 +50,16 @@ export async function loadShardHead(
     const rows = await db.getAll('qrels', hashRange(hash));
     if (rows.length !== meta.chunks.qrels)
       throw new Error(`qrels: ${rows.length} chunks stored, ${meta.chunks.qrels} expected`);
-    const qrels: Qrels = new Map();
-    let count = 0;
+    const triples: unknown[] = [];
     rows.forEach((r, i) => {
       if (r.chunkNo !== i || !Array.isArray(r.records)) throw new Error(`qrels: chunk ${i} is damaged`);
       if (meta.sums && fnv1a(JSON.stringify(r.records)) !== meta.sums.qrels[i])
         throw new Error(`qrels: chunk ${i} does not match its checksum (its bytes were changed)`);
-      for (const t of r.records as unknown[]) {
-        if (
-          !Array.isArray(t) ||
-          typeof t[0] !== 'string' ||
-          typeof t[1] !== 'string' ||
-          typeof t[2] !== 'number'
-        )
-          throw new Error('qrels: a record is damaged');
-        let row = qrels.get(t[0]);
-        if (!row) qrels.set(t[0], (row = new Map()));
-        row.set(t[1], t[2]);
-        count++;
-      }
+      for (const t of r.records) triples.push(t);
     });
-    if (count !== meta.counts.qrels)
-      throw new Error(`qrels: ${count} records stored, ${meta.counts.qrels} expected`);
+    if (triples.length !== meta.counts.qrels)
+      throw new Error(`qrels: ${triples.length} records stored, ${meta.counts.qrels} expected`);
+    const qrels = qrelsOf(triples);
     const images = await db.count('images', hashRange(hash));
     if (images !== meta.counts.images)
       throw new Error(`images: ${images} stored, ${meta.counts.images} expected`);

@@ -176,6 +176,19 @@ export function fnv1a(text: string): number {
 // ---------------------------------------------------------------------------------------------
 // Schema
 
+/** Stored qrels triples [query, doc, grade] → Qrels; a malformed triple throws (the shard is damaged). */
+export function qrelsOf(triples: readonly unknown[]): Qrels {
+  const qrels: Qrels = new Map();
+  for (const t of triples) {
+    if (!Array.isArray(t) || typeof t[0] !== 'string' || typeof t[1] !== 'string' || typeof t[2] !== 'number')
+      throw new Error('qrels: a record is damaged');
+    let row = qrels.get(t[0]);
+    if (!row) qrels.set(t[0], (row = new Map()));
+    row.set(t[1], t[2]);
+  }
+  return qrels;
+}
+
 /** The `shards` row: the summary plus the commit marker and what load() verifies against. */
 export interface ShardMetaRecord extends ShardSummary {
   schema: number;
@@ -528,21 +541,7 @@ export class ShardStore {
         throw new Error(`images: ${imageCount} stored, ${m.counts.images} expected`);
       for (const d of docs) if (typeof d?.id !== 'string') throw new Error('documents: a record is damaged');
       for (const q of queries) if (typeof q?.id !== 'string') throw new Error('queries: a record is damaged');
-      const qrels: Qrels = new Map();
-      for (const t of triples) {
-        if (
-          !Array.isArray(t) ||
-          typeof t[0] !== 'string' ||
-          typeof t[1] !== 'string' ||
-          typeof t[2] !== 'number'
-        ) {
-          throw new Error('qrels: a record is damaged');
-        }
-        let row = qrels.get(t[0]);
-        if (!row) qrels.set(t[0], (row = new Map()));
-        row.set(t[1], t[2]);
-      }
-      return { summary: toSummary(m), docs, queries, qrels };
+      return { summary: toSummary(m), docs, queries, qrels: qrelsOf(triples) };
     } catch (e) {
       const reason = e instanceof StaleCacheError ? 'not in the cache' : (e as Error)?.message || String(e);
       await this.delete(hash).catch(() => undefined);
