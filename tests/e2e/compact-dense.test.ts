@@ -9,7 +9,7 @@
 // must never have received the matrix (its embedCorpus results carried no vectors), while the exact
 // run's page received the whole matrix.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
@@ -87,6 +87,8 @@ function top10(trec: string): Map<string, [string, number][]> {
 
 describe('dense run through the compact store (issue 18 item 4)', () => {
   let dir = '';
+  const EXCLUDING = 5;
+  const excluded = new Map<string, Set<string>>();
   beforeAll(() => {
     mkdirSync(join(ROOT, 'generated-shards'), { recursive: true });
     dir = mkdtempSync(join(ROOT, 'generated-shards', 'compact-20k-'));
@@ -100,6 +102,21 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
       ],
       { cwd: ROOT, stdio: 'pipe' },
     );
+    // The first EXCLUDING queries exclude a quarter of the corpus each (`exclude_ids`): without the
+    // exclusion some of those documents would be in nearly every such query's top 10.
+    const ids = readFileSync(join(dir, 'corpus.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { _id: string })._id);
+    const lines = readFileSync(join(dir, 'queries.jsonl'), 'utf8').split('\n').filter(Boolean);
+    lines.forEach((l, i) => {
+      if (i >= EXCLUDING) return;
+      const q = JSON.parse(l) as Record<string, unknown>;
+      q.exclude_ids = ids.filter((_, j) => j % 4 === i % 4);
+      excluded.set(q._id as string, new Set(q.exclude_ids as string[]));
+      lines[i] = JSON.stringify(q);
+    });
+    writeFileSync(join(dir, 'queries.jsonl'), lines.join('\n') + '\n');
   }, 300_000);
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -131,6 +148,12 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
     const b = top10(exact.trec);
     expect(a.size).toBe(QUERIES);
     expect([...a.keys()].sort()).toEqual([...b.keys()].sort());
+    // Excluded documents are never returned, by either path.
+    expect(excluded.size).toBe(EXCLUDING);
+    for (const [qid, ex] of excluded) {
+      for (const run of [a, b]) expect(run.get(qid)!.filter(([doc]) => ex.has(doc))).toEqual([]);
+      expect(a.get(qid)).toHaveLength(10);
+    }
     for (const [qid, hits] of b) {
       const got = a.get(qid)!;
       expect(got.map((h) => h[0])).toEqual(hits.map((h) => h[0]));
