@@ -316,6 +316,7 @@ const mib = (b: number | undefined) => (b === undefined ? '–' : `${Math.round(
 async function printProfile(profile: {
   nodes: {
     id: number;
+    children?: number[];
     callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   }[];
   samples?: number[];
@@ -359,6 +360,32 @@ async function printProfile(profile: {
   top.sort((a, b) => b[1] - a[1]);
   console.log('main thread, self time (ms):');
   for (const [k, ms] of top.slice(0, 25)) console.log(`  ${ms.toFixed(0).padStart(7)}  ${k}`);
+  // The longest stretch without an idle sample (about the longest task) and what ran in it, with the
+  // call stack (innermost first) of its most frequent function.
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const samples = profile.samples ?? [];
+  let best = { from: 0, to: 0, ms: 0 };
+  let from = 0;
+  let ms = 0;
+  samples.forEach((id, i) => {
+    const dt = (profile.timeDeltas?.[i] ?? 0) / 1000;
+    if (byId.get(id)!.functionName === '(idle)') {
+      from = i + 1;
+      ms = 0;
+      return;
+    }
+    ms += dt;
+    if (ms > best.ms) best = { from, to: i + 1, ms };
+  });
+  const inStretch = new Map<number, number>();
+  for (const id of samples.slice(best.from, best.to)) inStretch.set(id, (inStretch.get(id) ?? 0) + 1);
+  const [leaf] = [...inStretch].sort((a, b) => b[1] - a[1])[0] ?? [];
+  const stack: string[] = [];
+  for (let id = leaf; id !== undefined && stack.length < 10; id = parent.get(id)!)
+    stack.push(where(byId.get(id)!));
+  console.log(`longest busy stretch: ${best.ms.toFixed(0)} ms; its most frequent stack:`);
+  for (const f of stack) console.log(`    ${f}`);
 }
 
 /** "5, 387 ms (index)": how many tasks, the longest and the phase it was in. */
