@@ -111,10 +111,11 @@ export const OPFS_DIR = IVF_CACHE_DIR;
  * at a time (an OPFS file takes one writer), and what is queued is read from memory meanwhile.
  */
 function store(r: Remote, name: string, bytes: Uint8Array): void {
-  if (r.writing.has(name)) return;
+  if (r.forgotten || r.writing.has(name)) return;
   r.writing.set(name, bytes);
   r.queue = r.queue
-    .then(() => r.cache.put(name, bytes))
+    // A cache cleared meanwhile (the Storage panel) takes no write from a search that was under way.
+    .then(() => (r.forgotten ? undefined : r.cache.put(name, bytes)))
     .catch((e) => console.warn(`loupe: could not cache ${name} of ${r.url}: ${(e as Error)?.message ?? e}`))
     .finally(() => r.writing.delete(name));
 }
@@ -135,6 +136,8 @@ interface Remote {
   header: IvfHeader | null;
   /** Cache writes, one after the other (see store). */
   queue: Promise<void>;
+  /** Set when its cache is cleared: a search still under way writes nothing more. */
+  forgotten?: boolean;
   /** Entries queued and not yet written. */
   writing: Map<string, Uint8Array>;
 }
@@ -374,6 +377,7 @@ export async function ivfRemoteClose(): Promise<void> {
 
 /** Forgets the indexes at `urls` and removes their OPFS cache folders (the Storage panel's clear). */
 export async function ivfRemoteForget(urls: string[]): Promise<void> {
+  for (const r of remotes.values()) if (urls.includes(r.url)) r.forgotten = true;
   await ivfRemoteFlush();
   for (const [key, r] of remotes) if (urls.includes(r.url)) remotes.delete(key);
   const root = await navigator.storage.getDirectory();
@@ -384,6 +388,7 @@ export async function ivfRemoteForget(urls: string[]): Promise<void> {
 
 /** Removes every cached index from OPFS. */
 export async function ivfRemoteClearCache(): Promise<void> {
+  for (const r of remotes.values()) r.forgotten = true;
   await ivfRemoteFlush();
   remotes.clear();
   const root = await navigator.storage.getDirectory();
