@@ -78,24 +78,12 @@ export async function setBits(set: PrecomputedSet): Promise<Uint16Array> {
   if (set.f16) return set.f16;
   const n = set.sidecar.doc_ids.length;
   const dim = set.sidecar.dim;
-  const stream = await set.npy.open();
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  for await (const c of stream ?? []) {
-    chunks.push(c.slice());
-    length += c.length;
-  }
-  if (length - set.npy.dataStart !== n * dim * 2)
+  const out = await collect((await set.npy.open()) ?? []);
+  if (out.length - set.npy.dataStart !== n * dim * 2)
     throw new VectorFileError(
       set.npy.file,
-      `data is ${length - set.npy.dataStart} bytes, shape (${n}, ${dim}) of float16 needs ${n * dim * 2}`,
+      `data is ${out.length - set.npy.dataStart} bytes, shape (${n}, ${dim}) of float16 needs ${n * dim * 2}`,
     );
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
   return new Uint16Array(out.buffer.slice(set.npy.dataStart));
 }
 
@@ -234,7 +222,11 @@ export function docHasPart(
 
 export async function readAll(source: ShardSource, path: string): Promise<Uint8Array | null> {
   const stream = await source.open(path);
-  if (!stream) return null;
+  return stream ? collect(stream) : null;
+}
+
+/** A stream's bytes in one array. */
+async function collect(stream: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let n = 0;
   for await (const c of stream) {
