@@ -330,9 +330,38 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
         return names;
       });
     expect((await opfs()).length).toBe(1);
+    const opfsFiles = () =>
+      page.evaluate(async () => {
+        const root = await navigator.storage.getDirectory();
+        const out: string[] = [];
+        const walk = async (d: FileSystemDirectoryHandle, at: string) => {
+          for await (const [k, h] of (
+            d as unknown as { entries(): AsyncIterable<[string, FileSystemHandle]> }
+          ).entries())
+            if (h.kind === 'directory') await walk(h as FileSystemDirectoryHandle, `${at}${k}/`);
+            else {
+              // A file being replaced may be gone by the time it is read.
+              const size = await (h as FileSystemFileHandle).getFile().then(
+                (f) => f.size,
+                () => -1,
+              );
+              out.push(`${at}${k} ${size}`);
+            }
+        };
+        await walk(root, '');
+        return out;
+      });
+    const atClear = server.log.length;
     await item.locator('[data-testid="clear-ivf"]').click();
     await item.locator('[data-testid="clear-ivf"]').click();
-    await ivf.waitFor({ state: 'detached', timeout: 30_000 });
+    await ivf.waitFor({ state: 'detached', timeout: 30_000 }).catch(async (e) => {
+      // What came back after Clear, and what the host served meanwhile (a search after the clear?).
+      const files = await opfsFiles();
+      console.log(
+        `after Clear, OPFS holds:\n${files.join('\n')}\nserved since: ${JSON.stringify(since(atClear))}`,
+      );
+      throw e;
+    });
     expect(await opfs()).toEqual([]);
 
     // Cleared: the next query reads the header and its lists from the host again.

@@ -154,11 +154,21 @@ export class StorageState {
     this.#fallbackNote = null;
   }
 
-  /** Lists what is stored now. */
+  /** Which listing is the latest started: an older one that finishes later is dropped. */
+  #listing = 0;
+
+  /**
+   * Lists what is stored now. Listings overlap (the panel lists again whenever the cached shards
+   * change, and after each removal); only the latest started one is shown, so a listing that began
+   * before a removal and read half of what was removed never replaces the one after it.
+   */
   async refresh(): Promise<void> {
+    const listing = ++this.#listing;
     try {
-      this.report = await listStorage();
+      const report = await listStorage();
+      if (listing === this.#listing) this.report = report;
     } catch (e) {
+      if (listing !== this.#listing) return;
       this.report = null;
       this.messages.error(
         `Reading this browser's storage failed: ${e instanceof Error ? e.message : String(e)}.`,
