@@ -153,10 +153,10 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
     expect(realErrors(page)).toEqual([]);
   });
 
-  it('in the app: a forced mismatch on device=webgpu completes the medquad run on WASM and records the parity failure', async () => {
+  it('in the app: a forced mismatch on device=webgpu completes a vqa-rad run (its passages) on WASM and records the parity failure', async () => {
     expect(mismatchCosine).not.toBe('');
     await page.goto(
-      `${baseUrl}/?shard=/shards/medquad/&retriever=dense&model=${BERT}&device=webgpu&dtype=fp32&simulate-parity-mismatch=1&run=1`,
+      `${baseUrl}/?shard=/shards/vqa-rad/&retriever=dense&model=${BERT}&device=webgpu&dtype=fp32&simulate-parity-mismatch=1&run=1`,
     );
     await page.waitForSelector(
       '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',

@@ -1,5 +1,6 @@
 // The packed IVF-int8 index through the app (issue 19, item 2), in real Chromium. The medquad corpus
-// (3,000 answers, real text) with 24 of its queries is packed here by `npm run pack-shard -- --index
+// (1,000 of its 3,000 answers, real text: those the queries judge, then the first others) with 24 of
+// its queries is packed here by `npm run pack-shard -- --index
 // ivf` (the app's encoder in headless Chromium, the generated bert-tiny model: random weights, so the
 // rankings exercise the pipeline, not retrieval quality), then served twice by a plain static server
 // that honours Range and logs the body bytes of every response, under a sub-path: once as packed,
@@ -21,6 +22,7 @@ import { parseRun } from '../../src/lib/core/eval/trec';
 import { launch, pageErrors, type Session } from './browser';
 import { shotPath } from './artifacts';
 import { serveRanges, type RangeLogEntry, type RangeServer } from './range-server';
+import { writeSubset } from './subset';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const baseUrl = inject('baseUrl');
@@ -29,6 +31,8 @@ const TASK = 'qa-answer-retrieval';
 const PREFIX = '/course/loupe/';
 const NLIST = 48;
 const NQ = 24;
+/** Documents packed: fewer than medquad's 3,000 keeps the packing (embedding in Chromium) short. */
+const NDOCS = 1000;
 const SET = `embeddings/${MODEL}/fp32/`;
 const QUERY = 'What are the symptoms of glaucoma ?';
 
@@ -39,22 +43,9 @@ const lines = (p: string) =>
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Json);
 
-/** medquad with its first NQ queries (and their qrels), every document; named `name`. */
+/** medquad with its first NQ queries (and their qrels), NDOCS documents with every judged one; named `name`. */
 function writeShard(dir: string, name: string): void {
-  const src = join(DATA_DIR, 'medquad');
-  mkdirSync(join(dir, 'qrels'), { recursive: true });
-  const queries = lines(join(src, 'queries.jsonl')).slice(0, NQ);
-  const ids = new Set(queries.map((q) => q._id as string));
-  const qrels = readFileSync(join(src, 'qrels/test.tsv'), 'utf8').trim().split('\n');
-  const manifest = JSON.parse(readFileSync(join(src, 'shard.json'), 'utf8')) as Json;
-  delete manifest.counts;
-  writeFileSync(join(dir, 'shard.json'), JSON.stringify({ ...manifest, name }, null, 2));
-  cpSync(join(src, 'corpus.jsonl'), join(dir, 'corpus.jsonl'));
-  writeFileSync(join(dir, 'queries.jsonl'), queries.map((q) => JSON.stringify(q)).join('\n') + '\n');
-  writeFileSync(
-    join(dir, 'qrels/test.tsv'),
-    [qrels[0], ...qrels.slice(1).filter((l) => ids.has(l.split('\t')[0]))].join('\n') + '\n',
-  );
+  writeSubset(join(DATA_DIR, 'medquad'), dir, { docs: NDOCS, queries: NQ, name });
 }
 
 async function phase(page: Page, ...phases: string[]): Promise<string> {
@@ -155,7 +146,7 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     expect(sidecar).toMatchObject({ model_id: MODEL, dtype: 'fp32', part: 'text', ivf: 'ivf-text.bin' });
     const bin = readFileSync(join(folder, 'ivf-text.bin'));
     const h = parseIvfHeader(new Uint8Array(bin), 'ivf-text.bin', bin.length);
-    expect(h).toMatchObject({ n: 3000, nlist: NLIST, dim: sidecar.dim });
+    expect(h).toMatchObject({ n: NDOCS, nlist: NLIST, dim: sidecar.dim });
     expect(existsSync(join(folder, 'ivf-text.bin.tmp'))).toBe(false);
     const manifest = JSON.parse(readFileSync(join(dir, 'shards/medquad-ivf/shard.json'), 'utf8')) as Json;
     expect(manifest.embeddings).toBe('embeddings/index.json');

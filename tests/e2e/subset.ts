@@ -1,0 +1,48 @@
+// A smaller copy of a shard for tests whose point is not its size: some of its queries (with their
+// qrels), every document those judge and then the first others up to a count; the manifest without
+// its stated counts. Tests that embed a whole corpus in Chromium use it to stay in seconds.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+type Json = Record<string, unknown>;
+
+export interface SubsetOptions {
+  /** Documents to keep (the judged ones first, then the first others in shard order). */
+  docs: number;
+  /** Keep the first this many queries (default: every query with a judged document kept). */
+  queries?: number;
+  /** The manifest's name (default: the source's). */
+  name?: string;
+}
+
+/** Writes the subset of the shard folder `src` into `out`; returns its document and query counts. */
+export function writeSubset(
+  src: string,
+  out: string,
+  opts: SubsetOptions,
+): { docs: number; queries: number } {
+  const lines = (p: string) => readFileSync(p, 'utf8').split('\n').filter(Boolean);
+  const [head, ...qrels] = lines(join(src, 'qrels/test.tsv'));
+  let queries = lines(join(src, 'queries.jsonl'));
+  if (opts.queries !== undefined) queries = queries.slice(0, opts.queries);
+  const qids = new Set(queries.map((l) => (JSON.parse(l) as Json)._id as string));
+  const judged = new Set(qrels.flatMap((l) => (qids.has(l.split('\t')[0]) ? [l.split('\t')[1]] : [])));
+  let others = opts.docs - judged.size;
+  const corpus = lines(join(src, 'corpus.jsonl'));
+  const kept = corpus.filter((l) => judged.has((JSON.parse(l) as Json)._id as string) || others-- > 0);
+  const docIds = new Set(kept.map((l) => (JSON.parse(l) as Json)._id as string));
+  const keptQrels = qrels.filter((l) => qids.has(l.split('\t')[0]) && docIds.has(l.split('\t')[1]));
+  const withQrels = new Set(keptQrels.map((l) => l.split('\t')[0]));
+  queries = queries.filter((l) => withQrels.has((JSON.parse(l) as Json)._id as string));
+  const manifest = JSON.parse(readFileSync(join(src, 'shard.json'), 'utf8')) as Json;
+  delete manifest.counts;
+  mkdirSync(join(out, 'qrels'), { recursive: true });
+  writeFileSync(
+    join(out, 'shard.json'),
+    JSON.stringify({ ...manifest, name: opts.name ?? manifest.name }, null, 2),
+  );
+  writeFileSync(join(out, 'corpus.jsonl'), kept.join('\n') + '\n');
+  writeFileSync(join(out, 'queries.jsonl'), queries.join('\n') + '\n');
+  writeFileSync(join(out, 'qrels/test.tsv'), [head, ...keptQrels].join('\n') + '\n');
+  return { docs: kept.length, queries: queries.length };
+}
