@@ -16,6 +16,7 @@
 // Shards are kept under generated-shards/bench-scale-<docs>-<queries>/ (gitignored) and reused.
 import { execFileSync, execSync } from 'node:child_process';
 import {
+  appendFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -31,7 +32,7 @@ import { chromium } from 'playwright-core';
 import { build, preview } from 'vite';
 import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 import { chromiumProcs, renderers } from './lib/bench-browser';
-import { attachHeaps, heapLine, type TargetHeap } from './lib/bench-heaps';
+import { attachHeaps, heapLine, rssParts, type TargetHeap } from './lib/bench-heaps';
 import { writeBenchmarksSection } from './lib/benchmarks-md';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -176,8 +177,8 @@ try {
     const traceFrom = Date.now();
     let traced = 0;
     let sampling = true;
-    /** With --trace: the latest per-target heap sample (page, workers), taken every second. */
-    let heaps: TargetHeap[] = [];
+    /** With --trace: a new high to break down (the heap sampler prints it with its next sample). */
+    let breakDown = false;
     let heapSampler: Promise<void> = Promise.resolve();
     let overRss: (e: Error) => void = () => {};
     const stopped = new Promise<never>((_, reject) => (overRss = reject));
@@ -198,7 +199,7 @@ try {
           traced = largest;
           const t = ((Date.now() - traceFrom) / 1000).toFixed(0);
           console.log(`  ${t} s · largest renderer ${Math.round(largest / MiB)} MiB · ${phase} · ${jobText}`);
-          if (heaps.length) console.log(`      ${heapLine(heaps, largest)}`);
+          breakDown = true;
         }
         await new Promise((r) => setTimeout(r, 200));
       }
@@ -215,14 +216,27 @@ try {
       if (argv.trace) {
         const attached = await attachHeaps(context, page);
         const byPhase: NonNullable<Rung['heapsByPhase']> = (rung.heapsByPhase = {});
+        // Every sample, for plotting: bench-results/scale-heaps-<docs>.jsonl.
+        mkdirSync(join(ROOT, 'bench-results'), { recursive: true });
+        const series = join(ROOT, `bench-results/scale-heaps-${docs}.jsonl`);
+        writeFileSync(series, '');
         heapSampler = (async () => {
           while (sampling) {
             const p = phase;
+            const printIt = breakDown;
+            breakDown = false;
             const sampled = await attached.sample();
-            const rss = Math.max(0, ...renderers(chromiumProcs(profile)).map((r) => r.rssBytes));
-            heaps = sampled;
+            const top = renderers(chromiumProcs(profile)).sort((a, b) => b.rssBytes - a.rssBytes)[0];
+            const rss = top?.rssBytes ?? 0;
+            const parts = top ? rssParts(top.pid) : null;
+            if (printIt) console.log(`      ${heapLine(sampled, rss, parts)}`);
+            const t = Math.round((Date.now() - traceFrom) / 100) / 10;
+            appendFileSync(
+              series,
+              JSON.stringify({ t, phase: p, rss, parts, text: jobText, heaps: sampled }) + '\n',
+            );
             if (rss > (byPhase[p]?.rss ?? 0))
-              byPhase[p] = { rss, heaps: sampled, line: heapLine(sampled, rss) };
+              byPhase[p] = { rss, heaps: sampled, line: heapLine(sampled, rss, parts) };
             await new Promise((r) => setTimeout(r, 1000));
           }
           await attached.detach();

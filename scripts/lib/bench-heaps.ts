@@ -2,8 +2,10 @@
 // one CDP session on the page: Target.setAutoAttach (not flattened, so Playwright's CDPSession can
 // carry it: messages to a worker travel inside Target.sendMessageToTarget, nested for a worker's
 // worker) and Runtime.getHeapUsage on every target. For scripts/bench-scale.ts --trace: what part of
-// the renderer's resident set is which JS heap, which ArrayBuffer/wasm backing stores, and the rest
-// (RSS − heaps − backing stores: malloc'd Blink/IndexedDB/ORT memory, code, fragmentation).
+// the renderer's resident set is which JS heap, which ArrayBuffer backing stores, and the rest
+// (RSS − heaps − backing stores: wasm memories (ORT's, the compact store's codes: not in
+// backingStorageSize), malloc'd Blink/IndexedDB memory, code, and what was freed but not returned).
+import { readFileSync } from 'node:fs';
 import type { BrowserContext, CDPSession, Page } from 'playwright-core';
 
 /** One target's Runtime.getHeapUsage (bytes). */
@@ -16,7 +18,7 @@ export interface TargetHeap {
   total: number;
   /** Blink's own (Oilpan) heap in use; 0 where the browser does not report it. */
   embedder: number;
-  /** ArrayBuffer backing stores (typed arrays, wasm memories); 0 where not reported. */
+  /** ArrayBuffer backing stores (typed arrays; not wasm memories); 0 where not reported. */
   backing: number;
 }
 
@@ -99,8 +101,8 @@ export async function attachHeaps(
   cdp.on('Target.receivedMessageFromTarget', (e) => onMessage([e.sessionId], e.message));
   await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
 
-  const withTimeout = <T>(p: Promise<T>): Promise<T | null> =>
-    Promise.race([p, new Promise<null>((r) => setTimeout(() => r(null), timeoutMs))]);
+  const withTimeout = <T>(p: Promise<T>, ms = timeoutMs): Promise<T | null> =>
+    Promise.race([p, new Promise<null>((r) => setTimeout(() => r(null), ms))]);
   const heapOf = (name: string, u: Usage | null | undefined): TargetHeap | null =>
     u
       ? {
@@ -111,18 +113,24 @@ export async function attachHeaps(
           backing: u.backingStorageSize ?? 0,
         }
       : null;
-  const askWorker = (path: string[]) =>
-    new Promise<Usage | undefined>((resolve) => {
-      const id = nextId++;
-      pending.set(id, (r) => resolve(r.result as Usage | undefined));
-      void sendNested(path, { id, method: 'Runtime.getHeapUsage' });
-    });
-
+  /** One CDP call on the page (path []) or a worker, its result (undefined on an error). */
+  const call = <T>(path: string[], method: string, params: object = {}): Promise<T | undefined> =>
+    path.length === 0
+      ? (cdp.send(method as never, params as never) as Promise<T>).catch(() => undefined)
+      : new Promise<T | undefined>((resolve) => {
+          const id = nextId++;
+          pending.set(id, (r) => resolve(r.result as T | undefined));
+          void sendNested(path, { id, method, params });
+        });
   return {
     async sample() {
-      const page = withTimeout(cdp.send('Runtime.getHeapUsage').catch(() => null) as Promise<Usage | null>);
-      const ws = [...workers.values()].map(async (w) => heapOf(w.name, await withTimeout(askWorker(w.path))));
-      const all = [heapOf('page', await page), ...(await Promise.all(ws))];
+      const targets = [{ path: [] as string[], name: 'page' }, ...workers.values()];
+      const all = await Promise.all(
+        targets.map(async (t) => {
+          const h = heapOf(t.name, await withTimeout(call<Usage>(t.path, 'Runtime.getHeapUsage')));
+          return h;
+        }),
+      );
       for (const id of [...pending.keys()]) pending.delete(id); // answers that came too late
       return all.filter((h): h is TargetHeap => h !== null);
     },
@@ -132,12 +140,27 @@ export async function attachHeaps(
 
 const MiB = 1024 * 1024;
 
+/** A process's resident set split as /proc/<pid>/status does: anonymous, file-backed (code, fonts), shared memory. */
+export function rssParts(pid: number): { anon: number; file: number; shmem: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
+    return { anon: kb('RssAnon'), file: kb('RssFile'), shmem: kb('RssShmem') };
+  } catch {
+    return null;
+  }
+}
+
 /**
  * "page 180 (+12 buffers) · retrieval.worker 600 (+40) · … · rest 250 MiB": each target's V8 heap as
- * allocated plus its ArrayBuffer/wasm backing stores (MiB), same-named targets summed, and what the
- * renderer's RSS holds beyond them.
+ * allocated plus its ArrayBuffer backing stores (MiB), same-named targets summed, and what the
+ * renderer's RSS holds beyond them (split into file-backed and shared memory when `parts` is given).
  */
-export function heapLine(heaps: TargetHeap[], rssBytes: number): string {
+export function heapLine(
+  heaps: TargetHeap[],
+  rssBytes: number,
+  parts?: { file: number; shmem: number } | null,
+): string {
   const byName = new Map<string, TargetHeap & { count: number }>();
   for (const h of heaps) {
     const b = byName.get(h.name);
@@ -150,7 +173,7 @@ export function heapLine(heaps: TargetHeap[], rssBytes: number): string {
     } else byName.set(h.name, { ...h, count: 1 });
   }
   const m = (b: number) => Math.round(b / MiB);
-  const parts = [...byName.values()]
+  const list = [...byName.values()]
     .sort((a, b) => b.total + b.backing - (a.total + a.backing))
     .map(
       (h) =>
@@ -159,5 +182,6 @@ export function heapLine(heaps: TargetHeap[], rssBytes: number): string {
         (h.embedder >= 8 * MiB ? ` +${m(h.embedder)} blink` : ''),
     );
   const counted = heaps.reduce((s, h) => s + h.total + h.backing + h.embedder, 0);
-  return `${parts.join(' · ')} · rest ${m(rssBytes - counted)} MiB (heap used/allocated, MiB)`;
+  const of = parts ? ` (of the RSS: ${m(parts.file)} file-backed, ${m(parts.shmem)} shared memory)` : '';
+  return `${list.join(' · ')} · rest ${m(rssBytes - counted)} MiB${of} (heap used/allocated, MiB)`;
 }
