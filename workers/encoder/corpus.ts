@@ -129,6 +129,7 @@ const counters = {
   streamedRows: 0,
   streamedPieces: 0,
   largestPiece: 0,
+  reusedPieces: 0,
 };
 // Readable from a test through the worker's global (Playwright evaluates in workers), as well as api.counters().
 (self as unknown as { loupeEncoderCounters: typeof counters }).loupeEncoderCounters = counters;
