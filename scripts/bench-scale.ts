@@ -16,6 +16,7 @@
 // Shards are kept under generated-shards/bench-scale-<docs>-<queries>/ (gitignored) and reused.
 import { execFileSync, execSync } from 'node:child_process';
 import {
+  appendFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -31,6 +32,7 @@ import { chromium } from 'playwright-core';
 import { build, preview } from 'vite';
 import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 import { chromiumProcs, renderers } from './lib/bench-browser';
+import { attachHeaps, heapLine, rssParts, type TargetHeap } from './lib/bench-heaps';
 import { writeBenchmarksSection } from './lib/benchmarks-md';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -55,7 +57,9 @@ const { values: argv } = parseArgs({
     'stop-after-store': { type: 'boolean', default: false },
     // Samples the page's main thread (CDP Profiler) and prints the functions with the most self time.
     profile: { type: 'boolean', default: false },
-    // Prints each new high of the largest renderer (per 256 MiB) with the phase and progress line.
+    // Prints each new high of the largest renderer (per 256 MiB) with the phase and progress line,
+    // and the JS heaps of the page and each worker (CDP, sampled every second) at each high and at
+    // each phase's peak.
     trace: { type: 'boolean', default: false },
   },
 });
@@ -91,6 +95,8 @@ interface Rung {
   peakLargestByPhase: Record<string, number>;
   /** The page's main-thread tasks over 50 ms (PerformanceObserver 'longtask'): how many, the longest. */
   longTasks?: { count: number; maxMs: number; byPhase: Record<string, { count: number; maxMs: number }> };
+  /** With --trace: per phase, the heap sample taken when the largest renderer was at its highest. */
+  heapsByPhase?: Record<string, { rss: number; heaps: TargetHeap[]; line: string }>;
   renderers: number;
   error?: string;
 }
@@ -171,6 +177,9 @@ try {
     const traceFrom = Date.now();
     let traced = 0;
     let sampling = true;
+    /** With --trace: a new high to break down (the heap sampler prints it with its next sample). */
+    let breakDown = false;
+    let heapSampler: Promise<void> = Promise.resolve();
     let overRss: (e: Error) => void = () => {};
     const stopped = new Promise<never>((_, reject) => (overRss = reject));
     stopped.catch(() => undefined);
@@ -190,6 +199,7 @@ try {
           traced = largest;
           const t = ((Date.now() - traceFrom) / 1000).toFixed(0);
           console.log(`  ${t} s · largest renderer ${Math.round(largest / MiB)} MiB · ${phase} · ${jobText}`);
+          breakDown = true;
         }
         await new Promise((r) => setTimeout(r, 200));
       }
@@ -203,6 +213,35 @@ try {
         await cdp.send('Profiler.start');
       }
       page.on('pageerror', (e) => console.error('page error:', e.message));
+      if (argv.trace) {
+        const attached = await attachHeaps(context, page);
+        const byPhase: NonNullable<Rung['heapsByPhase']> = (rung.heapsByPhase = {});
+        // Every sample, for plotting: bench-results/scale-heaps-<docs>.jsonl.
+        mkdirSync(join(ROOT, 'bench-results'), { recursive: true });
+        const series = join(ROOT, `bench-results/scale-heaps-${docs}.jsonl`);
+        writeFileSync(series, '');
+        heapSampler = (async () => {
+          while (sampling) {
+            const p = phase;
+            const printIt = breakDown;
+            breakDown = false;
+            const sampled = await attached.sample();
+            const top = renderers(chromiumProcs(profile)).sort((a, b) => b.rssBytes - a.rssBytes)[0];
+            const rss = top?.rssBytes ?? 0;
+            const parts = top ? rssParts(top.pid) : null;
+            if (printIt) console.log(`      ${heapLine(sampled, rss, parts)}`);
+            const t = Math.round((Date.now() - traceFrom) / 100) / 10;
+            appendFileSync(
+              series,
+              JSON.stringify({ t, phase: p, rss, parts, text: jobText, heaps: sampled }) + '\n',
+            );
+            if (rss > (byPhase[p]?.rss ?? 0))
+              byPhase[p] = { rss, heaps: sampled, line: heapLine(sampled, rss, parts) };
+            await new Promise((r) => setTimeout(r, 1000));
+          }
+          await attached.detach();
+        })();
+      }
       // The phase on the progress line, for the memory samples.
       await page.exposeFunction('loupeBenchPhase', (p: string | null) => (phase = p ?? 'idle'));
       await page.exposeFunction('loupeBenchText', (t: string) => (jobText = t));
@@ -297,10 +336,13 @@ try {
     } finally {
       sampling = false;
       await sampler;
+      await heapSampler;
       await context.close();
       rmSync(profile, { recursive: true, force: true });
     }
-    console.log(JSON.stringify(rung));
+    for (const [p, h] of Object.entries(rung.heapsByPhase ?? {}))
+      console.log(`  heaps at ${p}'s peak (largest renderer ${Math.round(h.rss / MiB)} MiB): ${h.line}`);
+    console.log(JSON.stringify({ ...rung, heapsByPhase: undefined }));
   }
 } finally {
   await server.close();

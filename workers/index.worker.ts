@@ -25,6 +25,7 @@ import {
 } from './index/corpus';
 import {
   compactAdd,
+  compactAddAt,
   compactClose,
   compactFinish,
   compactInfo,
@@ -113,6 +114,8 @@ const api = {
   compactOpen,
   /** Appends rows to it (transferred; normalised here for cosine); returns the row count. */
   compactAdd,
+  /** compactAdd by position; the row buffers come back (transferred) for the sender's next piece. */
+  compactAddAt,
   /** Encodes the rows into int8 codes; the store is then searchable. */
   compactFinish,
   /** Top-k per query: int8 scan of every code, exact rescoring of the best R rows read from OPFS. */

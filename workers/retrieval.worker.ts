@@ -9,10 +9,11 @@ import {
   type Bm25Index,
   type Bm25Params,
 } from '../src/lib/core/retrieval/bm25';
-import { deserializeBm25, serializeBm25, type SerializedBm25 } from '../src/lib/core/retrieval/bm25-store';
+import { deserializeBm25, serializeBm25 } from '../src/lib/core/retrieval/bm25-store';
 import { loadAnalyzers } from '../src/lib/core/retrieval/analyzers';
 import type { Progress, Query } from '../src/lib/core/types';
 import { openShardStore } from '../src/lib/platform/shard-store';
+import { deleteBm25, getBm25, putBm25 } from '../src/lib/platform/bm25-cache';
 import { docBatches, loadQueries } from '../src/lib/platform/shard-batches';
 import { throttle } from '../src/lib/core/throttle';
 import {
@@ -102,9 +103,9 @@ const api = {
     let index: Bm25Index | null = null;
     let cached = false;
     try {
-      const art = await store.getArtifact(hash, 'bm25', key);
+      const art = await getBm25(store, hash, key);
       if (art) {
-        index = deserializeBm25(art as SerializedBm25);
+        index = deserializeBm25(art);
         // Its analyzers (Snowball's stemmers for some languages) load before any query is analyzed.
         await loadAnalyzers(index.analyzers);
         cached = true;
@@ -112,7 +113,7 @@ const api = {
     } catch (e) {
       // A stale or corrupt cached index is rebuilt, never trusted.
       console.warn('dropping unreadable BM25 cache entry', e);
-      await store.deleteArtifacts(hash, 'bm25');
+      await deleteBm25(store, hash);
     }
     if (!index) {
       // Documents are read in batches and indexed as they come: the corpus is never all in memory.
@@ -120,7 +121,8 @@ const api = {
       for await (const docs of docBatches(store, hash)) await builder.add(docs.map(bm25Doc));
       index = builder.finish();
       report({ kind: 'status', message: 'Caching BM25 index' });
-      await store.putArtifact(hash, 'bm25', key, serializeBm25(index));
+      // In pieces (platform/bm25-cache.ts): one record of it made a second copy of the index.
+      await putBm25(store, hash, key, serializeBm25(index));
     }
     report.flush();
     open = { hash, queries, key, index };

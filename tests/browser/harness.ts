@@ -33,6 +33,7 @@ import {
 } from '../../src/lib/platform/shard-store';
 import type { Progress } from '../../src/lib/core/types';
 import { openPrecomputedSet, putPrecomputedSet } from '../../src/lib/platform/precomputed-store';
+import { getBm25, putBm25 } from '../../src/lib/platform/bm25-cache';
 import { PRECOMPUTED_KIND, type PrecomputedSidecar } from '../../src/lib/core/shard/precomputed';
 import { f32ToF16 } from '../../src/lib/core/shard/vector-files';
 
@@ -503,6 +504,20 @@ const harness = {
     return { keys, rows, headless };
   },
 
+  /**
+   * platform/bm25-cache.ts: the BM25 index stored under `key` written again under another key in
+   * pieces of `pieceBytes`, read back and compared byte for byte; then its head removed, as a write
+   * stopped half-way leaves it.
+   */
+  async bm25Pieces(hash: string, key: string, pieceBytes: number) {
+    const store = await openShardStore();
+    try {
+      return await bm25PiecesIn(store, hash, key, pieceBytes);
+    } finally {
+      await store.close();
+    }
+  },
+
   /** Changes one stored document's text behind the store's back (same record count, other bytes). */
   async tamperDoc(hash: string, chunkNo: number): Promise<void> {
     const db = await openDB(DB_NAME);
@@ -637,3 +652,32 @@ declare global {
 
 window.harness = harness;
 document.getElementById('status')!.textContent = 'ready';
+
+/** harness.bm25Pieces on an open store. */
+async function bm25PiecesIn(
+  store: Awaited<ReturnType<typeof openShardStore>>,
+  hash: string,
+  key: string,
+  pieceBytes: number,
+) {
+  const stored = await getBm25(store, hash, key);
+  if (!stored) throw new Error(`no BM25 index ${key}`);
+  const copy = `${key}|pieces-test`;
+  await putBm25(store, hash, copy, stored, pieceBytes);
+  const pieces = (await store.listArtifacts(hash, 'bm25-piece'))
+    .map(([k]) => k)
+    .filter((k) => k.startsWith(`${copy}#`));
+  const back = await getBm25(store, hash, copy);
+  const same =
+    !!back &&
+    back.buffers.length === stored.buffers.length &&
+    back.buffers.every((b, i) => {
+      const x = new Uint8Array(b);
+      const y = new Uint8Array(stored.buffers[i]);
+      return x.length === y.length && x.every((v, j) => v === y[j]);
+    });
+  await store.deleteArtifact(hash, 'bm25', copy);
+  const headless = (await getBm25(store, hash, copy)) === undefined;
+  for (const k of pieces) await store.deleteArtifact(hash, 'bm25-piece', k);
+  return { pieces: pieces.length, same, sizes: stored.buffers.map((b) => b.byteLength), headless };
+}

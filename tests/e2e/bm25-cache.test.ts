@@ -72,12 +72,29 @@ describe('BM25 index in the retrieval worker (Chromium)', () => {
     expect(built.hits).toEqual(expected);
     expect(await call(page, 'getArtifact', hash, 'bm25', KEY)).toMatchObject({
       meta: { format: 'loupe-bm25', version: 3, docCount: 3000 },
+      pieces: { sizes: expect.any(Array) },
     });
+    // Stored in pieces (platform/bm25-cache.ts), no copy of the index in one record.
+    expect(await call(page, 'getArtifact', hash, 'bm25', KEY)).not.toHaveProperty('buffers');
+    // In pieces of 4,096 bytes: every piece stored, read back to the same bytes; a head-less set is none.
+    const p = await call(page, 'bm25Pieces', hash, KEY, 4096);
+    expect(p.same).toBe(true);
+    expect(p.headless).toBe(true);
+    expect(p.pieces).toBe(p.sizes.reduce((s, n) => s + Math.ceil(n / 4096), 0));
+    expect(p.pieces).toBeGreaterThan(20);
 
     await open(page, 'reload');
     const reused = await call(page, 'bm25Prepared', hash, texts, K);
     expect(reused.cached).toBe(true);
     expect(reused.hits).toEqual(expected);
+  }, 120_000);
+
+  it('rebuilds, with the same scores, when a stored piece of the index is damaged', async () => {
+    expect((await call(page, 'putArtifact', hash, 'bm25-piece', `${KEY}#6.0`, 'not bytes')).ok).toBe(true);
+    await open(page, 'reload');
+    const rebuilt = await call(page, 'bm25Prepared', hash, texts, K);
+    expect(rebuilt.cached).toBe(false);
+    expect(rebuilt.hits).toEqual(expected);
   }, 120_000);
 
   it('rebuilds, with the same scores, when the stored index is unreadable', async () => {

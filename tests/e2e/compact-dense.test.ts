@@ -136,6 +136,8 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
     expect(compact.received).toEqual({ results: 1, floats: 0, streamed: 1 });
     expect(compact.encoder).toMatchObject({ streamedRows: DOCS, precomputedRows: DOCS });
     expect(compact.encoder.streamedPieces).toBeGreaterThanOrEqual(DOCS / 4096);
+    // Each full piece's buffer came back from the index worker and was filled again.
+    expect(compact.encoder.reusedPieces).toBe(Math.floor(DOCS / 4096));
     expect(compact.encoder.largestPiece).toBeLessThanOrEqual(4096);
     const exact = await denseRun(dir, {});
     // The float32 path still brings the whole matrix (bert-tiny-random: 64 dimensions) to the page.

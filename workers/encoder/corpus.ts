@@ -129,6 +129,7 @@ const counters = {
   streamedRows: 0,
   streamedPieces: 0,
   largestPiece: 0,
+  reusedPieces: 0,
 };
 // Readable from a test through the worker's global (Playwright evaluates in workers), as well as api.counters().
 (self as unknown as { loupeEncoderCounters: typeof counters }).loupeEncoderCounters = counters;
@@ -327,6 +328,7 @@ export async function embedCorpus(
   let computedBatches = 0;
   let reusedBatches = 0;
   let precomputedBatches = 0;
+  let preScratch = new Float32Array(0);
   let done = 0;
   let computedDocs = 0;
   let computeMs = 0;
@@ -368,7 +370,10 @@ export async function embedCorpus(
     } else if (pre) {
       // float16 rows of the shard's precomputed set (row p = rows[p], shard order). Not stored again
       // as a batch: the set itself is in the shard cache, and the next run reads it the same way.
-      vectors = await pre.read(plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]), dim);
+      // Through one scratch buffer: the rows are copied on below (to the piece or the matrix).
+      const order = plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]);
+      if (preScratch.length < order.length * dim) preScratch = new Float32Array(order.length * dim);
+      vectors = await pre.read(order, dim, preScratch);
       precomputedBatches++;
       precomputedDocs += ids.length;
       counters.precomputedRows += ids.length;

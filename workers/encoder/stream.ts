@@ -22,7 +22,8 @@ export interface CorpusPiece {
  */
 export interface CorpusSink {
   begin(info: { key: string; dim: number; docIds: string[]; missing: string[] }): Promise<boolean>;
-  rows(piece: CorpusPiece): Promise<void>;
+  /** May give the piece's buffers back (transferred): the writer fills them again. */
+  rows(piece: CorpusPiece): Promise<CorpusPiece | void>;
 }
 
 /** What embedCorpus asks for when the caller can take a stream: from how many documents to stream. */
@@ -36,6 +37,8 @@ export interface StreamCounters {
   streamedRows: number;
   streamedPieces: number;
   largestPiece: number;
+  /** Pieces whose row buffer came back from the sink and was filled again. */
+  reusedPieces: number;
 }
 
 /** Collects rows with their document indices and sends them to `sink` a piece at a time. */
@@ -80,11 +83,18 @@ export class PieceWriter {
       at: this.at.slice(0, n),
       vectors: n === STREAM_PIECE ? this.vectors : this.vectors.slice(0, n * this.dim),
     };
-    if (n === STREAM_PIECE) this.vectors = new Float32Array(STREAM_PIECE * this.dim);
     this.used = 0;
     this.counters.streamedRows += n;
     this.counters.streamedPieces++;
     this.counters.largestPiece = Math.max(this.counters.largestPiece, n);
-    await this.sink.rows(Comlink.transfer(piece, [piece.at.buffer, piece.vectors.buffer] as ArrayBuffer[]));
+    const back = await this.sink.rows(
+      Comlink.transfer(piece, [piece.at.buffer, piece.vectors.buffer] as ArrayBuffer[]),
+    );
+    // The sink's buffers back (no new piece for the GC to find), else a fresh one.
+    if (n !== STREAM_PIECE) return;
+    if (back?.vectors?.length === STREAM_PIECE * this.dim) {
+      this.vectors = back.vectors;
+      this.counters.reusedPieces++;
+    } else this.vectors = new Float32Array(STREAM_PIECE * this.dim);
   }
 }

@@ -169,13 +169,21 @@ export function addToCompactStore(vectors: Float32Array, signal?: AbortSignal): 
   return client.run((r) => r.compactAdd(Comlink.transfer(vectors, [vectors.buffer])), signal);
 }
 
-/** Writes rows of a streamed corpus to the compact store: row i is document at[i]'s; both transferred. */
-export function addRowsAtToCompactStore(
+/**
+ * Writes rows of a streamed corpus to the compact store: row i is document at[i]'s; both transferred
+ * there and back: the result holds the two buffers, marked for transfer (a sink returns it to the
+ * encoder worker, which fills them again).
+ */
+export async function addRowsAtToCompactStore(
   vectors: Float32Array,
   at: Uint32Array,
   signal?: AbortSignal,
-): Promise<number> {
-  return client.run((r) => r.compactAdd(Comlink.transfer(vectors, [vectors.buffer, at.buffer]), at), signal);
+): Promise<{ count: number; vectors: Float32Array; at: Uint32Array }> {
+  const back = await client.run(
+    (r) => r.compactAddAt(Comlink.transfer(vectors, [vectors.buffer, at.buffer]), at),
+    signal,
+  );
+  return Comlink.transfer(back, [back.vectors.buffer, back.at.buffer] as ArrayBuffer[]);
 }
 
 /** Encodes the compact store's rows into int8 codes (progress per block read back); then it is searchable. */

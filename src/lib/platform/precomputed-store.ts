@@ -112,8 +112,13 @@ export async function* npyPieces(
 /** A stored set, read a piece at a time: its sidecar, and float32 rows by index. */
 export interface PrecomputedRows {
   sidecar: PrecomputedSidecar;
-  /** Rows `order[i]` (indices into the set) as float32, row-major (order.length × dim). */
-  read(order: ArrayLike<number>, dim: number): Promise<Float32Array>;
+  /**
+   * Rows `order[i]` (indices into the set) as float32, row-major (order.length × dim). With `into`
+   * (large enough) they are written there and a view of it is returned: a caller that copies the
+   * rows on reuses one buffer, instead of leaving one per batch for the GC (hundreds of MB of them
+   * waited for it while 1M rows were streamed).
+   */
+  read(order: ArrayLike<number>, dim: number, into?: Float32Array): Promise<Float32Array>;
 }
 
 /** The set stored under `key`, or undefined (none, or one whose writing did not finish). */
@@ -128,7 +133,7 @@ export async function openPrecomputedSet(
   if (whole)
     return {
       sidecar: head.sidecar,
-      read: async (order, dim) => toF32(order, dim, (p) => [whole, p]),
+      read: async (order, dim, into) => toF32(order, dim, (p) => [whole, p], into),
     };
   const pieces = head.pieces;
   if (!pieces) return undefined;
@@ -148,8 +153,8 @@ export async function openPrecomputedSet(
   };
   return {
     sidecar: head.sidecar,
-    async read(order, dim) {
-      const out = new Float32Array(order.length * dim);
+    async read(order, dim, into) {
+      const out = outFor(order.length * dim, into);
       for (let i = 0; i < order.length; i++) {
         const p = order[i];
         const rows = await piece(Math.floor(p / pieces.rows));
@@ -161,8 +166,17 @@ export async function openPrecomputedSet(
   };
 }
 
-function toF32(order: ArrayLike<number>, dim: number, rowOf: (p: number) => [Uint16Array, number]) {
-  const out = new Float32Array(order.length * dim);
+/** `into`'s first `n` values when it has that many, else a new array. */
+const outFor = (n: number, into?: Float32Array) =>
+  into && into.length >= n ? into.subarray(0, n) : new Float32Array(n);
+
+function toF32(
+  order: ArrayLike<number>,
+  dim: number,
+  rowOf: (p: number) => [Uint16Array, number],
+  into?: Float32Array,
+) {
+  const out = outFor(order.length * dim, into);
   for (let i = 0; i < order.length; i++) {
     const [f16, p] = rowOf(order[i]);
     for (let j = 0; j < dim; j++) out[i * dim + j] = f16ToF32(f16[p * dim + j]);

@@ -77,9 +77,8 @@ export async function embedCorpusTo(
       state.begun = { key, docIds: info.docIds, missing: info.missing, filling };
       return filling;
     },
-    async rows(piece) {
-      await addRowsAtToCompactStore(piece.vectors, piece.at, job.signal);
-    },
+    // The piece's buffers come back from the index worker and go on to the encoder worker (reused).
+    rows: (piece) => addRowsAtToCompactStore(piece.vectors, piece.at, job.signal),
   };
   const r = await embedCorpus({ ...req, stream: { fromDocs: plan.fromDocs } }, { ...job, sink });
   if (!r.streamed) return r;
