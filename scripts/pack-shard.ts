@@ -3,6 +3,9 @@
 //   npm run pack-shard -- --shard ../shared/data/medquad --model loupe-test/bert-tiny-random [--dtype fp32] [--out DIR]
 //   npm run pack-shard -- --demo --out dist/shards     (every demo shard of LOUPE_DATA_DIR, generated test models)
 //   … --index ivf [--nlist N]   also packs a Range-readable IVF-int8 index per set (scripts/lib/pack-ivf.ts)
+//                               and corpus.offsets.bin (each document's line in corpus.jsonl, for
+//                               reading documents by Range; scripts/lib/pack-offsets.ts)
+//   … --offsets                 writes corpus.offsets.bin (also without --index)
 //
 // The corpus is embedded by the app's own encoder worker in headless Chromium (the same code,
 // model files and pooling as a visitor's browser; WASM), then written as
@@ -18,6 +21,7 @@ import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
 import { startDevServer } from './lib/bench-browser';
 import { shardsToCopy } from './lib/demo-shards';
 import { packIvf } from './lib/pack-ivf';
+import { writeDocOffsets } from './lib/pack-offsets';
 import type { PackHarness } from './lib/pack-harness';
 import {
   PRECOMPUTED_FORMAT,
@@ -39,6 +43,7 @@ const { values: args } = parseArgs({
     demo: { type: 'boolean', default: false },
     index: { type: 'string' },
     nlist: { type: 'string' },
+    offsets: { type: 'boolean', default: false },
   },
 });
 
@@ -175,6 +180,10 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
             if (r)
               console.log(`${name}: ${model} ${dtype} ${p.sidecar.part}: IVF ${r.nlist} lists → ${r.file}`);
           }
+      }
+      if (args.index === 'ivf' || args.offsets) {
+        const r = await writeDocOffsets(job.dir, job.out);
+        console.log(`${name}: ${r.docs} document offsets (${r.bytes} bytes) → ${r.file}`);
       }
     }
   } finally {
