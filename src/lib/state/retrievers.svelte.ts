@@ -142,6 +142,11 @@ export class Retrievers {
   prepare(): Promise<boolean> {
     const key = this.bm25Key;
     if (!key) return Promise.resolve(false);
+    // A shard read from its host, not imported, has no corpus here to index (the Shards view offers it).
+    if (this.app.library.remote) {
+      if (this.app.phase === 'idle') this.app.phase = 'ready';
+      return Promise.resolve(false);
+    }
     if (this.preparedKey === key) {
       if (this.app.phase === 'idle') this.app.phase = 'ready';
       return Promise.resolve(true);
