@@ -3,9 +3,9 @@
 //   npm run pack-shard -- --shard ../shared/data/medquad --model loupe-test/bert-tiny-random [--dtype fp32] [--out DIR]
 //   npm run pack-shard -- --demo --out dist/shards     (every demo shard of LOUPE_DATA_DIR, generated test models)
 //   … --index ivf [--nlist N]   also packs a Range-readable IVF-int8 index per set (scripts/lib/pack-ivf.ts)
-//                               and corpus.offsets.bin (each document's line in corpus.jsonl, for
-//                               reading documents by Range; scripts/lib/pack-offsets.ts)
-//   … --offsets                 writes corpus.offsets.bin (also without --index)
+//   … --offsets                 also writes corpus.offsets.bin (each document's line in corpus.jsonl;
+//                               scripts/lib/pack-offsets.ts) and names it in shard.json: with --index
+//                               ivf, the app opens the shard by URL without importing its corpus
 //
 // The corpus is embedded by the app's own encoder worker in headless Chromium (the same code,
 // model files and pooling as a visitor's browser; WASM), then written as
@@ -181,7 +181,7 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
               console.log(`${name}: ${model} ${dtype} ${p.sidecar.part}: IVF ${r.nlist} lists → ${r.file}`);
           }
       }
-      if (args.index === 'ivf' || args.offsets) {
+      if (args.offsets) {
         const r = await writeDocOffsets(job.dir, job.out);
         console.log(`${name}: ${r.docs} document offsets (${r.bytes} bytes) → ${r.file}`);
       }

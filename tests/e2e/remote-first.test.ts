@@ -1,7 +1,7 @@
 // A packed shard opened by URL "remote-first" (issue 19 item 2), in real Chromium: medquad (3,000
-// answers) with 24 of its queries, packed here by `npm run pack-shard -- --index ivf` (embeddings, the
-// IVF index and corpus.offsets.bin; the generated bert-tiny model has random weights, so the ranking
-// exercises the pipeline, not retrieval quality), served under a sub-path by a static server that
+// answers) with 24 of its queries, packed here by `npm run pack-shard -- --index ivf --offsets`
+// (embeddings, the IVF index and corpus.offsets.bin; the generated bert-tiny model has random
+// weights, so the ranking exercises the pipeline, not retrieval quality), served under a sub-path by a static server that
 // honours Range and logs every response. Opened by URL in a fresh profile, the Search view answers a
 // dense query through the packed index and shows the documents' text, with corpus.jsonl read only in
 // Range slices of the lines shown; the Shards view says the documents come from the host and imports
@@ -81,6 +81,7 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
         'ivf',
         '--nlist',
         '48',
+        '--offsets',
       ],
       { cwd: ROOT, stdio: 'pipe' },
     );
@@ -97,7 +98,7 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  test('pack-shard --index ivf names corpus.offsets.bin in shard.json', () => {
+  test('pack-shard --offsets names corpus.offsets.bin in shard.json', () => {
     const manifest = JSON.parse(readFileSync(join(dir, 'shards/medquad-remote/shard.json'), 'utf8')) as Json;
     expect(manifest).toMatchObject({
       doc_offsets: 'corpus.offsets.bin',
@@ -138,9 +139,17 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     await note.waitFor();
     expect(squash(await note.innerText())).toContain('Documents are read from the host on demand');
     expect(await note.innerText()).toContain('Import for BM25 and benchmark runs');
+    expect(await page.locator('[data-testid="docs-held"]').innerText()).toContain(
+      'read from the shard’s host',
+    );
     // Nothing was imported yet: the cached list does not have it.
     const cached = page.locator('[aria-labelledby="cached-h"]');
     expect(await cached.innerText()).not.toContain('medquad-remote');
+    // It fits a phone's width as well as a desktop's.
+    for (const width of [390, 1024, 1440]) {
+      await page.setViewportSize({ width, height: 900 });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+    }
     const from = server.log.length;
     await page.click('[data-testid="import-remote"]');
     await note.waitFor({ state: 'detached', timeout: 300_000 });
