@@ -6,6 +6,7 @@
 //   … --offsets                 also writes corpus.offsets.bin (each document's line in corpus.jsonl;
 //                               scripts/lib/pack-offsets.ts) and names it in shard.json: with --index
 //                               ivf, the app opens the shard by URL without importing its corpus
+//   npm run pack-shard -- --shard DIR --offsets   (no --model: only corpus.offsets.bin)
 //
 // The corpus is embedded by the app's own encoder worker in headless Chromium (the same code,
 // model files and pooling as a visitor's browser; WASM), then written as
@@ -81,6 +82,16 @@ if (args.demo) {
       models: hasImages ? [DEMO_IMAGE_MODEL] : [DEMO_TEXT_MODEL],
     };
   });
+} else if (args.shard && args.offsets && !args.model?.length) {
+  // Only the document offsets (no embedding, no browser): e.g. a shard whose vectors were made elsewhere.
+  const dir = resolve(args.shard);
+  if (!existsSync(join(dir, 'corpus.jsonl'))) fail(`${dir} has no corpus.jsonl`);
+  const t = performance.now();
+  const r = await writeDocOffsets(dir, resolve(args.out ?? dir));
+  console.log(
+    `${basename(dir)}: ${r.docs} document offsets (${r.bytes} bytes) → ${r.file} (${((performance.now() - t) / 1000).toFixed(1)} s)`,
+  );
+  process.exit(0);
 } else {
   if (!args.shard || !args.model?.length)
     fail('usage: --shard DIR --model ID [--model ID…] [--dtype fp32] [--out DIR]');
