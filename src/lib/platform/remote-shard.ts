@@ -29,14 +29,30 @@ export interface RemoteShardHead {
   ivf: RemoteIvfSet[];
 }
 
-/** One reader per shard URL opened (its offsets file is fetched once). */
+/** One reader per shard URL (its offsets file is fetched once per worker). */
 const readers = new Map<string, RangeDocReader>();
 
-/** Documents at corpus `rows` of the shard at `url`, opened by openRemoteShard (read by Range). */
+/** The shard's folder, as the URL source reads it (no query or fragment, a trailing slash). */
+function folderOf(url: string): string {
+  const folder = new URL(url, (globalThis as { location?: { href: string } }).location?.href);
+  if (!folder.pathname.endsWith('/')) folder.pathname += '/';
+  folder.search = '';
+  folder.hash = '';
+  return folder.href;
+}
+
+function readerFor(url: string): RangeDocReader {
+  let reader = readers.get(url);
+  if (!reader) readers.set(url, (reader = new RangeDocReader(folderOf(url), DOC_OFFSETS_FILE)));
+  return reader;
+}
+
+/**
+ * Documents at corpus `rows` of the shard at `url`, opened by openRemoteShard, read by Range (a new
+ * worker, after a cancelled job stopped the last one, fetches the offsets file again).
+ */
 export async function remoteDocRows(url: string, rows: number[]): Promise<Map<number, Doc>> {
-  const reader = readers.get(url);
-  if (!reader) throw new Error(`${url} is not open (open it again)`);
-  return reader.readRows(rows);
+  return readerFor(url).readRows(rows);
 }
 
 /** A read context whose corpus ids are the offsets' directory (qrels are checked against it). */
@@ -68,12 +84,7 @@ export async function openRemoteShard(
   signal?: AbortSignal,
 ): Promise<RemoteShardHead | { issues: ShardIssue[] } | null> {
   const source = urlSource(url);
-  // The shard's folder, as the URL source reads it (no query or fragment, a trailing slash).
-  const folder = new URL(url, (globalThis as { location?: { href: string } }).location?.href);
-  if (!folder.pathname.endsWith('/')) folder.pathname += '/';
-  folder.search = '';
-  folder.hash = '';
-  const base = folder.href;
+  const base = folderOf(url);
   let raw: Record<string, unknown>;
   try {
     const res = await fetch(new URL('shard.json', base), { signal, credentials: 'same-origin' });
@@ -84,6 +95,7 @@ export async function openRemoteShard(
     return null;
   }
   if (raw?.[DOC_OFFSETS_KEY] !== DOC_OFFSETS_FILE || raw.embeddings !== PRECOMPUTED_INDEX) return null;
+  // A fresh reader: the shard may have changed since it was last opened.
   const reader = new RangeDocReader(base, DOC_OFFSETS_FILE);
   let offsets: DocOffsets;
   try {
