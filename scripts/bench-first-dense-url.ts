@@ -71,6 +71,8 @@ interface Round {
   bytes: Record<string, number>;
   requests: number;
   rendererPeakMiB: number;
+  /** The app's own measures (loupe:phase:* and loupe:* stages), ms summed by name. */
+  measures: Record<string, number>;
 }
 
 const sec = (ms: number) => (ms / 1000).toFixed(2);
@@ -118,6 +120,12 @@ async function round(): Promise<Round> {
     const error = await page.locator('[data-testid="search-error"]').allInnerTexts();
     if (error.length) throw new Error(`search failed: ${error.join(' ')}`);
     const t2 = Date.now();
+    const measures = await page.evaluate(() => {
+      const out: Record<string, number> = {};
+      for (const e of performance.getEntriesByType('measure'))
+        if (e.name.startsWith('loupe:')) out[e.name.slice(6)] = (out[e.name.slice(6)] ?? 0) + e.duration;
+      return out;
+    });
     const bytes: Record<string, number> = {};
     const log = host.log.slice(from);
     for (const e of log) {
@@ -131,6 +139,7 @@ async function round(): Promise<Round> {
       bytes,
       requests: log.length,
       rendererPeakMiB: peak / 2 ** 20,
+      measures,
     };
   } finally {
     clearInterval(sampler);
@@ -153,7 +162,10 @@ try {
         Object.entries(r.bytes)
           .map(([k, v]) => `${k} ${mib(v)} MiB`)
           .join(', ') +
-        `; renderers' peak ${r.rendererPeakMiB.toFixed(0)} MiB`,
+        `; renderers' peak ${r.rendererPeakMiB.toFixed(0)} MiB; ` +
+        Object.entries(r.measures)
+          .map(([k, v]) => `${k} ${sec(v)}`)
+          .join(' · '),
     );
   }
 } finally {
@@ -174,6 +186,9 @@ const lines = [
   `| open: page load, service worker, manifest, queries, qrels, offsets file (nothing imported) | ${cell(rounds.map((r) => r.openMs))} |`,
   `| query: Search pressed → first result's text painted (model load, encode, packed index, lines by Range) | ${cell(rounds.map((r) => r.queryMs))} |`,
   `| **total** | ${cell(rounds.map((r) => r.totalMs))} |`,
+  ...[...new Set(rounds.flatMap((r) => Object.keys(r.measures)))]
+    .sort()
+    .map((k) => `| &nbsp;&nbsp;app measure ${k} | ${cell(rounds.map((r) => r.measures[k] ?? 0))} |`),
   '',
   '| file on the shard host | MiB sent (first round) |',
   '| --- | ---: |',
