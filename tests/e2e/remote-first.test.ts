@@ -133,6 +133,22 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     expect(pageErrors(page)).toEqual([]);
   });
 
+  test('the Benchmark view says runs need the import, for BM25 and dense alike', async () => {
+    for (const retriever of [`dense&model=${MODEL}&device=wasm&dtype=fp32`, 'bm25']) {
+      await page.goto(`${baseUrl}/?shard=${url()}&task=${TASK}&retriever=${retriever}#/benchmark`);
+      await phase(page, 'ready', 'done');
+      await page.waitForSelector('[data-testid="run-blocker"]');
+      expect(await page.locator('[data-testid="run-task"]').isDisabled()).toBe(true);
+      expect(await page.locator('[data-testid="run-blocker"]').innerText()).toContain(
+        'benchmark runs need the shard imported (its documents are read from the host on demand): Import in the Shards view.',
+      );
+    }
+    expect(server.log.filter((e) => e.path.endsWith('/corpus.jsonl')).every((e) => e.status === 206)).toBe(
+      true,
+    );
+    expect(pageErrors(page)).toEqual([]);
+  });
+
   test('the Shards view says so, and imports the corpus when asked', async () => {
     await page.evaluate(() => (location.hash = '#/shards'));
     const note = page.locator('[data-testid="remote-first"]');
