@@ -3,6 +3,10 @@
 //   npm run pack-shard -- --shard ../shared/data/medquad --model loupe-test/bert-tiny-random [--dtype fp32] [--out DIR]
 //   npm run pack-shard -- --demo --out dist/shards     (every demo shard of LOUPE_DATA_DIR, generated test models)
 //   … --index ivf [--nlist N]   also packs a Range-readable IVF-int8 index per set (scripts/lib/pack-ivf.ts)
+//   … --offsets                 also writes corpus.offsets.bin (each document's line in corpus.jsonl;
+//                               scripts/lib/pack-offsets.ts) and names it in shard.json: with --index
+//                               ivf, the app opens the shard by URL without importing its corpus
+//   npm run pack-shard -- --shard DIR --offsets   (no --model: only corpus.offsets.bin)
 //
 // The corpus is embedded by the app's own encoder worker in headless Chromium (the same code,
 // model files and pooling as a visitor's browser; WASM), then written as
@@ -18,6 +22,7 @@ import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
 import { startDevServer } from './lib/bench-browser';
 import { shardsToCopy } from './lib/demo-shards';
 import { packIvf } from './lib/pack-ivf';
+import { writeDocOffsets } from './lib/pack-offsets';
 import type { PackHarness } from './lib/pack-harness';
 import {
   PRECOMPUTED_FORMAT,
@@ -39,6 +44,7 @@ const { values: args } = parseArgs({
     demo: { type: 'boolean', default: false },
     index: { type: 'string' },
     nlist: { type: 'string' },
+    offsets: { type: 'boolean', default: false },
   },
 });
 
@@ -76,6 +82,16 @@ if (args.demo) {
       models: hasImages ? [DEMO_IMAGE_MODEL] : [DEMO_TEXT_MODEL],
     };
   });
+} else if (args.shard && args.offsets && !args.model?.length) {
+  // Only the document offsets (no embedding, no browser): e.g. a shard whose vectors were made elsewhere.
+  const dir = resolve(args.shard);
+  if (!existsSync(join(dir, 'corpus.jsonl'))) fail(`${dir} has no corpus.jsonl`);
+  const t = performance.now();
+  const r = await writeDocOffsets(dir, resolve(args.out ?? dir));
+  console.log(
+    `${basename(dir)}: ${r.docs} document offsets (${r.bytes} bytes) → ${r.file} (${((performance.now() - t) / 1000).toFixed(1)} s)`,
+  );
+  process.exit(0);
 } else {
   if (!args.shard || !args.model?.length)
     fail('usage: --shard DIR --model ID [--model ID…] [--dtype fp32] [--out DIR]');
@@ -175,6 +191,10 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
             if (r)
               console.log(`${name}: ${model} ${dtype} ${p.sidecar.part}: IVF ${r.nlist} lists → ${r.file}`);
           }
+      }
+      if (args.offsets) {
+        const r = await writeDocOffsets(job.dir, job.out);
+        console.log(`${name}: ${r.docs} document offsets (${r.bytes} bytes) → ${r.file}`);
       }
     }
   } finally {

@@ -57,6 +57,7 @@ import {
   type PrecomputedSet,
 } from '../src/lib/core/shard/precomputed';
 import { hasParquetSets } from '../src/lib/core/shard/precomputed-parquet';
+import { openRemoteShard, remoteDocRows } from '../src/lib/platform/remote-shard';
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
 export type ImportResult =
@@ -202,6 +203,11 @@ const api = {
       await store.close();
     }
   },
+
+  /** A packed shard on a static host, opened without importing its corpus (platform/remote-shard.ts). */
+  openRemote: (url: string) => openRemoteShard(url),
+  /** Documents of a shard opened by openRemote, read from its host by HTTP Range. */
+  remoteDocs: (url: string, rows: number[]) => remoteDocRows(url, rows),
 
   /** Reads a Parquet dataset's footers and detects its layout and column mapping (nothing is stored). */
   async inspectParquet(descriptor: SourceDescriptor): Promise<InspectResult> {

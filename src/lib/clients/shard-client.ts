@@ -3,7 +3,7 @@
 import * as Comlink from 'comlink';
 import type { ImportResult, InspectResult, ShardWorkerApi } from '../../../workers/shard.worker';
 import type { ParquetMapping } from '../core/media/parquet/mapping';
-import type { ProgressFn } from '../core/types';
+import type { Doc, ProgressFn } from '../core/types';
 import { parseLimits, type ShardLimits } from '../core/shard/limits';
 import type { ShardIssue } from '../core/shard/source';
 import { openShardStore } from '../platform/shard-store';
@@ -209,6 +209,19 @@ export function indexShardDocs(hash: string, queryImages: string[], opts: JobOpt
   return call<void>(opts.signal, (api) =>
     api.indexDocs(hash, queryImages, onProgress ? Comlink.proxy(onProgress) : undefined),
   );
+}
+
+/**
+ * Opens a packed shard on a static host without importing its corpus, or null when it cannot be
+ * (platform/remote-shard.ts; in the worker, which may fetch from the shard's origin).
+ */
+export function openRemoteShard(url: string, opts: JobOptions = {}) {
+  return call<Awaited<ReturnType<ShardWorkerApi['openRemote']>>>(opts.signal, (api) => api.openRemote(url));
+}
+
+/** Documents at corpus `rows` of a shard opened by openRemoteShard, read from its host by Range. */
+export function readRemoteDocs(url: string, rows: number[]): Promise<Map<number, Doc>> {
+  return call<Map<number, Doc>>(undefined, (api) => api.remoteDocs(url, rows));
 }
 
 /** Runs one worker call with cancel (terminate + sweep) and worker-death handling. */

@@ -68,6 +68,11 @@ export class App {
     await this.#imported(this.library.importFrom(source));
   }
 
+  /** Imports the open shard that is read from its host on demand (for BM25 and benchmark runs). */
+  async importRemote() {
+    await this.#imported(this.library.importRemote());
+  }
+
   /** Goes on with a stopped import (a folder or zip picked again: `source`). */
   async resumeImport(p: PausedImport, source?: SourceDescriptor) {
     await this.#imported(this.library.resumeImport(p, source));

@@ -17,6 +17,7 @@ import {
   type RemoteIvfSet,
 } from '../core/shard/precomputed';
 import { openShardStore } from '../platform/shard-store';
+import { remoteFirstSets } from './remote-first';
 import { searchRemoteIvf, type IvfQueryStats } from '../clients/index-client';
 import type { JobOptions } from '../clients/worker-client';
 import type { DenseQueries, QueryFusion, RankedList } from '../../../workers/retrieval.worker';
@@ -46,7 +47,20 @@ export interface RemoteIvf {
  * The shard's packed index for this run (its one document part, at the encoder's dtype), or null:
  * none, or one that cannot serve it (then a note in `plan.notes` says why the corpus is embedded).
  */
-export async function remoteIvfFor(
+export async function remoteIvfFor(...args: Parameters<typeof packedIvfFor>): Promise<RemoteIvf | null> {
+  const found = await packedIvfFor(...args);
+  const [shardHash, spec, , plan] = args;
+  // A shard opened remote-first has no corpus here to embed: say what to do instead.
+  if (!found && remoteFirstSets(shardHash))
+    throw new Error(
+      `${spec.label ?? spec.id} has no packed index this search can use on the shard's host` +
+        (plan.notes.length ? ` (${plan.notes.join('; ')})` : '') +
+        ': import the shard (Shards view) to embed its corpus here',
+    );
+  return found;
+}
+
+async function packedIvfFor(
   shardHash: string,
   spec: ModelSpec,
   encoder: { dtype: string; dim: number },
@@ -54,15 +68,14 @@ export async function remoteIvfFor(
   chunking: Chunking | undefined,
   multiImage: MultiImage | undefined,
 ): Promise<RemoteIvf | null> {
-  const store = await openShardStore();
+  // A shard opened remote-first (not imported) holds its sets in memory, not in the cache.
+  const held = remoteFirstSets(shardHash);
+  const store = held ? null : await openShardStore();
   const sets = await Promise.all(
-    plan.docParts.map((part) =>
-      store.getArtifact<RemoteIvfSet>(
-        shardHash,
-        REMOTE_IVF_KIND,
-        precomputedKey(spec.id, encoder.dtype, part),
-      ),
-    ),
+    plan.docParts.map((part) => {
+      const key = precomputedKey(spec.id, encoder.dtype, part);
+      return held ? held.get(key) : store!.getArtifact<RemoteIvfSet>(shardHash, REMOTE_IVF_KIND, key);
+    }),
   );
   const set = sets[0];
   if (plan.docParts.length > 1) {

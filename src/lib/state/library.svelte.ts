@@ -7,11 +7,13 @@ import {
   importShard,
   indexShardDocs,
   inspectIfParquet,
+  readRemoteDocs,
   resumeImport,
   type SourceDescriptor,
 } from '../clients/shard-client';
 import { loadDocIndex, loadShardHead } from '../platform/shard-docs';
 import { ShardDocs } from './shard-docs.svelte';
+import { forgetRemoteFirst, openRemoteFirst } from './remote-first';
 import { discardPaused, listPaused, type PausedImport } from '../platform/import-resume';
 import { beginImportNote, stoppedImportMessage, takeStoppedImports } from '../platform/import-note';
 import { initialParquetMapping, rememberParquetMapping } from '../platform/parquet-mappings';
@@ -66,6 +68,11 @@ export class Library {
   shard = $state.raw<OpenShard | null>(null);
   /** The selected task of the open shard. */
   taskId = $state('');
+  /**
+   * The open shard's URL when it is read from its host on demand, not imported (remote-first.ts):
+   * dense queries through its packed index work, BM25 and Benchmark runs need `importRemote()`.
+   */
+  remote = $state.raw<string | null>(null);
   /** Stopped streamed imports that can resume (offered at start: Resume or Discard). */
   paused = $state.raw<PausedImport[]>([]);
   /** Validation problems of the last import (nothing was cached). */
@@ -208,12 +215,43 @@ export class Library {
    * Parquet dataset is inspected first and waits in `parquetPending` for its mapping (resolves false);
    * `parquet` is the confirmed mapping.
    */
-  async importFrom(source: SourceDescriptor, parquet?: ParquetMapping): Promise<boolean> {
+  async importFrom(
+    source: SourceDescriptor,
+    parquet?: ParquetMapping,
+    opts: { whole?: boolean } = {},
+  ): Promise<boolean> {
     const label = sourceLabel(source);
     this.issues = null;
     this.parquetPending = null;
     return (
       (await this.jobs.run(`Loading ${label}`, `Loading ${label}`, async (job) => {
+        // A packed shard on a static host opens without importing its corpus (`whole`: import it).
+        if (source.kind === 'url' && !parquet && !opts.whole) {
+          const url = source.url;
+          const remote = await openRemoteFirst(url, job.signal);
+          if (remote && 'issues' in remote) {
+            this.issues = { source: label, list: remote.issues };
+            return false;
+          }
+          if (remote) {
+            const docs = new ShardDocs(
+              null,
+              remote.summary.hash,
+              remote.dir,
+              remote.facts,
+              (e) =>
+                this.messages.error(
+                  `Reading documents from ${label} failed: ${e instanceof Error ? e.message : String(e)}`,
+                  'page',
+                ),
+              (rows) => readRemoteDocs(url, rows),
+            );
+            const { summary, queries, qrels } = remote;
+            const queryById = new Map(queries.map((q) => [q.id, q]));
+            await this.#show({ summary, docs, queries, qrels, queryById }, url);
+            return true;
+          }
+        }
         if (!parquet) {
           const inspected = await inspectIfParquet(source, { signal: job.signal });
           if (inspected && !inspected.ok) {
@@ -253,6 +291,12 @@ export class Library {
     return this.importFrom(pending.source, mapping);
   }
 
+  /** Imports the open remote-first shard (BM25 and Benchmark runs need its corpus cached). */
+  async importRemote(): Promise<boolean> {
+    const url = this.remote;
+    return url ? this.importFrom({ kind: 'url', url }, undefined, { whole: true }) : false;
+  }
+
   cancelParquet() {
     this.parquetPending = null;
   }
@@ -283,19 +327,7 @@ export class Library {
       }
       docs = new ShardDocs(store, hash, index.dir, index.facts, (e) => void this.#docsFailed(hash, e));
       await docs.readWholeIfSmall();
-      this.#revokeImages();
-      this.shard?.docs.close();
-      const shard: OpenShard = {
-        summary,
-        docs,
-        queries,
-        qrels,
-        queryById: new Map(queries.map((q) => [q.id, q])),
-      };
-      this.messages.clear('shard');
-      this.shard = shard;
-      this.taskId = summary.manifest.tasks[0]?.id ?? '';
-      for (const fn of this.#onShard) await fn(shard);
+      await this.#show({ summary, docs, queries, qrels, queryById: new Map(queries.map((q) => [q.id, q])) });
     } catch (e) {
       if (docs && this.shard?.docs !== docs) docs.close();
       if (job && isAbortError(e)) throw e;
@@ -306,6 +338,22 @@ export class Library {
       );
       await this.refreshCache();
     }
+  }
+
+  /**
+   * Makes `shard` the open shard (the one before is closed) and tells the listeners. `remote`: its
+   * URL when it is read from its host, not imported.
+   */
+  async #show(shard: OpenShard, remote: string | null = null) {
+    this.#revokeImages();
+    this.shard?.docs.close();
+    if (this.shard && this.shard.summary.hash !== shard.summary.hash)
+      forgetRemoteFirst(this.shard.summary.hash);
+    this.remote = remote;
+    this.messages.clear('shard');
+    this.shard = shard;
+    this.taskId = shard.summary.manifest.tasks[0]?.id ?? '';
+    for (const fn of this.#onShard) await fn(shard);
   }
 
   /** A document read of the open shard failed (a damaged chunk: the shard was dropped). */
@@ -328,6 +376,8 @@ export class Library {
   /** Closes the open shard (nothing open afterwards). */
   async close() {
     this.shard?.docs.close();
+    if (this.shard) forgetRemoteFirst(this.shard.summary.hash);
+    this.remote = null;
     this.shard = null;
     this.taskId = '';
     this.#revokeImages();

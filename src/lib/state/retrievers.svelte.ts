@@ -128,6 +128,9 @@ export class Retrievers {
   /** Why the selected retriever cannot run a task (null when it can). */
   blocker(task: TaskInfo | null = this.app.library.task): string | null {
     if (!task) return 'open a shard and pick a task.';
+    // A shard read from its host on demand (not imported): runs are stored with the cached shard.
+    if (this.app.library.remote)
+      return 'benchmark runs need the shard imported (its documents are read from the host on demand): Import in the Shards view.';
     if (this.kind === 'bm25')
       return task.queryModality === 'image'
         ? `BM25 reads query text, and the queries of ${task.id} are images only.`
@@ -142,6 +145,11 @@ export class Retrievers {
   prepare(): Promise<boolean> {
     const key = this.bm25Key;
     if (!key) return Promise.resolve(false);
+    // A shard read from its host, not imported, has no corpus here to index (the Shards view offers it).
+    if (this.app.library.remote) {
+      if (this.app.phase === 'idle') this.app.phase = 'ready';
+      return Promise.resolve(false);
+    }
     if (this.preparedKey === key) {
       if (this.app.phase === 'idle') this.app.phase = 'ready';
       return Promise.resolve(true);

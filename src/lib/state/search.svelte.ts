@@ -328,7 +328,12 @@ export class SearchState {
       let fellBack = false;
       let columns: ResultColumn[];
       if (!spec) {
-        if (!(await this.app.retrievers.prepare())) throw new Error('the BM25 index could not be built');
+        if (!(await this.app.retrievers.prepare()))
+          throw new Error(
+            lib.remote
+              ? 'BM25 needs the corpus: this shard is read from its host on demand; import it in the Shards view'
+              : 'the BM25 index could not be built',
+          );
         columns = [{ label: 'BM25', hits: await timeStage('search', () => searchBm25Adhoc(text, this.k)) }];
       } else {
         const r = this.app.retrievers;

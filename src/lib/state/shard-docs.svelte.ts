@@ -29,12 +29,14 @@ export class ShardDocs {
   #whole = false;
 
   constructor(
-    private store: ShardStore,
+    private store: ShardStore | null,
     private hash: string,
     private dir: DocDirectory,
     facts: DocFacts,
     /** Told when a read fails (a damaged shard is dropped by the read). */
     private onError: (e: unknown) => void,
+    /** Reads rows from elsewhere than the cache (a shard read from its host by Range: remote-first.ts). */
+    private readRows?: (rows: number[]) => Promise<Map<number, Doc>>,
   ) {
     this.count = dir.rows.length;
     this.facts = facts;
@@ -42,9 +44,9 @@ export class ShardDocs {
 
   /** Reads every document when the corpus is small (then `get` never waits). */
   async readWholeIfSmall(): Promise<void> {
-    if (this.count > READ_WHOLE_UP_TO) return;
+    if (this.count > READ_WHOLE_UP_TO || this.readRows) return;
     const rows = Array.from({ length: this.count }, (_, i) => i);
-    for (const [r, d] of await readDocRows(this.store, this.hash, rows)) this.#cache.set(r, d);
+    for (const [r, d] of await this.#read(rows)) this.#cache.set(r, d);
     this.#whole = true;
   }
 
@@ -94,7 +96,7 @@ export class ShardDocs {
       else missing.push(r);
     }
     if (missing.length) {
-      const got = await readDocRows(this.store, this.hash, missing);
+      const got = await this.#read(missing);
       for (const [r, d] of got) {
         out.set(d.id, d);
         this.#keep(r, d);
@@ -109,12 +111,16 @@ export class ShardDocs {
     const rows = [...this.#wanted];
     this.#wanted.clear();
     try {
-      const got = await readDocRows(this.store, this.hash, rows);
+      const got = await this.#read(rows);
       for (const [r, d] of got) this.#keep(r, d);
       this.#version++;
     } catch (e) {
       this.onError(e);
     }
+  }
+
+  #read(rows: number[]): Promise<Map<number, Doc>> {
+    return this.readRows ? this.readRows(rows) : readDocRows(this.store!, this.hash, rows);
   }
 
   #keep(r: number, d: Doc) {
@@ -129,6 +135,6 @@ export class ShardDocs {
 
   /** Closes the store connection (the shard was closed). */
   close() {
-    void this.store.close();
+    void this.store?.close();
   }
 }

@@ -1,0 +1,211 @@
+// A fresh visit's first dense result on a packed shard opened by URL (issue 19 item 2): a fresh browser
+// profile opens the static build (served under a sub-path, no COOP/COEP headers) with `?shard=<URL>` of a
+// shard packed with `pack-shard --index ivf --offsets` on another plain static host that honours Range
+// (tests/e2e/range-server.ts, which logs the bytes of every response), and runs a dense query in the
+// Search view. The shard opens remote-first (nothing imported); it times, each round:
+//   open    page.goto → the Search view ready (service worker, manifest, queries, qrels, offsets file)
+//   query   Search pressed → the first result's document text painted (model load, query encoding,
+//           the packed index's first search, the shown documents' lines by Range)
+//   total   page.goto → the first result's text painted
+// and the bytes the shard's host sent, by file.
+//
+//   npm run bench:first-dense-url -- --shard DIR [--model ID] [--rounds 2] [--no-build] [--write-benchmarks]
+//
+// DIR is a shard packed with --index ivf --offsets (for 1M: `npm run pack-ivf` and
+// `npm run pack-shard -- --shard DIR --offsets` over a make-scale-shard --vectors random shard). The
+// generated models have random weights: real compute for their shape, meaningless rankings.
+import { execSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { chromium } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
+import { buildSite, serveStatic } from '../tests/e2e/static-server';
+import { serveRanges } from '../tests/e2e/range-server';
+import { median } from '../src/lib/core/eval/stats';
+import { chromiumProcs, renderers } from './lib/bench-browser';
+import { writeBenchmarksSection } from './lib/benchmarks-md';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const OUT = join(ROOT, '.test-results/first-dense-url-dist');
+const PREFIX = '/course/loupe/';
+const TARGET_MS = 3000;
+
+const { values: argv } = parseArgs({
+  options: {
+    shard: { type: 'string' },
+    model: { type: 'string', default: 'loupe-test/minilm-l6-random' },
+    rounds: { type: 'string', default: '2' },
+    'no-build': { type: 'boolean', default: false },
+    'write-benchmarks': { type: 'boolean', default: false },
+  },
+});
+if (!argv.shard) {
+  console.error('usage: npm run bench:first-dense-url -- --shard DIR [--model ID] [--rounds 2]');
+  process.exit(1);
+}
+const SHARD = resolve(argv.shard);
+const manifest = JSON.parse(readFileSync(join(SHARD, 'shard.json'), 'utf8')) as {
+  tasks: { id: string }[];
+  doc_offsets?: string;
+};
+if (!manifest.doc_offsets) {
+  console.error(`${SHARD}: shard.json names no doc_offsets: run npm run pack-shard -- --shard DIR --offsets`);
+  process.exit(1);
+}
+const TASK = manifest.tasks[0].id;
+const firstQuery = readFileSync(join(SHARD, 'queries.jsonl'), 'utf8').slice(0, 100_000).split('\n')[0];
+const QUERY = (JSON.parse(firstQuery) as { text: string }).text;
+const ROUNDS = Number(argv.rounds);
+
+if (!argv['no-build'] || !existsSync(join(OUT, 'index.html'))) {
+  console.log('building the site…');
+  buildSite(OUT);
+}
+
+interface Round {
+  openMs: number;
+  queryMs: number;
+  totalMs: number;
+  bytes: Record<string, number>;
+  requests: number;
+  rendererPeakMiB: number;
+  /** The app's own measures (loupe:phase:* and loupe:* stages), ms summed by name. */
+  measures: Record<string, number>;
+}
+
+const sec = (ms: number) => (ms / 1000).toFixed(2);
+
+const site = await serveStatic(OUT, PREFIX);
+const host = await serveRanges(dirname(SHARD), '/data/');
+const shardUrl = `${host.url}${encodeURIComponent(basename(SHARD))}/`;
+
+async function round(): Promise<Round> {
+  const profile = mkdtempSync(join(tmpdir(), 'loupe-first-dense-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    args: CHROMIUM_ARGS,
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+  });
+  let peak = 0;
+  const sampler = setInterval(() => {
+    const rss = renderers(chromiumProcs(profile)).reduce((s, p) => s + p.rssBytes, 0);
+    peak = Math.max(peak, rss);
+  }, 250);
+  try {
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.on('pageerror', (e) => console.error('page error:', e.message));
+    const params = new URLSearchParams({
+      shard: shardUrl,
+      task: TASK,
+      'search-model': argv.model!,
+      q: QUERY,
+    });
+    const from = host.log.length;
+    const t0 = Date.now();
+    await page.goto(`${site.url}?${params}#/search`);
+    await page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 10 * 60_000 });
+    await page.waitForSelector('[data-testid="search-input"]');
+    const t1 = Date.now();
+    await page.click('[data-testid="search-submit"]');
+    await page.waitForFunction(
+      () =>
+        !!document.querySelector('[data-testid="results"] [data-doc] .text') ||
+        !!document.querySelector('[data-testid="search-error"]'),
+      null,
+      { timeout: 10 * 60_000, polling: 'raf' },
+    );
+    const error = await page.locator('[data-testid="search-error"]').allInnerTexts();
+    if (error.length) throw new Error(`search failed: ${error.join(' ')}`);
+    const t2 = Date.now();
+    const measures = await page.evaluate(() => {
+      const out: Record<string, number> = {};
+      for (const e of performance.getEntriesByType('measure'))
+        if (e.name.startsWith('loupe:')) out[e.name.slice(6)] = (out[e.name.slice(6)] ?? 0) + e.duration;
+      return out;
+    });
+    const bytes: Record<string, number> = {};
+    const log = host.log.slice(from);
+    for (const e of log) {
+      const name = e.path.split('/').pop()!;
+      bytes[name] = (bytes[name] ?? 0) + e.bytes;
+    }
+    return {
+      openMs: t1 - t0,
+      queryMs: t2 - t1,
+      totalMs: t2 - t0,
+      bytes,
+      requests: log.length,
+      rendererPeakMiB: peak / 2 ** 20,
+      measures,
+    };
+  } finally {
+    clearInterval(sampler);
+    await context.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+const load0 = loadavg()[0];
+const started = new Date();
+const rounds: Round[] = [];
+try {
+  for (let i = 0; i < ROUNDS; i++) {
+    const r = await round();
+    rounds.push(r);
+    const mib = (b: number) => (b / 2 ** 20).toFixed(2);
+    console.log(
+      `round ${i + 1}: total ${sec(r.totalMs)} s (open ${sec(r.openMs)} s, query ${sec(r.queryMs)} s), ` +
+        `${r.requests} requests: ` +
+        Object.entries(r.bytes)
+          .map(([k, v]) => `${k} ${mib(v)} MiB`)
+          .join(', ') +
+        `; renderers' peak ${r.rendererPeakMiB.toFixed(0)} MiB; ` +
+        Object.entries(r.measures)
+          .map(([k, v]) => `${k} ${sec(v)}`)
+          .join(' · '),
+    );
+  }
+} finally {
+  await site.close();
+  await host.close();
+}
+const load1 = loadavg()[0];
+
+const cell = (xs: number[]) => `${sec(median(xs))} (${sec(Math.min(...xs))}–${sec(Math.max(...xs))})`;
+const total = median(rounds.map((r) => r.totalMs));
+const files = [...new Set(rounds.flatMap((r) => Object.keys(r.bytes)))].sort();
+const lines = [
+  `First dense result **${sec(total)} s** median over ${rounds.length} fresh profiles ` +
+    `(target ≤ ${sec(TARGET_MS)} s: ${total <= TARGET_MS ? 'met' : 'missed'} on this loaded machine).`,
+  '',
+  '| step | median s (range) |',
+  '| --- | ---: |',
+  `| open: page load, service worker, manifest, queries, qrels, offsets file (nothing imported) | ${cell(rounds.map((r) => r.openMs))} |`,
+  `| query: Search pressed → first result's text painted (model load, encode, packed index, lines by Range) | ${cell(rounds.map((r) => r.queryMs))} |`,
+  `| **total** | ${cell(rounds.map((r) => r.totalMs))} |`,
+  ...[...new Set(rounds.flatMap((r) => Object.keys(r.measures)))]
+    .sort()
+    .map((k) => `| &nbsp;&nbsp;app measure ${k} | ${cell(rounds.map((r) => r.measures[k] ?? 0))} |`),
+  '',
+  '| file on the shard host | MiB sent (first round) |',
+  '| --- | ---: |',
+  ...files.map((f) => `| ${f} | ${((rounds[0].bytes[f] ?? 0) / 2 ** 20).toFixed(2)} |`),
+  '',
+  `Renderers' peak RSS: ${Math.max(...rounds.map((r) => r.rendererPeakMiB)).toFixed(0)} MiB.`,
+];
+const cpu = cpus()[0]?.model ?? 'unknown CPU';
+const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
+const header =
+  `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
+  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · ` +
+  `\`npm run bench:first-dense-url -- --shard ${basename(SHARD)} --rounds ${ROUNDS}\` · ` +
+  `${argv.model} (generated, **random weights**: real compute for its shape, meaningless rankings), default device.`;
+console.log(`\n${header}\n\n${lines.join('\n')}`);
+writeFileSync(
+  join(ROOT, '.test-results/first-dense-url.json'),
+  JSON.stringify({ started, load: [load0, load1], rounds }, null, 2),
+);
+if (argv['write-benchmarks']) writeBenchmarksSection('first-dense-url', `${header}\n\n${lines.join('\n')}`);

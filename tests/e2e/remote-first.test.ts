@@ -1,0 +1,188 @@
+// A packed shard opened by URL "remote-first" (issue 19 item 2), in real Chromium: medquad (3,000
+// answers) with 24 of its queries, packed here by `npm run pack-shard -- --index ivf --offsets`
+// (embeddings, the IVF index and corpus.offsets.bin; the generated bert-tiny model has random
+// weights, so the ranking exercises the pipeline, not retrieval quality), served under a sub-path by a static server that
+// honours Range and logs every response. Opened by URL in a fresh profile, the Search view answers a
+// dense query through the packed index and shows the documents' text, with corpus.jsonl read only in
+// Range slices of the lines shown; the Shards view says the documents come from the host and imports
+// the corpus when asked.
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { DATA_DIR } from '../paths';
+import { launch, pageErrors, type Session } from './browser';
+import { serveRanges, type RangeServer } from './range-server';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const baseUrl = inject('baseUrl');
+const MODEL = 'loupe-test/bert-tiny-random';
+const TASK = 'qa-answer-retrieval';
+const PREFIX = '/course/loupe/';
+const NQ = 24;
+const QUERY = 'What are the symptoms of glaucoma ?';
+
+type Json = Record<string, unknown>;
+const lines = (p: string) =>
+  readFileSync(p, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Json);
+
+/** medquad with its first NQ queries (and their qrels), every document. */
+function writeShard(dir: string): void {
+  const src = join(DATA_DIR, 'medquad');
+  mkdirSync(join(dir, 'qrels'), { recursive: true });
+  const queries = lines(join(src, 'queries.jsonl')).slice(0, NQ);
+  const ids = new Set(queries.map((q) => q._id as string));
+  const qrels = readFileSync(join(src, 'qrels/test.tsv'), 'utf8').trim().split('\n');
+  const manifest = JSON.parse(readFileSync(join(src, 'shard.json'), 'utf8')) as Json;
+  delete manifest.counts;
+  writeFileSync(join(dir, 'shard.json'), JSON.stringify({ ...manifest, name: 'medquad-remote' }, null, 2));
+  cpSync(join(src, 'corpus.jsonl'), join(dir, 'corpus.jsonl'));
+  writeFileSync(join(dir, 'queries.jsonl'), queries.map((q) => JSON.stringify(q)).join('\n') + '\n');
+  writeFileSync(
+    join(dir, 'qrels/test.tsv'),
+    [qrels[0], ...qrels.slice(1).filter((l) => ids.has(l.split('\t')[0]))].join('\n') + '\n',
+  );
+}
+
+async function phase(page: Page, ...phases: string[]): Promise<string> {
+  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
+  await page.waitForSelector(sel, { timeout: 300_000 });
+  return (await page.getAttribute('[data-testid="app"]', 'data-phase')) ?? '';
+}
+
+describe('a packed shard opened by URL answers dense queries before its corpus is imported', () => {
+  let dir: string;
+  let server: RangeServer;
+  let s: Session;
+  let page: Page;
+  let corpus: Map<string, Json>;
+  let corpusSize: number;
+  const url = () => `${server.url}shards/medquad-remote/`;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'loupe-remote-first-'));
+    const packed = join(dir, 'shards/medquad-remote');
+    writeShard(packed);
+    execFileSync(
+      'npx',
+      [
+        'tsx',
+        'scripts/pack-shard.ts',
+        '--shard',
+        packed,
+        '--model',
+        MODEL,
+        '--index',
+        'ivf',
+        '--nlist',
+        '48',
+        '--offsets',
+      ],
+      { cwd: ROOT, stdio: 'pipe' },
+    );
+    corpus = new Map(lines(join(packed, 'corpus.jsonl')).map((d) => [d._id as string, d]));
+    corpusSize = readFileSync(join(packed, 'corpus.jsonl')).length;
+    server = await serveRanges(dir, PREFIX);
+    s = await launch();
+    page = s.page;
+  }, 600_000);
+
+  afterAll(async () => {
+    await s?.dispose();
+    await server?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('pack-shard --offsets names corpus.offsets.bin in shard.json', () => {
+    const manifest = JSON.parse(readFileSync(join(dir, 'shards/medquad-remote/shard.json'), 'utf8')) as Json;
+    expect(manifest).toMatchObject({
+      doc_offsets: 'corpus.offsets.bin',
+      embeddings: 'embeddings/index.json',
+    });
+  });
+
+  test('Search shows dense results with their text; corpus.jsonl is read only in Ranges', async () => {
+    await page.goto(
+      `${baseUrl}/?shard=${url()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+    );
+    await phase(page, 'ready', 'done');
+    await page.click('[data-testid="search-submit"]');
+    await page.waitForSelector('[data-testid="search-ivf"]', { timeout: 300_000 });
+    const hits = await page
+      .locator('[data-testid="results"] [data-doc]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-doc') ?? ''));
+    expect(hits).toHaveLength(20);
+    // Each result shows its document's text, as corpus.jsonl has it (the first 220 characters).
+    for (const id of hits.slice(0, 5)) {
+      const text = corpus.get(id)!.text as string;
+      const want = squash(text.length > 220 ? text.slice(0, 220) + '…' : text);
+      const shown = page.locator(`[data-testid="results"] [data-doc="${id}"] .text`);
+      await shown.waitFor({ timeout: 30_000 });
+      expect(squash(await shown.innerText())).toBe(want);
+    }
+    const corpusReads = server.log.filter((e) => e.path.endsWith('/corpus.jsonl') && e.method === 'GET');
+    expect(corpusReads.length).toBeGreaterThan(0);
+    expect(corpusReads.every((e) => e.status === 206 && !!e.range)).toBe(true);
+    // Only the lines shown: far less than the corpus.
+    expect(corpusReads.reduce((a, e) => a + e.bytes, 0)).toBeLessThan(corpusSize / 20);
+    expect(pageErrors(page)).toEqual([]);
+  });
+
+  test('the Benchmark view says runs need the import, for BM25 and dense alike', async () => {
+    for (const retriever of [`dense&model=${MODEL}&device=wasm&dtype=fp32`, 'bm25']) {
+      await page.goto(`${baseUrl}/?shard=${url()}&task=${TASK}&retriever=${retriever}#/benchmark`);
+      await phase(page, 'ready', 'done');
+      await page.waitForSelector('[data-testid="run-blocker"]');
+      expect(await page.locator('[data-testid="run-task"]').isDisabled()).toBe(true);
+      expect(await page.locator('[data-testid="run-blocker"]').innerText()).toContain(
+        'benchmark runs need the shard imported (its documents are read from the host on demand): Import in the Shards view.',
+      );
+    }
+    expect(server.log.filter((e) => e.path.endsWith('/corpus.jsonl')).every((e) => e.status === 206)).toBe(
+      true,
+    );
+    expect(pageErrors(page)).toEqual([]);
+  });
+
+  test('the Shards view says so, and imports the corpus when asked', async () => {
+    await page.evaluate(() => (location.hash = '#/shards'));
+    const note = page.locator('[data-testid="remote-first"]');
+    await note.waitFor();
+    expect(squash(await note.innerText())).toContain('Documents are read from the host on demand');
+    expect(await note.innerText()).toContain('Import for BM25 and benchmark runs');
+    expect(await page.locator('[data-testid="docs-held"]').innerText()).toContain(
+      'read from the shard’s host',
+    );
+    // Nothing was imported yet: the cached list does not have it.
+    const cached = page.locator('[aria-labelledby="cached-h"]');
+    expect(await cached.innerText()).not.toContain('medquad-remote');
+    // It fits a phone's width as well as a desktop's.
+    for (const width of [390, 1024, 1440]) {
+      await page.setViewportSize({ width, height: 900 });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+    }
+    const from = server.log.length;
+    await page.click('[data-testid="import-remote"]');
+    await note.waitFor({ state: 'detached', timeout: 300_000 });
+    await phase(page, 'ready', 'done');
+    // The whole corpus this time (the import reads it), and the shard is cached.
+    expect(server.log.slice(from).some((e) => e.path.endsWith('/corpus.jsonl') && e.status === 200)).toBe(
+      true,
+    );
+    // The imported shard opened in its place (the app went to the Search view): no note any more.
+    await page.evaluate(() => (location.hash = '#/shards'));
+    await page.waitForSelector('[data-testid="shard-info"]');
+    expect(await cached.innerText()).toContain('medquad-remote');
+    expect(await note.count()).toBe(0);
+    expect(pageErrors(page)).toEqual([]);
+  });
+});
+
+function squash(t: string): string {
+  return t.replace(/\s+/g, ' ').trim();
+}
