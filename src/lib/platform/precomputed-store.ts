@@ -13,8 +13,13 @@ import {
 import { f16ToF32, VectorFileError } from '../core/shard/vector-files';
 import type { ShardStore } from './shard-store';
 
-/** Rows per stored piece of a precomputed set (48 MiB of float16 at 384 dimensions). */
-export const PRECOMPUTED_ROWS = 65_536;
+/**
+ * Rows per stored piece of a precomputed set (6 MiB of float16 at 384 dimensions). Each piece read
+ * is garbage once its rows are copied on, and the GC lets several wait: pieces of 48 MiB left about
+ * 250 MB of them in the encoder worker while 1M rows streamed (bench:scale --trace). A set stored with
+ * another piece size is read by the size in its head.
+ */
+export const PRECOMPUTED_ROWS = 8_192;
 
 /** The head record of a set stored in pieces (a set stored whole has `f16` instead of `pieces`). */
 interface StoredSet {
