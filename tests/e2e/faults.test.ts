@@ -411,17 +411,21 @@ describe('faults: storage filling up after the import (embeddings, index)', () =
       await s.page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready', null, {
         timeout: 150_000,
       });
-      // vqa-rad's 315 finding passages in batches of 8: as many batches as medquad's 3,000 in 32s would
-      // need a tenth of the embedding time.
-      const hash = await enc(s.page, 'importShard', 'vqa-rad');
+      // medquad's passages cut at 128 tokens instead of 512: as many vectors to save, in about a
+      // third of the embedding time.
+      const short = { overrides: { maxTokens: 128 } };
+      const hash = await enc(s.page, 'importShard', 'medquad');
       // A first run stopped a third of the way: some batches are saved.
-      const stopped = await enc(s.page, 'embedCorpus', hash, MODEL, 'text', 8, LOAD, { abortAtDone: 100 });
+      const stopped = await enc(s.page, 'embedCorpus', hash, MODEL, 'text', 32, LOAD, {
+        abortAtDone: 1000,
+        ...short,
+      });
       expect(stopped.ok).toBe(false);
       const savedBefore = (await enc(s.page, 'embRecords', hash)).filter((r) => r.batchNo !== null);
       expect(savedBefore.length).toBeGreaterThan(0);
       // Then the storage fills up (another site, other shards): the next batch cannot be saved.
-      await fillStorage(s.page, QUOTA, 20_000);
-      const first = await enc(s.page, 'embedCorpus', hash, MODEL, 'text', 8, LOAD);
+      await fillStorage(s.page, QUOTA, 50_000);
+      const first = await enc(s.page, 'embedCorpus', hash, MODEL, 'text', 32, LOAD, short);
       if (!first.ok) throw new Error(JSON.stringify(first));
       expect(first.notSaved).toMatch(
         /^the browser's storage filled up while saving the corpus embeddings of .+ \(batch \d+ of \d+\): this run has them all.*Delete cached shards or runs you no longer need \(Shards view\), or allow this site more storage/,
@@ -436,7 +440,7 @@ describe('faults: storage filling up after the import (embeddings, index)', () =
 
       // The user made room: the next run reuses what was saved and saves the rest.
       await freeStorage(s.page);
-      const second = await enc(s.page, 'embedCorpus', hash, MODEL, 'text', 8, LOAD);
+      const second = await enc(s.page, 'embedCorpus', hash, MODEL, 'text', 32, LOAD, short);
       if (!second.ok) throw new Error(JSON.stringify(second));
       expect(second.notSaved).toBeNull();
       expect(second.reusedBatches).toBe(saved.length);
