@@ -3,14 +3,13 @@
 // works offline (cached shard, BM25, a dense query with a generated model) and says what to do when
 // a hub model cannot be downloaded.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DATA_DIR } from '../paths';
 import type { Page } from 'playwright-core';
 import { launch, type Session } from './browser';
 import { buildSite, serveStatic, type StaticServer } from './static-server';
-import { writeSubset } from './subset';
+import { packShard, writeSubset } from './shard-fixtures';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 /** A build of its own (gitignored), so the test never depends on a stale dist/. */
@@ -59,10 +58,7 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
     rmSync(served, { recursive: true, force: true });
     writeSubset(join(DATA_DIR, 'medquad'), served, { docs: DOCS });
     cpSync(served, join(OUT, 'shards-plain/medquad'), { recursive: true });
-    execFileSync('npx', ['tsx', 'scripts/pack-shard.ts', '--shard', served, '--model', MODEL], {
-      cwd: ROOT,
-      stdio: 'pipe',
-    });
+    packShard(served, ['--model', MODEL]);
     server = await serveStatic(OUT, PREFIX);
     s = await launch();
   }, 480_000);

@@ -9,10 +9,9 @@
 // run read only Range slices (never the whole .npy), the bytes the UI shows equal the server log, the
 // rankings agree with the exact ones within IVF recall, a repeated query transfers nothing (OPFS),
 // and the Storage panel lists the shard's index cache and clears it.
-import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DATA_DIR } from '../paths';
@@ -22,9 +21,8 @@ import { parseRun } from '../../src/lib/core/eval/trec';
 import { launch, pageErrors, type Session } from './browser';
 import { shotPath } from './artifacts';
 import { serveRanges, type RangeLogEntry, type RangeServer } from './range-server';
-import { writeSubset } from './subset';
+import { packShard, writeSubset } from './shard-fixtures';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const baseUrl = inject('baseUrl');
 const MODEL = 'loupe-test/bert-tiny-random';
 const TASK = 'qa-answer-retrieval';
@@ -103,22 +101,7 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     const packed = join(dir, 'shards/medquad-ivf');
     writeShard(packed, 'medquad-ivf');
     // The packing command as a user runs it: embeddings, then the index beside them.
-    execFileSync(
-      'npx',
-      [
-        'tsx',
-        'scripts/pack-shard.ts',
-        '--shard',
-        packed,
-        '--model',
-        MODEL,
-        '--index',
-        'ivf',
-        '--nlist',
-        String(NLIST),
-      ],
-      { cwd: ROOT, stdio: 'pipe' },
-    );
+    packShard(packed, ['--model', MODEL, '--index', 'ivf', '--nlist', String(NLIST)]);
     // The same shard without the index (another name, so another shard): the exact reference.
     const plain = join(dir, 'shards/medquad-exact');
     cpSync(packed, plain, { recursive: true });
@@ -433,11 +416,7 @@ describe('the CLIP retriever on a packed image + text shard opened by URL', () =
     const manifest = JSON.parse(readFileSync(join(packed, 'shard.json'), 'utf8')) as Json;
     delete manifest.counts;
     writeFileSync(join(packed, 'shard.json'), JSON.stringify({ ...manifest, name: 'vqa-ivf' }));
-    execFileSync(
-      'npx',
-      ['tsx', 'scripts/pack-shard.ts', '--shard', packed, '--model', CLIP, '--index', 'ivf', '--nlist', '16'],
-      { cwd: ROOT, stdio: 'pipe' },
-    );
+    packShard(packed, ['--model', CLIP, '--index', 'ivf', '--nlist', '16']);
     const plain = join(dir, 'shards/vqa-exact');
     cpSync(packed, plain, { recursive: true });
     writeFileSync(

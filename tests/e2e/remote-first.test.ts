@@ -1,22 +1,22 @@
-// A packed shard opened by URL "remote-first" (issue 19 item 2), in real Chromium: medquad (3,000
-// answers) with 24 of its queries, packed here by `npm run pack-shard -- --index ivf --offsets`
-// (embeddings, the IVF index and corpus.offsets.bin; the generated bert-tiny model has random
-// weights, so the ranking exercises the pipeline, not retrieval quality), served under a sub-path by a static server that
-// honours Range and logs every response. Opened by URL in a fresh profile, the Search view answers a
-// dense query through the packed index and shows the documents' text, with corpus.jsonl read only in
-// Range slices of the lines shown; the Shards view says the documents come from the host and imports
-// the corpus when asked.
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// A packed shard opened by URL "remote-first" (issue 19 item 2), in real Chromium: 1,000 medquad
+// answers with 24 of its queries (tests/e2e/subset.ts), packed here by `npm run pack-shard -- --index
+// ivf --offsets` (embeddings, the IVF index and corpus.offsets.bin; the generated bert-tiny model has
+// random weights, so the ranking exercises the pipeline, not retrieval quality), served under a
+// sub-path by a static server that honours Range and logs every response. Opened by URL in a fresh
+// profile, the Search view answers a dense query through the packed index and shows the documents'
+// text, with corpus.jsonl read only in Range slices of the lines shown; the Shards view says the
+// documents come from the host and imports the corpus when asked.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DATA_DIR } from '../paths';
 import { launch, pageErrors, type Session } from './browser';
 import { serveRanges, type RangeServer } from './range-server';
+import { shotPath } from './artifacts';
+import { packShard, writeSubset } from './shard-fixtures';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const baseUrl = inject('baseUrl');
 const MODEL = 'loupe-test/bert-tiny-random';
 const TASK = 'qa-answer-retrieval';
@@ -31,22 +31,9 @@ const lines = (p: string) =>
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Json);
 
-/** medquad with its first NQ queries (and their qrels), every document. */
+/** medquad with its first NQ queries (and their qrels), 1,000 documents with every judged one. */
 function writeShard(dir: string): void {
-  const src = join(DATA_DIR, 'medquad');
-  mkdirSync(join(dir, 'qrels'), { recursive: true });
-  const queries = lines(join(src, 'queries.jsonl')).slice(0, NQ);
-  const ids = new Set(queries.map((q) => q._id as string));
-  const qrels = readFileSync(join(src, 'qrels/test.tsv'), 'utf8').trim().split('\n');
-  const manifest = JSON.parse(readFileSync(join(src, 'shard.json'), 'utf8')) as Json;
-  delete manifest.counts;
-  writeFileSync(join(dir, 'shard.json'), JSON.stringify({ ...manifest, name: 'medquad-remote' }, null, 2));
-  cpSync(join(src, 'corpus.jsonl'), join(dir, 'corpus.jsonl'));
-  writeFileSync(join(dir, 'queries.jsonl'), queries.map((q) => JSON.stringify(q)).join('\n') + '\n');
-  writeFileSync(
-    join(dir, 'qrels/test.tsv'),
-    [qrels[0], ...qrels.slice(1).filter((l) => ids.has(l.split('\t')[0]))].join('\n') + '\n',
-  );
+  writeSubset(join(DATA_DIR, 'medquad'), dir, { docs: 1000, queries: NQ, name: 'medquad-remote' });
 }
 
 async function phase(page: Page, ...phases: string[]): Promise<string> {
@@ -68,23 +55,7 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     dir = mkdtempSync(join(tmpdir(), 'loupe-remote-first-'));
     const packed = join(dir, 'shards/medquad-remote');
     writeShard(packed);
-    execFileSync(
-      'npx',
-      [
-        'tsx',
-        'scripts/pack-shard.ts',
-        '--shard',
-        packed,
-        '--model',
-        MODEL,
-        '--index',
-        'ivf',
-        '--nlist',
-        '48',
-        '--offsets',
-      ],
-      { cwd: ROOT, stdio: 'pipe' },
-    );
+    packShard(packed, ['--model', MODEL, '--index', 'ivf', '--nlist', '48', '--offsets']);
     corpus = new Map(lines(join(packed, 'corpus.jsonl')).map((d) => [d._id as string, d]));
     corpusSize = readFileSync(join(packed, 'corpus.jsonl')).length;
     server = await serveRanges(dir, PREFIX);
@@ -130,6 +101,9 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     expect(corpusReads.every((e) => e.status === 206 && !!e.range)).toBe(true);
     // Only the lines shown: far less than the corpus.
     expect(corpusReads.reduce((a, e) => a + e.bytes, 0)).toBeLessThan(corpusSize / 20);
+    await page.setViewportSize({ width: 390, height: 900 });
+    await page.screenshot({ path: shotPath('remote-first-search-390.png'), fullPage: true });
+    await page.setViewportSize({ width: 1440, height: 900 });
     expect(pageErrors(page)).toEqual([]);
   });
 
@@ -165,6 +139,8 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     for (const width of [390, 1024, 1440]) {
       await page.setViewportSize({ width, height: 900 });
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      if (width !== 1024)
+        await page.screenshot({ path: shotPath(`remote-first-shards-${width}.png`), fullPage: true });
     }
     const from = server.log.length;
     await page.click('[data-testid="import-remote"]');

@@ -1,8 +1,12 @@
-// A smaller copy of a shard for tests whose point is not its size: some of its queries (with their
-// qrels), every document those judge and then the first others up to a count; the manifest without
-// its stated counts. Tests that embed a whole corpus in Chromium use it to stay in seconds.
+// Shard folders made by e2e tests: a smaller copy of a shard for tests whose point is not its size
+// (some of its queries with their qrels, every document those judge and then the first others up to a
+// count; the manifest without its stated counts), so that tests embedding a whole corpus in Chromium
+// stay in seconds; and packing one as a user does (`npm run pack-shard`).
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '../..');
 
 type Json = Record<string, unknown>;
 
@@ -45,4 +49,12 @@ export function writeSubset(
   writeFileSync(join(out, 'queries.jsonl'), queries.join('\n') + '\n');
   writeFileSync(join(out, 'qrels/test.tsv'), [head, ...keptQrels].join('\n') + '\n');
   return { docs: kept.length, queries: queries.length };
+}
+
+/** Runs `npm run pack-shard -- --shard dir …args` (embeddings, and what args ask for beside them). */
+export function packShard(dir: string, args: string[]): void {
+  execFileSync('npx', ['tsx', 'scripts/pack-shard.ts', '--shard', dir, ...args], {
+    cwd: ROOT,
+    stdio: 'pipe',
+  });
 }

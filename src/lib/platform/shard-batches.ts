@@ -4,7 +4,8 @@
 // ShardStore.load checks it (chunk numbers, counts, checksums); a damaged shard is dropped and
 // reported as StaleCacheError.
 import type { Doc, Query } from '../core/types';
-import { fnv1a, hashRange, StaleCacheError, type ShardStore, type ShardSummary } from './shard-store';
+import { hashRange, StaleCacheError, type ShardStore, type ShardSummary } from './shard-store';
+import { allChunkRecords, chunkRecords } from './stored-chunks';
 
 /** Drops the shard and rethrows `e` as StaleCacheError (the shard must be imported again). */
 async function stale(store: ShardStore, hash: string, e: unknown, name?: string): Promise<never> {
@@ -31,12 +32,7 @@ export async function* docBatches(
     try {
       const rows = await db.getAll('docs', IDBKeyRange.bound([hash, from], [hash, to - 1]));
       for (let c = from; c < to; c++) {
-        const r = rows[c - from];
-        if (r?.chunkNo !== c || !Array.isArray(r.records))
-          throw new Error(`documents: chunk ${c} is damaged`);
-        if (meta.sums && fnv1a(JSON.stringify(r.records)) !== meta.sums.docs[c])
-          throw new Error(`documents: chunk ${c} does not match its checksum (its bytes were changed)`);
-        for (const d of r.records) {
+        for (const d of chunkRecords('documents', rows[c - from], c, meta.sums?.docs[c])) {
           if (typeof d?.id !== 'string') throw new Error('documents: a record is damaged');
           batch.push(d);
         }
@@ -61,21 +57,14 @@ export async function loadQueries(
   const summary = await store.summary(hash);
   if (!meta || !summary) throw new StaleCacheError(hash, 'not in the cache');
   try {
-    const rows = await db.getAll('queries', hashRange(hash));
-    if (rows.length !== meta.chunks.queries)
-      throw new Error(`queries: ${rows.length} chunks stored, ${meta.chunks.queries} expected`);
-    const queries: Query[] = [];
-    rows.forEach((r, i) => {
-      if (r.chunkNo !== i || !Array.isArray(r.records)) throw new Error(`queries: chunk ${i} is damaged`);
-      if (meta.sums && fnv1a(JSON.stringify(r.records)) !== meta.sums.queries[i])
-        throw new Error(`queries: chunk ${i} does not match its checksum (its bytes were changed)`);
-      for (const q of r.records) {
-        if (typeof q?.id !== 'string') throw new Error('queries: a record is damaged');
-        queries.push(q);
-      }
-    });
-    if (queries.length !== meta.counts.queries)
-      throw new Error(`queries: ${queries.length} records stored, ${meta.counts.queries} expected`);
+    const queries: Query[] = allChunkRecords(
+      'queries',
+      await db.getAll('queries', hashRange(hash)),
+      meta.chunks.queries,
+      meta.counts.queries,
+      meta.sums?.queries,
+      (q) => typeof q?.id === 'string',
+    );
     return { summary, queries };
   } catch (e) {
     return stale(store, hash, e, meta.name);

@@ -12,9 +12,9 @@ import {
   type DocFacts,
 } from '../core/shard/doc-directory';
 import { docBatches, loadQueries } from './shard-batches';
+import { allChunkRecords, chunkRecords } from './stored-chunks';
 import {
   DOCS_PER_CHUNK,
-  fnv1a,
   hashRange,
   qrelsOf,
   StaleCacheError,
@@ -47,18 +47,13 @@ export async function loadShardHead(
   const meta = await db.get('shards', hash);
   if (!meta) throw new StaleCacheError(hash, 'not in the cache');
   try {
-    const rows = await db.getAll('qrels', hashRange(hash));
-    if (rows.length !== meta.chunks.qrels)
-      throw new Error(`qrels: ${rows.length} chunks stored, ${meta.chunks.qrels} expected`);
-    const triples: unknown[] = [];
-    rows.forEach((r, i) => {
-      if (r.chunkNo !== i || !Array.isArray(r.records)) throw new Error(`qrels: chunk ${i} is damaged`);
-      if (meta.sums && fnv1a(JSON.stringify(r.records)) !== meta.sums.qrels[i])
-        throw new Error(`qrels: chunk ${i} does not match its checksum (its bytes were changed)`);
-      for (const t of r.records) triples.push(t);
-    });
-    if (triples.length !== meta.counts.qrels)
-      throw new Error(`qrels: ${triples.length} records stored, ${meta.counts.qrels} expected`);
+    const triples = allChunkRecords(
+      'qrels',
+      await db.getAll('qrels', hashRange(hash)),
+      meta.chunks.qrels,
+      meta.counts.qrels,
+      meta.sums?.qrels,
+    );
     const qrels = qrelsOf(triples);
     const images = await db.count('images', hashRange(hash));
     if (images !== meta.counts.images)
@@ -128,12 +123,9 @@ export async function readDocRows(
     const chunks = [...byChunk.keys()];
     const got = await Promise.all(chunks.map((c) => tx.store.get([hash, c])));
     chunks.forEach((c, i) => {
-      const r = got[i];
-      if (r?.chunkNo !== c || !Array.isArray(r.records)) throw new Error(`documents: chunk ${c} is damaged`);
-      if (meta.sums && fnv1a(JSON.stringify(r.records)) !== meta.sums.docs[c])
-        throw new Error(`documents: chunk ${c} does not match its checksum (its bytes were changed)`);
+      const records = chunkRecords('documents', got[i], c, meta.sums?.docs[c]);
       for (const row of byChunk.get(c)!) {
-        const d = r.records[row - c * DOCS_PER_CHUNK] as Doc | undefined;
+        const d = records[row - c * DOCS_PER_CHUNK] as Doc | undefined;
         if (typeof d?.id !== 'string') throw new Error('documents: a record is damaged');
         out.set(row, d);
       }

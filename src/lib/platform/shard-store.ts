@@ -12,6 +12,7 @@
 // or tab. Without Web Locks (very old browsers) the sweep treats every incomplete hash as abandoned.
 import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
 import { formatBytes } from '../core/shard/limits';
+import { allChunkRecords, fnv1a, type ChunkRow } from './stored-chunks';
 import type {
   Doc,
   ParsedShard,
@@ -163,16 +164,6 @@ export function estimateShardBytes(parsed: ParsedShard, images: Map<string, Blob
   return Math.ceil(json * STORAGE_OVERHEAD + blobs);
 }
 
-/** 32-bit FNV-1a over a string's UTF-16 code units: a cheap check that a stored chunk is unchanged. */
-export function fnv1a(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Schema
 
@@ -197,12 +188,6 @@ export interface ShardMetaRecord extends ShardSummary {
   sums?: { docs: number[]; queries: number[]; qrels: number[] };
   /** The commit marker: the row is only ever written once everything else is. */
   complete: true;
-}
-
-export interface ChunkRow<T> {
-  hash: string;
-  chunkNo: number;
-  records: T[];
 }
 
 export interface ImageRow {
@@ -514,29 +499,15 @@ export class ShardStore {
         tx.done,
       ]);
       const m = meta;
-      const flatten = <T>(
-        what: string,
-        rows: ChunkRow<T>[],
-        chunks: number,
-        count: number,
-        sums?: number[],
-      ): T[] => {
-        if (rows.length !== chunks)
-          throw new Error(`${what}: ${rows.length} chunks stored, ${chunks} expected`);
-        const out: T[] = [];
-        rows.forEach((r, i) => {
-          if (r.chunkNo !== i || !Array.isArray(r.records)) throw new Error(`${what}: chunk ${i} is damaged`);
-          // Structured clone keeps property order, so the JSON (and its checksum) is what was written.
-          if (sums && fnv1a(JSON.stringify(r.records)) !== sums[i])
-            throw new Error(`${what}: chunk ${i} does not match its checksum (its bytes were changed)`);
-          for (const x of r.records) out.push(x);
-        });
-        if (out.length !== count) throw new Error(`${what}: ${out.length} records stored, ${count} expected`);
-        return out;
-      };
-      const docs = flatten('documents', docRows, m.chunks.docs, m.counts.docs, m.sums?.docs);
-      const queries = flatten('queries', queryRows, m.chunks.queries, m.counts.queries, m.sums?.queries);
-      const triples = flatten('qrels', qrelRows, m.chunks.qrels, m.counts.qrels, m.sums?.qrels);
+      const docs = allChunkRecords('documents', docRows, m.chunks.docs, m.counts.docs, m.sums?.docs);
+      const queries = allChunkRecords(
+        'queries',
+        queryRows,
+        m.chunks.queries,
+        m.counts.queries,
+        m.sums?.queries,
+      );
+      const triples = allChunkRecords('qrels', qrelRows, m.chunks.qrels, m.counts.qrels, m.sums?.qrels);
       if (imageCount !== m.counts.images)
         throw new Error(`images: ${imageCount} stored, ${m.counts.images} expected`);
       for (const d of docs) if (typeof d?.id !== 'string') throw new Error('documents: a record is damaged');

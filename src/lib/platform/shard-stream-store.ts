@@ -9,10 +9,10 @@
 import type { CorpusMark } from '../core/shard/stream-corpus';
 import type { Doc, ParsedShard, ProgressFn, Query } from '../core/types';
 import { resumeKey, type ResumeProgress, type ResumeState } from './import-resume';
+import { fnv1a, type ChunkRow } from './stored-chunks';
 import {
   chunked,
   DOCS_PER_CHUNK,
-  fnv1a,
   NOT_ACQUIRED,
   QRELS_PER_CHUNK,
   SCHEMA_VERSION,
@@ -22,7 +22,6 @@ import {
   TX_MAX_RECORDS,
   withHashLock,
   RESUME_KIND,
-  type ChunkRow,
   type ImageRow,
   type QrelTriple,
   type ShardMetaRecord,
