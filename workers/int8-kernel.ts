@@ -12,61 +12,39 @@
 // The module imports its memory, so the store decides its size: the codes live in it (a view of
 // it is the store's Int8Array), with the query and the scores beside them.
 
-/** Unsigned LEB128 (exported with the helpers below for workers/nibble-kernel.ts). */
-export function uleb(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
+import {
+  ADD4,
+  BLOCK,
+  BR,
+  BR_IF,
+  DOT,
+  END,
+  GET,
+  I32,
+  I32_ADD,
+  I32_CONST,
+  I32_GE_U,
+  I32_LT_U,
+  I32_SHL,
+  I32_STORE,
+  LANE,
+  LOOP,
+  section,
+  SET,
+  simd,
+  sleb,
+  str,
+  TEE,
+  uleb,
+  V128,
+  V128_LOAD,
+  V128_ZERO,
+  VOID,
+} from './wasm-asm';
 
-/** Signed LEB128 (small constants only). */
-export function sleb(n: number): number[] {
-  const out: number[] = [];
-  for (;;) {
-    const b = n & 0x7f;
-    n >>= 7;
-    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) {
-      out.push(b);
-      return out;
-    }
-    out.push(b | 0x80);
-  }
-}
-
-export const str = (s: string) => [...uleb(s.length), ...new TextEncoder().encode(s)];
-export const section = (id: number, body: number[]) => [id, ...uleb(body.length), ...body];
-
-// Opcodes (core, then SIMD after the 0xfd prefix, LEB128 sub-opcodes).
-const I32 = 0x7f;
-const V128 = 0x7b;
-const BLOCK = 0x02;
-const LOOP = 0x03;
-const VOID = 0x40;
-const END = 0x0b;
-const BR = 0x0c;
-const BR_IF = 0x0d;
-const GET = 0x20;
-const SET = 0x21;
-const TEE = 0x22;
-const I32_STORE = 0x36;
-const I32_CONST = 0x41;
-const I32_GE_U = 0x4f;
-const I32_LT_U = 0x49;
-const I32_ADD = 0x6a;
-const I32_SHL = 0x74;
-const simd = (op: number) => [0xfd, ...uleb(op)];
-const V128_LOAD = (offset: number) => [...simd(0x00), 0, ...uleb(offset)];
-const V128_ZERO = [...simd(0x0c), ...new Array(16).fill(0)];
+// Opcodes of this kernel alone (the shared ones are in wasm-asm.ts).
 const EXTEND_LOW_S = simd(0x87); // i16x8.extend_low_i8x16_s
 const EXTEND_HIGH_S = simd(0x88); // i16x8.extend_high_i8x16_s
-const DOT = simd(0xba); // i32x4.dot_i16x8_s
-const ADD4 = simd(0xae); // i32x4.add
-const LANE = (i: number) => [...simd(0x1b), i]; // i32x4.extract_lane
 
 // Locals: params codes 0, q 1, out 2, n 3, P 4; then row 5, j 6 (i32), acc 7, v 8 (v128).
 const [CODES, Q, OUT, N, P, ROW, J, ACC, V] = [0, 1, 2, 3, 4, 5, 6, 7, 8];

@@ -16,38 +16,44 @@
 //   integers.
 // - 'wasm-simd' (the same codes as int16 at q, 4W bytes), for engines without relaxed SIMD: four
 //   unsigned extensions to int16 and four i32x4.dot_i16x8_s per 16 plane bytes.
-import { section, sleb, str, uleb } from './int8-kernel';
+
+import {
+  ADD4,
+  BLOCK,
+  BR,
+  BR_IF,
+  DOT,
+  END,
+  GET,
+  I32,
+  I32_ADD,
+  I32_CONST,
+  I32_GE_U,
+  I32_LT_U,
+  I32_SHL,
+  I32_STORE,
+  LANE,
+  LOOP,
+  section,
+  SET,
+  simd,
+  sleb,
+  str,
+  TEE,
+  uleb,
+  V128,
+  V128_LOAD,
+  V128_ZERO,
+  VOID,
+} from './wasm-asm';
 
 export type NibbleKernel = 'wasm-relaxed-simd' | 'wasm-simd';
 
-const I32 = 0x7f;
-const V128 = 0x7b;
-const BLOCK = 0x02;
-const LOOP = 0x03;
-const VOID = 0x40;
-const END = 0x0b;
-const BR = 0x0c;
-const BR_IF = 0x0d;
-const GET = 0x20;
-const SET = 0x21;
-const TEE = 0x22;
-const I32_STORE = 0x36;
-const I32_CONST = 0x41;
-const I32_GE_U = 0x4f;
-const I32_LT_U = 0x49;
-const I32_ADD = 0x6a;
-const I32_SHL = 0x74;
-const simd = (op: number) => [0xfd, ...uleb(op)];
-const V128_LOAD = (offset: number) => [...simd(0x00), 0, ...uleb(offset)];
-const V128_ZERO = [...simd(0x0c), ...new Array(16).fill(0)];
 const I8_SPLAT = simd(0x0f); // i8x16.splat
 const AND = simd(0x4e); // v128.and
 const SHR_U = simd(0x6d); // i8x16.shr_u
 const EXTEND_LOW_U = simd(0x89); // i16x8.extend_low_i8x16_u
 const EXTEND_HIGH_U = simd(0x8a); // i16x8.extend_high_i8x16_u
-const DOT = simd(0xba); // i32x4.dot_i16x8_s
-const ADD4 = simd(0xae); // i32x4.add
-const LANE = (i: number) => [...simd(0x1b), i]; // i32x4.extract_lane
 
 // Locals: params plane 0, q 1, out 2, n 3, W 4; then row 5, j 6 (i32), acc 7, v 8, mask 9, low 10 (v128).
 const [PLANE, Q, OUT, N, W, ROW, J, ACC, V, MASK, LOW] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
