@@ -1,13 +1,16 @@
 // The shard cache end to end in real Chromium: import from a URL, a zip built in the page and File
 // objects (one content hash), persistence across a browser restart, crash debris swept on open,
 // corruption detected on load, invalid shards and cancelled imports leaving nothing behind.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve, sep } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DATA_DIR } from '../paths';
 import type { Harness, Outcome } from '../browser/harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import { serveRanges, type RangeServer } from './range-server';
 
 const baseUrl = inject('baseUrl');
 const HARNESS = `${baseUrl}/tests/browser/harness.html`;
@@ -49,14 +52,39 @@ describe('shard cache (IndexedDB) in Chromium', () => {
   let session: Session;
   let page: Page;
   let medquad = '';
+  // A shard whose storing takes several 4 MB transactions after the first commit, for the cancels
+  // and kills "in the middle of storing": vqa-rad's few small ones could all commit before a kill
+  // sent at the first one landed (it did, on an idle machine).
+  let tmp = '';
+  let server: RangeServer;
+  let big = '';
 
   beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'loupe-store-'));
+    execFileSync(
+      'npx',
+      [
+        'tsx',
+        'scripts/make-scale-shard.ts',
+        '--docs',
+        '20000',
+        '--queries',
+        '100',
+        '--out',
+        join(tmp, 'big'),
+      ],
+      { cwd: resolve(import.meta.dirname, '../..'), stdio: 'pipe' },
+    );
+    server = await serveRanges(tmp, '/store/');
+    big = `${server.url}big/`;
     session = await launch();
     page = session.page;
     await openHarness(page);
   });
 
   afterAll(async () => {
+    await server?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
     await session?.dispose();
   });
 
@@ -168,7 +196,7 @@ describe('shard cache (IndexedDB) in Chromium', () => {
 
   it('sweeps what a worker killed in the middle of storing left behind', async () => {
     const before = await call(page, 'counts');
-    const r = await call(page, 'importUrl', '/shards/vqa-rad/', {
+    const r = await call(page, 'importUrl', big, {
       cancelOn: 'store',
       minDone: 1,
       cancelHow: 'kill',
@@ -197,7 +225,7 @@ describe('shard cache (IndexedDB) in Chromium', () => {
     expect(whileReading).toMatchObject({ ok: false, error: { name: 'AbortError' } });
     expect(await call(page, 'counts')).toEqual(before);
 
-    const whileStoring = await call(page, 'importUrl', '/shards/vqa-rad/', { cancelOn: 'store', minDone: 1 });
+    const whileStoring = await call(page, 'importUrl', big, { cancelOn: 'store', minDone: 1 });
     expect(whileStoring).toMatchObject({ ok: false, error: { name: 'AbortError' } });
     expect(whileStoring.progress.some((p) => /^store:[1-9]/.test(p))).toBe(true);
     // No reload, no waiting: the cancel itself removed the half-written records.
