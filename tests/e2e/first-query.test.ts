@@ -50,10 +50,11 @@ async function addImage(page: Page) {
 
 /** Presses Search and waits for a new query's results (data-seq moves on). */
 async function submit(page: Page): Promise<string[]> {
-  const before = await page
-    .locator('[data-testid="search-summary"]')
-    .getAttribute('data-seq')
-    .catch(() => null);
+  // Read now, without waiting: before the first query there is no summary (a locator would wait for
+  // one for 30 s).
+  const before = await page.evaluate(
+    () => document.querySelector('[data-testid="search-summary"]')?.getAttribute('data-seq') ?? null,
+  );
   await page.click('[data-testid="search-submit"]');
   await page.waitForFunction(
     (prev) =>
