@@ -142,13 +142,15 @@ export async function openPrecomputedSet(
     };
   const pieces = head.pieces;
   if (!pieces) return undefined;
+  // Not `head` itself in the closures: a caller may drop the sidecar's ids once it has checked them.
+  const total = head.sidecar.doc_ids.length;
   // The piece read last (runs from precomputed rows go in shard order: each piece is read once).
   let held: { i: number; rows: Uint16Array } | null = null;
   const piece = async (i: number): Promise<Uint16Array> => {
     if (held?.i === i) return held.rows;
     held = null;
     const rows = await store.getArtifact<Uint16Array>(hash, PRECOMPUTED_KIND, pieceKey(key, i));
-    const want = Math.min(pieces.rows, head.sidecar.doc_ids.length - i * pieces.rows) * pieces.dim;
+    const want = Math.min(pieces.rows, total - i * pieces.rows) * pieces.dim;
     if (!(rows instanceof Uint16Array) || rows.length !== want)
       throw new Error(
         `precomputed embeddings ${key}: stored piece ${i + 1} of ${pieces.count} is missing or damaged; import the shard again`,
