@@ -16,6 +16,7 @@ import {
   type EmbedCorpusResult,
 } from '../clients/encoder-client';
 import { addRowsAtToCompactStore } from '../clients/index-client';
+import { releaseBm25 } from '../clients/retrieval-client';
 import type { JobOptions } from '../clients/worker-client';
 import { packedCount, type PackedStrings } from '../core/retrieval/packed-ids';
 import * as compact from './dense-compact';
@@ -80,6 +81,8 @@ export async function embedCorpusTo(
   const state: { begun?: Begun } = {};
   const sink: CorpusSink = {
     async begin(info) {
+      // A corpus this large: the BM25 index (stored) leaves the retrieval worker's memory meanwhile.
+      await releaseBm25();
       const key = plan.storeKey(info.key);
       const filling = await compact.beginCompactFill(key, info.dim, info.ids, job);
       state.begun = { key, ids: info.ids, missing: info.missing, filling };

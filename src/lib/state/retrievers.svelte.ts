@@ -7,7 +7,7 @@ import { describeVectorIndex, type RetrieverConfig } from '../core/retrieval/run
 import { supportsPart, type Dtype, type ModelSpec } from '../core/retrieval/models';
 import { specMatches, type RunSpec } from '../core/eval/permalink';
 import type { Device } from '../platform/backend';
-import { prepareBm25, runBm25Task } from '../clients/retrieval-client';
+import { bm25ReloadNote, prepareBm25, runBm25Task } from '../clients/retrieval-client';
 import { MODEL_REGISTRY, registryModel, type LoadedEncoder } from '../clients/encoder-client';
 import { INDEX_DEFAULTS } from '../clients/index-client';
 import {
@@ -268,6 +268,9 @@ export class Retrievers {
           signal: job.signal,
           onProgress: job.onProgress,
         });
+        // Released during a dense run and read back first: said with the run.
+        const reloaded = await bm25ReloadNote();
+        if (reloaded) this.app.messages.info(reloaded);
         await this.app.runs.add(
           this.app.runs.meta({
             name: `BM25 k1=${params.k1} b=${params.b}`,
