@@ -49,6 +49,10 @@ export type CompactInfo =
       storeMemoryBytes: number;
       /** Bytes read back from the row store so far (encoding and rescoring). */
       bytesRead: number;
+      /** Where the two-pass scan's low plane is: in the codes' memory, or its own row store (OPFS). */
+      lowPlane: 'codes' | RowStoreKind | null;
+      /** Low-plane bytes read back from its row store by searches. */
+      lowBytesRead: number;
     };
 
 /** Top-k from the compact store, with what the search read and its time inside the worker. */

@@ -54,6 +54,8 @@ export function compactInfo(): CompactInfo {
     memoryBytes: s.memoryBytes(),
     storeMemoryBytes: s.storeMemoryBytes(),
     bytesRead: s.bytesRead,
+    lowPlane: s.lowPlane,
+    lowBytesRead: s.lowBytesRead,
   };
 }
 
@@ -145,7 +147,13 @@ export function compactFinish(onProgress?: (p: Progress) => void): CompactInfo {
     );
   }
   const report = throttle(onProgress);
-  open.s.finish((done, total) => report({ kind: 'index', done, total }));
+  try {
+    open.s.finish((done, total) => report({ kind: 'index', done, total }));
+  } catch (e) {
+    // Nothing half-written: a store whose codes could not be written is closed and its files removed.
+    closeStore();
+    throw e;
+  }
   report.flush();
   return compactInfo();
 }
