@@ -18,7 +18,7 @@ import { openShardStore } from '../src/lib/platform/shard-store';
 import { deleteBm25, getBm25, putBm25 } from '../src/lib/platform/bm25-cache';
 import { docBatches, loadQueries } from '../src/lib/platform/shard-batches';
 import { throttle } from '../src/lib/core/throttle';
-import { reloadCounters, type Bm25Reload } from './bm25-reload';
+import { freeBuffers, reloadCounters, type Bm25Reload } from './bm25-reload';
 import {
   createChunkedIndex,
   createDenseIndex,
@@ -81,6 +81,22 @@ let open: Open | null = null;
 /** The reload in flight (concurrent calls share it), and the last one not yet reported to the page. */
 let reloading: Promise<Bm25Index> | null = null;
 let lastReload: Bm25Reload | null = null;
+/** BM25 calls using an index now: a released index's buffers are freed at once only when none are. */
+let using = 0;
+
+/** `f` with the open shard's index (reloaded when released), counted in `using`. */
+async function withIndex<T>(
+  o: Open,
+  f: (index: Bm25Index) => T | Promise<T>,
+  onProgress?: (p: Progress) => void,
+) {
+  using++;
+  try {
+    return await f(await indexOf(o, onProgress));
+  } finally {
+    using--;
+  }
+}
 
 /**
  * The stored index of (hash, params) read back from the cache, else built from the stored documents
@@ -149,6 +165,40 @@ const queryLanguage = (q: Query | undefined) =>
 // languages map to), so the key needs no document to be read: bm25-store refuses a stale one.
 const paramsKey = (p: Bm25Params) => `bm25:k1=${p.k1};b=${p.b};lossy=${p.lossyLengths ? 1 : 0};v3`;
 
+/** Ranks the corpus for every query of a task (top `depth`) with `index`, honouring each query's exclude_ids. */
+async function rankTask(
+  o: Open,
+  index: Bm25Index,
+  taskId: string,
+  depth: number,
+  onProgress?: (p: Progress) => void,
+): Promise<RankedList[]> {
+  const report = throttle(onProgress);
+  const queries = o.queries.filter((q) => q.task === taskId);
+  const out: RankedList[] = [];
+  let last = performance.now();
+  for (let i = 0; i < queries.length; i++) {
+    const q = queries[i];
+    const hits = searchBm25(index, q.text, depth, {
+      exclude: q.excludeIds,
+      queryLanguage: queryLanguage(q),
+    });
+    out.push({
+      queryId: q.id,
+      docIds: hits.map((h) => h.docId),
+      scores: Float64Array.from(hits, (h) => h.score),
+    });
+    report({ kind: 'search', done: i + 1, total: queries.length });
+    // Yield now and then so a terminate() from the page (cancel) is never stuck behind us.
+    if (performance.now() - last > 50) {
+      await new Promise((r) => setTimeout(r, 0));
+      last = performance.now();
+    }
+  }
+  report.flush();
+  return out;
+}
+
 const api = {
   /**
    * Opens a cached shard and makes its BM25 index ready: from the artifact cache when present,
@@ -191,31 +241,7 @@ const api = {
   /** Ranks the corpus for every query of a task (top `depth`), honouring each query's exclude_ids. */
   async runTask(taskId: string, depth: number, onProgress?: (p: Progress) => void): Promise<RankedList[]> {
     if (!open) throw new Error('no shard prepared');
-    const index = await indexOf(open, onProgress);
-    const report = throttle(onProgress);
-    const queries = open.queries.filter((q) => q.task === taskId);
-    const out: RankedList[] = [];
-    let last = performance.now();
-    for (let i = 0; i < queries.length; i++) {
-      const q = queries[i];
-      const hits = searchBm25(index, q.text, depth, {
-        exclude: q.excludeIds,
-        queryLanguage: queryLanguage(q),
-      });
-      out.push({
-        queryId: q.id,
-        docIds: hits.map((h) => h.docId),
-        scores: Float64Array.from(hits, (h) => h.score),
-      });
-      report({ kind: 'search', done: i + 1, total: queries.length });
-      // Yield now and then so a terminate() from the page (cancel) is never stuck behind us.
-      if (performance.now() - last > 50) {
-        await new Promise((r) => setTimeout(r, 0));
-        last = performance.now();
-      }
-    }
-    report.flush();
-    return out;
+    return withIndex(open, (index) => rankTask(open!, index, taskId, depth, onProgress), onProgress);
   },
 
   /** Whether the worker holds the document matrix with this embedding key (no need to send it again). */
@@ -299,7 +325,7 @@ const api = {
   /** Ad-hoc search over the prepared shard; `language` is the query's (its stop words are dropped). */
   async search(text: string, k: number, language?: string) {
     if (!open) throw new Error('no shard prepared');
-    return searchBm25(await indexOf(open), text, k, { queryLanguage: language });
+    return withIndex(open, (index) => searchBm25(index, text, k, { queryLanguage: language }));
   },
 
   /**
@@ -309,8 +335,11 @@ const api = {
    */
   release(): boolean {
     if (!open?.index) return false;
+    const index = open.index;
     open.index = null;
     reloadCounters.releases++;
+    // Freed now when no BM25 call is using it (one in flight keeps it, and leaves it to the GC).
+    if (!using) reloadCounters.freedBytes += freeBuffers(index);
     return true;
   },
 
@@ -329,7 +358,7 @@ const api = {
   async explain(text: string, docId: string, language?: string) {
     if (!open) throw new Error('no shard prepared');
     const lang = language ?? queryLanguage(open.queries.find((q) => q.text === text));
-    return explainBm25(await indexOf(open), text, docId, lang);
+    return withIndex(open, (index) => explainBm25(index, text, docId, lang));
   },
 };
 
