@@ -1,5 +1,5 @@
-// Dense runs over large corpora through the index worker's compact vector store (int8 codes in
-// memory as two 4-bit planes, float32 rows in OPFS; a 4-bit first pass, int8 scores of its best
+// Dense runs over large corpora through the index worker's compact vector store (int8 codes as two
+// 4-bit planes, the high one in memory and the low one in OPFS beside the float32 rows; a 4-bit first pass, int8 scores of its best
 // FIRST_PASS_CANDIDATES, exact rescoring of the best COMPACT_RERANK per query; see
 // workers/compact-store.ts) instead of the retrieval worker's float32 matrix.
 //
@@ -7,8 +7,8 @@
 // for single-vector queries (one query part; no chunk or image max rows) and exact search (HNSW
 // runs keep their own path). Below it the float32 matrix fits beside everything else in the tab's
 // 1 GB and is exact by construction; above it the matrix alone grows past a quarter of the budget
-// (1M × 384 is 1.5 GB), while the compact store holds a quarter of it (384 MB at 1M) and answers in
-// one int8 scan plus R row reads (BENCHMARKS.md, issue 18 item 4). The URL option `compact-from=N`
+// (1M × 384 is 1.5 GB), while the compact store holds an eighth of it (192 MB at 1M) and answers in
+// one 4-bit scan, 2,000 low-plane reads and R row reads (BENCHMARKS.md, issue 18 item 4). The URL option `compact-from=N`
 // moves the threshold to N documents (tests use it on small shards).
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import {
