@@ -18,7 +18,7 @@ import { openShardStore } from '../src/lib/platform/shard-store';
 import { deleteBm25, getBm25, putBm25 } from '../src/lib/platform/bm25-cache';
 import { docBatches, loadQueries } from '../src/lib/platform/shard-batches';
 import { throttle } from '../src/lib/core/throttle';
-import { freeBuffers, reloadCounters, type Bm25Reload } from './bm25-reload';
+import { freeIndexBuffers, reloadCounters, type Bm25Reload } from './bm25-reload';
 import {
   createChunkedIndex,
   createDenseIndex,
@@ -339,7 +339,7 @@ const api = {
     open.index = null;
     reloadCounters.releases++;
     // Freed now when no BM25 call is using it (one in flight keeps it, and leaves it to the GC).
-    if (!using) reloadCounters.freedBytes += freeBuffers(index);
+    if (!using) reloadCounters.freedBytes += freeIndexBuffers(index);
     return true;
   },
 
