@@ -81,8 +81,18 @@ let open: Open | null = null;
 /** The reload in flight (concurrent calls share it), and the last one not yet reported to the page. */
 let reloading: Promise<Bm25Index> | null = null;
 let lastReload: Bm25Reload | null = null;
-/** BM25 calls using an index now: a released index's buffers are freed at once only when none are. */
+/** BM25 calls using an index now: a released index's buffers are freed once none are. */
 let using = 0;
+/** A released index still used by a call in flight when it was released: freed when that call ends. */
+let toFree: Bm25Index | null = null;
+
+/** Frees a released index's buffers (release) once no BM25 call uses an index. */
+function freeReleased(index: Bm25Index | null) {
+  if (index) toFree = index;
+  if (using || !toFree) return;
+  reloadCounters.freedBytes += freeIndexBuffers(toFree);
+  toFree = null;
+}
 
 /** `f` with the open shard's index (reloaded when released), counted in `using`. */
 async function withIndex<T>(
@@ -95,6 +105,7 @@ async function withIndex<T>(
     return await f(await indexOf(o, onProgress));
   } finally {
     using--;
+    freeReleased(null);
   }
 }
 
@@ -338,8 +349,8 @@ const api = {
     const index = open.index;
     open.index = null;
     reloadCounters.releases++;
-    // Freed now when no BM25 call is using it (one in flight keeps it, and leaves it to the GC).
-    if (!using) reloadCounters.freedBytes += freeIndexBuffers(index);
+    // Freed now, or when the BM25 calls in flight (a drill-down's "why") have ended.
+    freeReleased(index);
     return true;
   },
 
