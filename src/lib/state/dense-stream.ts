@@ -3,9 +3,10 @@
 // coming to the page as one (docs × dim) matrix that is then sent on (1M × 384 is 1.5 GB, held in
 // the encoder worker, the page and in transit at once). The encoder worker sends each piece of rows
 // (workers/encoder/stream.ts) to this page, which forwards it to the index worker and drops it; the
-// page keeps only the document ids (one packed UTF-8 table) and the missing list. Used where the run takes the compact store
-// anyway (dense-compact.ts's useCompactStore: one vector per document and per query, exact search),
-// and where no query image reuses a corpus image's row (those rows stay in the page as before).
+// page keeps only the document ids (one packed UTF-8 table) and the missing list. Used where the run
+// takes the compact store anyway (dense-compact.ts's useCompactStore: one vector per document and per
+// query, exact search), and where no query image reuses a corpus image's row (those rows stay in the
+// page as before).
 import type { EmbedPart } from '../core/types';
 import type { Chunking } from '../core/retrieval/chunking';
 import type { MultiImage } from '../core/retrieval/multi-image';
