@@ -11,7 +11,9 @@
 // - 'two-pass' (the default): the codes are held as two 4-bit planes (workers/nibble-planes.ts,
 //   same bytes); the high plane of every row is scanned (half the bytes of the codes), the best
 //   FIRST_PASS_CANDIDATES get their full int8 score from the low plane, and the best R of those go
-//   on. Its kernel reads the 1M codes in about half the time, and a query at 1M took 16–33% less
+//   on. Only the high plane is in memory (192 MB at 1M × 384): the low plane is written to a second
+//   row store (OPFS beside the float32 rows, where the rows are) and its candidates' rows read back
+//   (the same integers: the same results as with both planes in memory, for half the codes' memory). Its kernel reads the 1M codes in about half the time, and a query at 1M took 16–33% less
 //   time than the full scan in alternated rounds (BENCHMARKS.md, issue 18 item 4).
 // - 'int8': every code scanned in full by workers/int8-kernel.ts, the best R go on (the first
 //   version; kept as the benchmark's baseline). 'both' holds both layouts (twice the codes' memory:
@@ -92,6 +94,8 @@ export class CompactStore {
     private readonly tieBreak: TieBreak,
     /** The layouts held: 'both' only for benchmarks (twice the memory). */
     readonly layouts: CompactScan | 'both',
+    /** 'two-pass' only: where the low plane lives (W / 4 floats per row; see the file's header). */
+    private readonly loStore: RowStore | null,
   ) {
     this.acc = new ScaleAccumulator(dim);
   }
@@ -103,7 +107,16 @@ export class CompactStore {
   ): Promise<{ store: CompactStore; reason?: string }> {
     if (!Number.isInteger(dim) || dim <= 0) throw new RangeError(`dimension must be a positive integer`);
     const { store: rows, reason } = await openRowStore(dim, opts.store ?? 'auto', CHUNK_ROWS);
-    return { store: new CompactStore(dim, rows, opts.tieBreak, opts.scan ?? 'two-pass'), reason };
+    const scan = opts.scan ?? 'two-pass';
+    let lo: RowStore | null = null;
+    try {
+      // Where the float32 rows went (OPFS, or memory when OPFS could not be opened).
+      if (scan === 'two-pass') lo = (await openRowStore(nibbleWidth(dim) / 4, rows.kind, CHUNK_ROWS)).store;
+    } catch (e) {
+      rows.close();
+      throw e;
+    }
+    return { store: new CompactStore(dim, rows, opts.tieBreak, scan, lo), reason };
   }
 
   get n(): number {
@@ -120,7 +133,7 @@ export class CompactStore {
     const n = this.rowsTotal;
     return (
       (this.layouts !== 'two-pass' ? n * int8Width(this.dim) : 0) +
-      (this.layouts !== 'int8' ? 2 * planeRows(n) * nibbleWidth(this.dim) : 0)
+      (this.layouts !== 'int8' ? (this.loStore ? 1 : 2) * planeRows(n) * nibbleWidth(this.dim) : 0)
     );
   }
   /** The scan a search takes unless told otherwise. */
@@ -132,7 +145,15 @@ export class CompactStore {
     return this.sealed?.memory.buffer.byteLength ?? 0;
   }
   storeMemoryBytes(): number {
-    return this.store.memoryBytes();
+    return this.store.memoryBytes() + (this.loStore?.memoryBytes() ?? 0);
+  }
+  /** Where the low plane is ('memory': in the codes' wasm memory; else its row store's kind). */
+  get lowPlane(): RowStoreKind | 'codes' | null {
+    return this.layouts === 'int8' ? null : (this.loStore?.kind ?? 'codes');
+  }
+  /** Low-plane bytes read back from its row store by searches. */
+  get lowBytesRead(): number {
+    return this.sealed?.planes?.loBytesRead ?? 0;
   }
   /** The kernel of the default scan. */
   kernel(): NibbleKernel | 'js' {
@@ -177,7 +198,7 @@ export class CompactStore {
     // (when held), then one block of scores.
     const int8 = this.layouts !== 'two-pass';
     const qAt = int8 ? n * P : 0;
-    const layout = this.layouts !== 'int8' ? planesLayout(n, dim, qAt + 2 * P) : null;
+    const layout = this.layouts !== 'int8' ? planesLayout(n, dim, qAt + 2 * P, !this.loStore) : null;
     const end = layout ? layout.hiAt + layout.bytes : qAt + 2 * P;
     const outAt = Math.ceil(end / 16) * 16;
     const bytes = outAt + 4 * Math.min(planeRows(Math.max(n, 1)), SCAN_ROWS);
@@ -190,14 +211,26 @@ export class CompactStore {
       );
     }
     const codes = int8 ? new Int8Array(memory.buffer, 0, n * P) : null;
-    const planes = layout ? new NibblePlanes(memory, layout, n, dim) : null;
+    const planes = layout
+      ? new NibblePlanes(memory, layout, n, dim, undefined, this.loStore ?? undefined)
+      : null;
     const block = new Float32Array(READ_ROWS * dim);
     for (let s = 0; s < n; s += READ_ROWS) {
       const c = Math.min(READ_ROWS, n - s);
       this.store.read(s, c, block);
       this.bytesRead += c * dim * 4;
       if (codes) encodeRows(block.subarray(0, c * dim), dim, scales, codes, s);
-      planes?.encode(block.subarray(0, c * dim), scales, s);
+      try {
+        planes?.encode(block.subarray(0, c * dim), scales, s);
+      } catch (e) {
+        if (!isQuotaError(e) && !/short write/.test((e as Error)?.message ?? '')) throw e;
+        throw new Error(
+          `the browser's storage filled up while writing the low plane of the compact vector store's codes ` +
+            `(row ${s} of ${n}; ${formatBytes(planeRows(n) * nibbleWidth(dim))} in the origin-private file system). ` +
+            `Delete cached shards or runs you no longer need (Shards view), or allow this site more storage ` +
+            `in the browser settings`,
+        );
+      }
       onStep?.(s + c, n);
     }
     const scan = codes && int8KernelSupported() ? int8Kernel(memory) : null;
@@ -293,5 +326,6 @@ export class CompactStore {
     this.sealed = null;
     this.rowsTotal = 0;
     this.store.close();
+    this.loStore?.close();
   }
 }

@@ -1,5 +1,7 @@
 // Retrieval worker: owns the lexical index of the open shard. Builds BM25 once per (shard, params),
-// caches it in IndexedDB as an artifact, and answers batch runs and ad-hoc searches.
+// caches it in IndexedDB as an artifact, and answers batch runs and ad-hoc searches. The page may
+// release the index while it needs the memory (a large dense run: about 160 MB at 1M documents); the
+// next BM25 call reads it back from the cache (workers/bm25-reload.ts).
 import * as Comlink from 'comlink';
 import {
   Bm25Builder,
@@ -16,6 +18,7 @@ import { openShardStore } from '../src/lib/platform/shard-store';
 import { deleteBm25, getBm25, putBm25 } from '../src/lib/platform/bm25-cache';
 import { docBatches, loadQueries } from '../src/lib/platform/shard-batches';
 import { throttle } from '../src/lib/core/throttle';
+import { freeIndexBuffers, reloadCounters, type Bm25Reload } from './bm25-reload';
 import {
   createChunkedIndex,
   createDenseIndex,
@@ -67,10 +70,103 @@ interface Open {
   hash: string;
   queries: Query[];
   key: string;
-  index: Bm25Index;
+  params: Bm25Params;
+  /** null once released (api.release): the next BM25 call reloads it (indexOf). */
+  index: Bm25Index | null;
+  indexedDocs: number;
+  analyzers: Bm25Index['analyzers'];
 }
 
 let open: Open | null = null;
+/** The reload in flight (concurrent calls share it), and the last one not yet reported to the page. */
+let reloading: Promise<Bm25Index> | null = null;
+let lastReload: Bm25Reload | null = null;
+/** BM25 calls using an index now: a released index's buffers are freed once none are. */
+let using = 0;
+/** A released index still used by a call in flight when it was released: freed when that call ends. */
+let toFree: Bm25Index | null = null;
+
+/** Frees a released index's buffers (release) once no BM25 call uses an index. */
+function freeReleased(index: Bm25Index | null) {
+  if (index) toFree = index;
+  if (using || !toFree) return;
+  reloadCounters.freedBytes += freeIndexBuffers(toFree);
+  toFree = null;
+}
+
+/** `f` with the open shard's index (reloaded when released), counted in `using`. */
+async function withIndex<T>(
+  o: Open,
+  f: (index: Bm25Index) => T | Promise<T>,
+  onProgress?: (p: Progress) => void,
+) {
+  using++;
+  try {
+    return await f(await indexOf(o, onProgress));
+  } finally {
+    using--;
+    freeReleased(null);
+  }
+}
+
+/**
+ * The stored index of (hash, params) read back from the cache, else built from the stored documents
+ * and stored (a stale or unreadable cache entry is dropped and rebuilt, never trusted).
+ */
+async function loadOrBuild(
+  hash: string,
+  key: string,
+  params: Bm25Params,
+  report: ReturnType<typeof throttle>,
+) {
+  const store = await openShardStore();
+  let index: Bm25Index | null = null;
+  let cached = false;
+  try {
+    const art = await getBm25(store, hash, key);
+    if (art) {
+      index = deserializeBm25(art);
+      // Its analyzers (Snowball's stemmers for some languages) load before any query is analyzed.
+      await loadAnalyzers(index.analyzers);
+      cached = true;
+    }
+  } catch (e) {
+    // A stale or corrupt cached index is rebuilt, never trusted.
+    console.warn('dropping unreadable BM25 cache entry', e);
+    await deleteBm25(store, hash);
+  }
+  if (!index) {
+    const { summary } = await loadQueries(store, hash);
+    const language = summary.manifest.language;
+    // Documents are read in batches and indexed as they come: the corpus is never all in memory.
+    const builder = new Bm25Builder(params, { onProgress: report, language, total: summary.counts.docs });
+    for await (const docs of docBatches(store, hash)) await builder.add(docs.map(bm25Doc));
+    index = builder.finish();
+    report({ kind: 'status', message: 'Caching BM25 index' });
+    // In pieces (platform/bm25-cache.ts): one record of it made a second copy of the index.
+    await putBm25(store, hash, key, serializeBm25(index));
+  }
+  return { index, cached };
+}
+
+/** The open shard's index: held, or read back from the cache after a release (said to the page once). */
+async function indexOf(o: Open, onProgress?: (p: Progress) => void): Promise<Bm25Index> {
+  if (o.index) return o.index;
+  reloading ??= (async () => {
+    const t0 = performance.now();
+    const report = throttle(onProgress);
+    report({ kind: 'status', message: 'Reading the BM25 index back from the cache' });
+    const { index, cached } = await loadOrBuild(o.hash, o.key, o.params, report);
+    report.flush();
+    reloadCounters.reloads++;
+    lastReload = { ms: performance.now() - t0, rebuilt: !cached, docs: index.docCount };
+    if (open === o) o.index = index;
+    return index;
+  })().finally(() => {
+    reloading = null;
+  });
+  return reloading;
+}
 
 /** A query's `language` metadata, when it is a string. */
 const queryLanguage = (q: Query | undefined) =>
@@ -79,6 +175,40 @@ const queryLanguage = (q: Query | undefined) =>
 // The analysis is checked inside the stored index (analyzer version, and the analyzer each group's
 // languages map to), so the key needs no document to be read: bm25-store refuses a stale one.
 const paramsKey = (p: Bm25Params) => `bm25:k1=${p.k1};b=${p.b};lossy=${p.lossyLengths ? 1 : 0};v3`;
+
+/** Ranks the corpus for every query of a task (top `depth`) with `index`, honouring each query's exclude_ids. */
+async function rankTask(
+  o: Open,
+  index: Bm25Index,
+  taskId: string,
+  depth: number,
+  onProgress?: (p: Progress) => void,
+): Promise<RankedList[]> {
+  const report = throttle(onProgress);
+  const queries = o.queries.filter((q) => q.task === taskId);
+  const out: RankedList[] = [];
+  let last = performance.now();
+  for (let i = 0; i < queries.length; i++) {
+    const q = queries[i];
+    const hits = searchBm25(index, q.text, depth, {
+      exclude: q.excludeIds,
+      queryLanguage: queryLanguage(q),
+    });
+    out.push({
+      queryId: q.id,
+      docIds: hits.map((h) => h.docId),
+      scores: Float64Array.from(hits, (h) => h.score),
+    });
+    report({ kind: 'search', done: i + 1, total: queries.length });
+    // Yield now and then so a terminate() from the page (cancel) is never stuck behind us.
+    if (performance.now() - last > 50) {
+      await new Promise((r) => setTimeout(r, 0));
+      last = performance.now();
+    }
+  }
+  report.flush();
+  return out;
+}
 
 const api = {
   /**
@@ -93,39 +223,24 @@ const api = {
       return {
         cached: true,
         ms: 0,
-        indexedDocs: open.index.indexedDocCount,
-        analyzers: open.index.analyzers,
+        indexedDocs: open.indexedDocs,
+        analyzers: open.analyzers,
       };
     const store = await openShardStore();
     report({ kind: 'status', message: 'Reading shard from IndexedDB' });
-    const { queries, summary } = await loadQueries(store, hash);
-    const language = summary.manifest.language;
-    let index: Bm25Index | null = null;
-    let cached = false;
-    try {
-      const art = await getBm25(store, hash, key);
-      if (art) {
-        index = deserializeBm25(art);
-        // Its analyzers (Snowball's stemmers for some languages) load before any query is analyzed.
-        await loadAnalyzers(index.analyzers);
-        cached = true;
-      }
-    } catch (e) {
-      // A stale or corrupt cached index is rebuilt, never trusted.
-      console.warn('dropping unreadable BM25 cache entry', e);
-      await deleteBm25(store, hash);
-    }
-    if (!index) {
-      // Documents are read in batches and indexed as they come: the corpus is never all in memory.
-      const builder = new Bm25Builder(params, { onProgress: report, language, total: summary.counts.docs });
-      for await (const docs of docBatches(store, hash)) await builder.add(docs.map(bm25Doc));
-      index = builder.finish();
-      report({ kind: 'status', message: 'Caching BM25 index' });
-      // In pieces (platform/bm25-cache.ts): one record of it made a second copy of the index.
-      await putBm25(store, hash, key, serializeBm25(index));
-    }
+    const { queries } = await loadQueries(store, hash);
+    open = null;
+    const { index, cached } = await loadOrBuild(hash, key, params, report);
     report.flush();
-    open = { hash, queries, key, index };
+    open = {
+      hash,
+      queries,
+      key,
+      params,
+      index,
+      indexedDocs: index.indexedDocCount,
+      analyzers: index.analyzers,
+    };
     return {
       cached,
       ms: performance.now() - t0,
@@ -137,30 +252,7 @@ const api = {
   /** Ranks the corpus for every query of a task (top `depth`), honouring each query's exclude_ids. */
   async runTask(taskId: string, depth: number, onProgress?: (p: Progress) => void): Promise<RankedList[]> {
     if (!open) throw new Error('no shard prepared');
-    const report = throttle(onProgress);
-    const queries = open.queries.filter((q) => q.task === taskId);
-    const out: RankedList[] = [];
-    let last = performance.now();
-    for (let i = 0; i < queries.length; i++) {
-      const q = queries[i];
-      const hits = searchBm25(open.index, q.text, depth, {
-        exclude: q.excludeIds,
-        queryLanguage: queryLanguage(q),
-      });
-      out.push({
-        queryId: q.id,
-        docIds: hits.map((h) => h.docId),
-        scores: Float64Array.from(hits, (h) => h.score),
-      });
-      report({ kind: 'search', done: i + 1, total: queries.length });
-      // Yield now and then so a terminate() from the page (cancel) is never stuck behind us.
-      if (performance.now() - last > 50) {
-        await new Promise((r) => setTimeout(r, 0));
-        last = performance.now();
-      }
-    }
-    report.flush();
-    return out;
+    return withIndex(open, (index) => rankTask(open!, index, taskId, depth, onProgress), onProgress);
   },
 
   /** Whether the worker holds the document matrix with this embedding key (no need to send it again). */
@@ -242,9 +334,31 @@ const api = {
   },
 
   /** Ad-hoc search over the prepared shard; `language` is the query's (its stop words are dropped). */
-  search(text: string, k: number, language?: string) {
+  async search(text: string, k: number, language?: string) {
     if (!open) throw new Error('no shard prepared');
-    return searchBm25(open.index, text, k, { queryLanguage: language });
+    return withIndex(open, (index) => searchBm25(index, text, k, { queryLanguage: language }));
+  },
+
+  /**
+   * Drops the BM25 index from memory (a large dense run needs it: about 160 MB at 1M documents); it
+   * is stored (prepare() read it from the cache or stored it), so the next BM25 call reads it back.
+   * Returns whether an index was released.
+   */
+  release(): boolean {
+    if (!open?.index) return false;
+    const index = open.index;
+    open.index = null;
+    reloadCounters.releases++;
+    // Freed now, or when the BM25 calls in flight (a drill-down's "why") have ended.
+    freeReleased(index);
+    return true;
+  },
+
+  /** The reload since the last call, if one happened (said in the BM25 run's details), then forgotten. */
+  takeReload(): Bm25Reload | null {
+    const r = lastReload;
+    lastReload = null;
+    return r;
   },
 
   /**
@@ -252,10 +366,10 @@ const api = {
    * a shard query with exactly this text lends its language, so the drill-down of a run's query
    * explains the score the run gave.
    */
-  explain(text: string, docId: string, language?: string) {
+  async explain(text: string, docId: string, language?: string) {
     if (!open) throw new Error('no shard prepared');
     const lang = language ?? queryLanguage(open.queries.find((q) => q.text === text));
-    return explainBm25(open.index, text, docId, lang);
+    return withIndex(open, (index) => explainBm25(index, text, docId, lang));
   },
 };
 

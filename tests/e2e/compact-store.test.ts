@@ -3,7 +3,8 @@
 // added in pieces; every query's top 10 must equal the exact reference (ids and scores: exactSearch's
 // arithmetic over the float32 rows, computed in the page), the two-pass scan must run on the
 // relaxed-SIMD nibble kernel (and the first version's full int8 scan, held beside it, must agree),
-// and the rescored rows must have been read back from the OPFS file (R rows per query).
+// and the rescored rows must have been read back from the OPFS file (R rows per query), the low
+// plane of the codes from its own OPFS file (only the high plane is held in memory).
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { VectorsHarness } from '../browser/vectors-harness';
@@ -46,7 +47,9 @@ describe('compact vector store in the index worker (1M path, small)', () => {
       store: 'opfs',
       scan: 'two-pass',
       kernel: 'wasm-relaxed-simd',
-      codeBytes: 2 * N * W,
+      // The high plane only: the low plane went to its own OPFS file.
+      codeBytes: N * W,
+      lowPlane: 'opfs',
       storeMemoryBytes: 0,
       // Encoding read every row back from the file once.
       bytesRead: N * DIM * 4,
@@ -64,6 +67,8 @@ describe('compact vector store in the index worker (1M path, small)', () => {
     expect(r.reads).toBeGreaterThan(NQ);
     expect(r.reads).toBeLessThanOrEqual(NQ * R);
     expect(r.info).toMatchObject({ bytesRead: N * DIM * 4 + NQ * R * DIM * 4, storeMemoryBytes: 0 });
+    // The second pass read each query's 2,000 candidates' low rows (W bytes each) from the file.
+    expect(r.info).toMatchObject({ lowBytesRead: NQ * 2000 * W });
     // Closing removes the store (and its file).
     expect(await call(page, 'compactClose')).toEqual({ open: false });
     expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
@@ -71,7 +76,12 @@ describe('compact vector store in the index worker (1M path, small)', () => {
 
   it('answers the same with the rows in memory, and with R = k only reorders the int8 top k', async () => {
     const built = await call(page, 'compactBuild', { store: 'memory', piece: 7_000 });
-    expect(built.info).toMatchObject({ store: 'memory', storeMemoryBytes: 65_536 * DIM * 4 });
+    // The float32 rows and the low plane (32 bytes a row) in memory chunks of 65,536 rows.
+    expect(built.info).toMatchObject({
+      store: 'memory',
+      lowPlane: 'memory',
+      storeMemoryBytes: 65_536 * DIM * 4 + 65_536 * 32,
+    });
     const r = await call(page, 'compactQueries', K, R);
     expect(r.ids).toEqual(r.refIds);
     expect(r.scores).toEqual(r.refScores);
@@ -108,6 +118,7 @@ describe('compact vector store in the index worker (1M path, small)', () => {
     expect(built.info).toMatchObject({
       scan: 'both',
       kernel: 'wasm-relaxed-simd',
+      lowPlane: 'codes',
       codeBytes: N * 64 + 2 * N * 32,
     });
     const two = await call(page, 'compactQueries', K, R, undefined, 'two-pass');

@@ -24,7 +24,8 @@ import {
   scanNibblesJs,
 } from '../../src/lib/core/retrieval/nibble-scan';
 import { NIBBLE_KERNEL_WASM, nibbleKernel, nibbleKernelSupported } from '../../workers/nibble-kernel';
-import { NibblePlanes, planeRows, planesLayout } from '../../workers/nibble-planes';
+import { LO_SCRATCH_ROWS, NibblePlanes, planeRows, planesLayout } from '../../workers/nibble-planes';
+import { MemoryRows } from '../../workers/chunked-exact';
 
 describe('4-bit planes of the int8 codes', () => {
   it('puts dimension d of group g in byte 16g + (d mod 16), low half then high half', () => {
@@ -222,5 +223,36 @@ describe('two passes + exact rescoring (workers/nibble-planes.ts)', () => {
     expect(Array.from(without)).toEqual(byScore.slice(5, 25).sort((x, y) => x - y));
     // Fewer candidates than kept: the first pass's best `keep` go on as they are.
     expect(planes.select(queries.data, q * dim, s, 5, 20, null, block, outAt).length).toBe(20);
+  });
+
+  it('selects the same rows with the low plane in a row store, holding only the high plane in memory', () => {
+    const W = nibbleWidth(dim);
+    const split = planesLayout(n, dim, 0, false);
+    expect(split.scratchRows).toBe(LO_SCRATCH_ROWS);
+    expect(split.bytes).toBe(20_004 * W + 6 * W + LO_SCRATCH_ROWS * W);
+    const at = Math.ceil((split.hiAt + split.bytes) / 16) * 16;
+    const mem = new WebAssembly.Memory({ initial: Math.ceil((at + 4 * 4096) / 65536) });
+    const lo = new MemoryRows(W / 4, 4096);
+    for (const use of [undefined, 'js'] as const) {
+      const p = new NibblePlanes(mem, split, n, dim, use, lo);
+      // Out of order, in pieces larger than the scratch (as a streamed corpus's blocks may come).
+      p.encode(docs.data.subarray(7_000 * dim), s, 7_000);
+      p.encode(docs.data.subarray(0, 7_000 * dim), s, 0);
+      expect(p.bytes()).toBe(20_004 * W);
+      expect(p.hi).toEqual(planes.hi);
+      const out = new Int32Array(mem.buffer, at, 4096);
+      for (const q of [0, 1, 2, 3]) {
+        const ex = q === 3 ? new Set([5, 17, 4000]) : null;
+        for (const [cands, keep] of [
+          [FIRST_PASS_CANDIDATES, 100],
+          [3_000, 20],
+        ])
+          expect(Array.from(p.select(queries.data, q * dim, s, cands, keep, ex, out, at))).toEqual(
+            Array.from(planes.select(queries.data, q * dim, s, cands, keep, ex, block, outAt)),
+          );
+      }
+      // Each second pass read its candidates' low rows, W bytes each.
+      expect(p.loBytesRead).toBe(4 * (FIRST_PASS_CANDIDATES + 3_000) * W);
+    }
   });
 });

@@ -32,6 +32,13 @@ import { openPrecomputedSet, type PrecomputedRows } from '../../src/lib/platform
 import type { Device } from '../../src/lib/platform/backend';
 import { isQuotaError, openShardStore, type ShardStore } from '../../src/lib/platform/shard-store';
 import { corpusDocs } from './corpus-docs';
+import {
+  copyPacked,
+  packedAt,
+  packedCount,
+  packedEquals,
+  packedToStrings,
+} from '../../src/lib/core/retrieval/packed-ids';
 import { decode, embedImageBatch } from './image';
 import { load } from './load';
 import { phased } from './progress';
@@ -176,12 +183,14 @@ export async function embedCorpus(
   const multiRow = !!chunking || allImages;
 
   const { rows, missingRows } = corpus;
-  const missing = missingRows.map((i) => docIds[i]);
+  const missing = missingRows.map((i) => packedAt(docIds, i));
   // Streamed: every row goes to the sink in pieces (its begin() may say it holds them already).
   let pieces: PieceWriter | null = null;
-  const streamed = !!sink && !!req.stream && !multiRow && docIds.length >= req.stream.fromDocs;
+  const streamed = !!sink && !!req.stream && !multiRow && packedCount(docIds) >= req.stream.fromDocs;
   if (streamed) {
-    if (await sink.begin({ key, dim, docIds, missing })) pieces = new PieceWriter(sink, dim, counters);
+    const ids = copyPacked(docIds);
+    const info = Comlink.transfer({ key, dim, ids, missing }, [ids.bytes.buffer, ids.offsets.buffer]);
+    if (await sink.begin(info)) pieces = new PieceWriter(sink, dim, counters);
     await pieces?.zeros(missingRows);
   }
 
@@ -208,7 +217,7 @@ export async function embedCorpus(
     const why = precomputedMismatch(pre.sidecar, spec, loaded.dtype, dim);
     if (
       pre.sidecar.doc_ids.length !== rows.length ||
-      pre.sidecar.doc_ids.some((id, i) => id !== docIds[rows[i]])
+      pre.sidecar.doc_ids.some((id, i) => !packedEquals(docIds, rows[i], id))
     )
       why.push('document order differs from the shard');
     if (why.length) {
@@ -216,6 +225,8 @@ export async function embedCorpus(
       console.warn(`loupe: ${precomputedNote}`);
       pre = undefined;
     }
+    // Checked: the sidecar's id strings (a million at 1M) are not kept through the run.
+    else pre = { ...pre, sidecar: { ...pre.sidecar, doc_ids: [] } };
   }
 
   // A resumed run keeps the stored plan, so that its batches stay reusable.
@@ -323,7 +334,7 @@ export async function embedCorpus(
 
   // Row-major (docs × dim) in shard order; rows of documents without the part stay zero.
   // Chunked: each document's chunk rows and spans, put together in shard order at the end.
-  const embeddings = new Float32Array(multiRow || streamed ? 0 : docIds.length * dim);
+  const embeddings = new Float32Array(multiRow || streamed ? 0 : packedCount(docIds) * dim);
   const docChunks: { vectors: Float32Array; spans: Uint32Array }[] = [];
   let computedBatches = 0;
   let reusedBatches = 0;
@@ -351,7 +362,7 @@ export async function embedCorpus(
   tick();
   for (let b = 0; b < totalBatches; b++) {
     const batchRows = Array.from(plan.order.subarray(plan.bounds[b], plan.bounds[b + 1]), (p) => rows[p]);
-    const ids = batchRows.map((r) => docIds[r]);
+    const ids = batchRows.map((r) => packedAt(docIds, r));
     const recKey = `${key}#${b}`;
     let rec: unknown;
     try {
@@ -476,7 +487,7 @@ export async function embedCorpus(
     embeddings: out,
     ...(chunks ? { chunks } : {}),
     dim,
-    docIds: streamed ? [] : docIds,
+    docIds: streamed ? [] : packedToStrings(docIds),
     missing,
     key,
     batchSize,

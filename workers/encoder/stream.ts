@@ -5,6 +5,7 @@
 // in pieces of at most STREAM_PIECE rows, one piece in flight at a time (the sink's promise is the
 // back-pressure), so neither this worker nor the page ever holds more than a piece.
 import * as Comlink from 'comlink';
+import type { PackedStrings } from '../../src/lib/core/retrieval/packed-ids';
 
 /** Rows per piece sent to the sink (6 MiB of float32 at 384 dimensions). */
 export const STREAM_PIECE = 4096;
@@ -17,11 +18,12 @@ export interface CorpusPiece {
 
 /**
  * Where a streamed corpus goes (a Comlink proxy from the page). `begin` is told the corpus before the
- * first row (false: the receiver holds it already, send nothing); `rows` takes one piece and resolves
+ * first row (false: the receiver holds it already, send nothing), with the document ids as one packed
+ * table (its own copy, transferred); `rows` takes one piece and resolves
  * once it is stored. Every document gets exactly one row; rows of documents without the part are zero.
  */
 export interface CorpusSink {
-  begin(info: { key: string; dim: number; docIds: string[]; missing: string[] }): Promise<boolean>;
+  begin(info: { key: string; dim: number; ids: PackedStrings; missing: string[] }): Promise<boolean>;
   /** May give the piece's buffers back (transferred): the writer fills them again. */
   rows(piece: CorpusPiece): Promise<CorpusPiece | void>;
 }

@@ -3,6 +3,7 @@ import type { RowStoreKind } from '../chunked-exact';
 import type { CompactScan, CompactStats } from '../compact-store';
 import type { NibbleKernel } from '../nibble-kernel';
 import type { KnnResult } from '../../src/lib/core/retrieval/exact';
+import type { PackedStrings } from '../../src/lib/core/retrieval/packed-ids';
 import type { Space } from './types';
 
 export type { CompactScan, CompactStats, Space };
@@ -17,6 +18,8 @@ export interface CompactOptions {
   store?: 'auto' | RowStoreKind;
   /** Document ids, for trec_eval's tie order (id descending); default: index order. */
   docIds?: string[];
+  /** The same as one packed UTF-8 table (a streamed corpus's; instead of docIds). */
+  ids?: PackedStrings;
   /** How candidates are found (compact-store.ts): 'two-pass' (default); 'int8' or 'both' for benchmarks. */
   scan?: CompactScan | 'both';
 }
@@ -46,6 +49,10 @@ export type CompactInfo =
       storeMemoryBytes: number;
       /** Bytes read back from the row store so far (encoding and rescoring). */
       bytesRead: number;
+      /** Where the two-pass scan's low plane is: in the codes' memory, or its own row store (OPFS). */
+      lowPlane: 'codes' | RowStoreKind | null;
+      /** Low-plane bytes read back from its row store by searches. */
+      lowBytesRead: number;
     };
 
 /** Top-k from the compact store, with what the search read and its time inside the worker. */

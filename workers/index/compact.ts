@@ -2,7 +2,14 @@
 // rows in OPFS, exact rescoring of the top R; kept apart from the HNSW index and the chunked corpus.
 import * as Comlink from 'comlink';
 import { CompactStore } from '../compact-store';
-import { indexTieBreak, normalizeRows, trecTieBreak } from '../../src/lib/core/retrieval/exact';
+import { indexTieBreak, normalizeRows } from '../../src/lib/core/retrieval/exact';
+import {
+  packStrings,
+  packedAt,
+  packedCount,
+  packedTieBreak,
+  type PackedStrings,
+} from '../../src/lib/core/retrieval/packed-ids';
 import { throttle } from '../../src/lib/core/throttle';
 import type { Progress } from '../../src/lib/core/types';
 import { asMatrix } from './session';
@@ -17,7 +24,8 @@ let open: {
   space: Space;
   key?: string;
   reason?: string;
-  docIds?: string[];
+  /** Document ids, packed (a million strings were 30–70 MiB of this worker's heap). */
+  ids?: PackedStrings;
   /** Rows written by position (compactAdd's `at`): which, and how many. */
   seen?: { rows: Uint8Array; count: number };
 } | null = null;
@@ -46,19 +54,22 @@ export function compactInfo(): CompactInfo {
     memoryBytes: s.memoryBytes(),
     storeMemoryBytes: s.storeMemoryBytes(),
     bytesRead: s.bytesRead,
+    lowPlane: s.lowPlane,
+    lowBytesRead: s.lowBytesRead,
   };
 }
 
 /** Starts an empty compact store (closing any previous one); rows then arrive with compactAdd. */
 export async function compactOpen(opts: CompactOptions): Promise<CompactInfo> {
   closeStore();
-  const tieBreak = opts.docIds ? trecTieBreak(opts.docIds) : indexTieBreak;
+  const ids = opts.ids ?? (opts.docIds ? packStrings(opts.docIds) : undefined);
+  const tieBreak = ids ? packedTieBreak(ids) : indexTieBreak;
   const { store, reason } = await CompactStore.open(opts.dim, {
     store: opts.store,
     tieBreak,
     scan: opts.scan,
   });
-  open = { s: store, space: opts.space, key: opts.key, reason, docIds: opts.docIds };
+  open = { s: store, space: opts.space, key: opts.key, reason, ids };
   return compactInfo();
 }
 
@@ -71,8 +82,8 @@ export function compactAdd(vectors: Float32Array, at?: Uint32Array): number {
   if (!open) throw new Error('no compact store: call compactOpen() first');
   const m = asMatrix(vectors, open.s.dim, 'vectors');
   if (at) return addAt(m, at);
-  if (open.docIds && open.s.n + m.n > open.docIds.length)
-    throw new RangeError(`${open.s.n + m.n} rows for ${open.docIds.length} document ids`);
+  if (open.ids && open.s.n + m.n > packedCount(open.ids))
+    throw new RangeError(`${open.s.n + m.n} rows for ${packedCount(open.ids)} document ids`);
   if (open.space === 'cosine') normalizeRows(m);
   try {
     return open.s.add(m.data);
@@ -98,13 +109,14 @@ function addAt(m: ReturnType<typeof asMatrix>, at: Uint32Array): number {
   const o = open!;
   const dim = o.s.dim;
   try {
-    if (!o.docIds) throw new Error('rows by position need the store to be opened with its document ids');
-    const n = o.docIds.length;
+    if (!o.ids) throw new Error('rows by position need the store to be opened with its document ids');
+    const ids = o.ids;
+    const n = packedCount(ids);
     if (at.length !== m.n) throw new RangeError(`${at.length} row positions for ${m.n} rows`);
     const seen = (o.seen ??= { rows: new Uint8Array(n), count: 0 });
     for (const r of at) {
       if (r >= n) throw new RangeError(`row ${r} is past the store's ${n} documents`);
-      if (seen.rows[r]) throw new RangeError(`row ${r} (document ${o.docIds[r]}) arrived twice`);
+      if (seen.rows[r]) throw new RangeError(`row ${r} (document ${packedAt(ids, r)}) arrived twice`);
       seen.rows[r] = 1;
     }
     if (o.space === 'cosine') normalizeRows(m);
@@ -126,16 +138,22 @@ function addAt(m: ReturnType<typeof asMatrix>, at: Uint32Array): number {
 /** Encodes the rows into int8 codes (reading them back from OPFS), with 'index' progress. */
 export function compactFinish(onProgress?: (p: Progress) => void): CompactInfo {
   if (!open) throw new Error('no compact store: call compactOpen() first');
-  if (open.docIds && open.s.n !== open.docIds.length)
-    throw new RangeError(`${open.s.n} rows for ${open.docIds.length} document ids`);
+  if (open.ids && open.s.n !== packedCount(open.ids))
+    throw new RangeError(`${open.s.n} rows for ${packedCount(open.ids)} document ids`);
   if (open.seen && open.seen.count !== open.s.n) {
     const first = open.seen.rows.indexOf(0);
     throw new RangeError(
-      `${open.seen.count} of ${open.s.n} rows arrived: document ${open.docIds![first]} (row ${first}) and others have none`,
+      `${open.seen.count} of ${open.s.n} rows arrived: document ${packedAt(open.ids!, first)} (row ${first}) and others have none`,
     );
   }
   const report = throttle(onProgress);
-  open.s.finish((done, total) => report({ kind: 'index', done, total }));
+  try {
+    open.s.finish((done, total) => report({ kind: 'index', done, total }));
+  } catch (e) {
+    // Nothing half-written: a store whose codes could not be written is closed and its files removed.
+    closeStore();
+    throw e;
+  }
   report.flush();
   return compactInfo();
 }

@@ -27,6 +27,25 @@ export function explainBm25Doc(text: string, docId: string, language?: string) {
   return client.run((r) => r.explain(text, docId, language));
 }
 
+/**
+ * Drops the BM25 index from the worker's memory while a large dense run needs it (the next BM25 call
+ * reads it back from the cache); nothing when the worker has not started. Whether one was released.
+ */
+export async function releaseBm25(): Promise<boolean> {
+  if (!client.generation) return false;
+  return client.run((r) => r.release());
+}
+
+/** The line for a BM25 run's details when its index was read back (or built again) first, else null. */
+export async function bm25ReloadNote(): Promise<string | null> {
+  const r = await client.run((w) => w.takeReload());
+  if (!r) return null;
+  const s = (r.ms / 1000).toFixed(1);
+  return r.rebuilt
+    ? `BM25 index: released during a dense run and no longer in the browser's cache, so it was built again (${s} s).`
+    : `BM25 index: released during a dense run to keep the tab's memory down, read back from the browser's cache (${s} s, ${r.docs.toLocaleString('en-US')} documents).`;
+}
+
 /** Drops the worker (and its in-memory index), e.g. after the shard is deleted. */
 export function resetRetrieval() {
   client.terminate();

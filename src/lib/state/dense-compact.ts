@@ -1,5 +1,5 @@
-// Dense runs over large corpora through the index worker's compact vector store (int8 codes in
-// memory as two 4-bit planes, float32 rows in OPFS; a 4-bit first pass, int8 scores of its best
+// Dense runs over large corpora through the index worker's compact vector store (int8 codes as two
+// 4-bit planes, the high one in memory and the low one in OPFS beside the float32 rows; a 4-bit first pass, int8 scores of its best
 // FIRST_PASS_CANDIDATES, exact rescoring of the best COMPACT_RERANK per query; see
 // workers/compact-store.ts) instead of the retrieval worker's float32 matrix.
 //
@@ -7,8 +7,8 @@
 // for single-vector queries (one query part; no chunk or image max rows) and exact search (HNSW
 // runs keep their own path). Below it the float32 matrix fits beside everything else in the tab's
 // 1 GB and is exact by construction; above it the matrix alone grows past a quarter of the budget
-// (1M × 384 is 1.5 GB), while the compact store holds a quarter of it (384 MB at 1M) and answers in
-// one int8 scan plus R row reads (BENCHMARKS.md, issue 18 item 4). The URL option `compact-from=N`
+// (1M × 384 is 1.5 GB), while the compact store holds an eighth of it (192 MB at 1M) and answers in
+// one 4-bit scan, 2,000 low-plane reads and R row reads (BENCHMARKS.md, issue 18 item 4). The URL option `compact-from=N`
 // moves the threshold to N documents (tests use it on small shards).
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import {
@@ -21,6 +21,14 @@ import {
 import type { JobOptions } from '../clients/worker-client';
 import { FIRST_PASS_CANDIDATES } from '../core/retrieval/nibble-scan';
 import type { VectorIndex } from '../core/retrieval/runs';
+import {
+  copyPacked,
+  packStrings,
+  packedAt,
+  packedCount,
+  packedPositions,
+  type PackedStrings,
+} from '../core/retrieval/packed-ids';
 
 /** float32 corpus bytes from which a dense run uses the compact store. */
 export const COMPACT_FROM_BYTES = 256 * 2 ** 20;
@@ -61,8 +69,8 @@ export function useCompactStore(
   return n >= compactFromRows(dim, settings.compactFrom) && !settings.ann && !rowsPerDoc && queryParts === 1;
 }
 
-/** The corpus the store was last filled with by this page: its key, documents and missing ones. */
-let held: { key: string; docIds: string[]; missing: string[] } | null = null;
+/** The corpus the store was last filled with by this page: its key, document ids (packed) and missing ones. */
+let held: { key: string; ids: PackedStrings; missing: string[] } | null = null;
 
 /** Whether the index worker's compact store holds the corpus `key` (filled by this page). */
 export async function hasCompactStore(key: string): Promise<boolean> {
@@ -73,47 +81,52 @@ export async function hasCompactStore(key: string): Promise<boolean> {
 
 /** The ranker over the corpus `key` when the compact store holds it (an ad-hoc query's reuse), else null. */
 export async function heldCompactRanker(key: string, job: JobOptions) {
-  return held && (await hasCompactStore(key)) ? compactRanker(held.docIds, held.missing, job) : null;
+  return held && (await hasCompactStore(key)) ? compactRanker(held.ids, held.missing, job) : null;
 }
 
 /**
- * Fills the compact store with `matrix` (n × dim, one row per document of `docIds`), in pieces,
- * unless it holds `key` already (the page's `matrix` can be dropped afterwards); returns its ranker.
+ * Fills the compact store with `matrix` (n × dim, one row per document of `docIds`: strings, or the
+ * packed table of a streamed corpus), in pieces, unless it holds `key` already (the page's `matrix`
+ * can be dropped afterwards); returns its ranker.
  */
 export async function loadCompactStore(
   key: string,
   matrix: Float32Array,
   dim: number,
-  docIds: string[],
+  docIds: string[] | PackedStrings,
   missing: string[],
   job: JobOptions,
 ): Promise<ReturnType<typeof compactRanker>> {
-  const rank = compactRanker(docIds, missing, job);
-  if (!(await beginCompactFill(key, dim, docIds, job))) return rank;
+  const ids = Array.isArray(docIds) ? packStrings(docIds) : docIds;
+  const rank = compactRanker(ids, missing, job);
+  if (!(await beginCompactFill(key, dim, ids, job))) return rank;
+  const n = packedCount(ids);
   // A corpus streamed into the store (dense-stream.ts) is held by now: no matrix came to the page.
-  if (matrix.length !== docIds.length * dim) throw new Error('the compact store lost the streamed corpus');
-  const n = docIds.length;
+  if (matrix.length !== n * dim) throw new Error('the compact store lost the streamed corpus');
   for (let s = 0; s < n; s += PIECE) {
     const e = Math.min(n, s + PIECE);
     await addToCompactStore(matrix.slice(s * dim, e * dim), job.signal);
     job.onProgress?.({ kind: 'store', done: e, total: n });
   }
-  await endCompactFill(key, docIds, missing, job);
+  await endCompactFill(key, ids, missing, job);
   return rank;
 }
 
-/** Opens an empty store for the corpus `key` unless it holds it already (then false: nothing to send). */
-export async function beginCompactFill(key: string, dim: number, docIds: string[], job: JobOptions) {
+/**
+ * Opens an empty store for the corpus `key` unless it holds it already (then false: nothing to send).
+ * The index worker gets its own copy of the packed ids (for trec_eval's tie order and its messages).
+ */
+export async function beginCompactFill(key: string, dim: number, ids: PackedStrings, job: JobOptions) {
   if (await hasCompactStore(key)) return false;
   held = null;
-  await openCompactStore({ dim, space: 'cosine', key, docIds }, job.signal);
+  await openCompactStore({ dim, space: 'cosine', key, ids: copyPacked(ids) }, job.signal);
   return true;
 }
 
 /** Encodes the rows sent since beginCompactFill; the store then holds the corpus `key` for this page. */
-export async function endCompactFill(key: string, docIds: string[], missing: string[], job: JobOptions) {
+export async function endCompactFill(key: string, ids: PackedStrings, missing: string[], job: JobOptions) {
   await finishCompactStore(job);
-  held = { key, docIds, missing };
+  held = { key, ids, missing };
 }
 
 type Lists = { queryId: string; docIds: string[]; scores: Float64Array }[];
@@ -122,17 +135,10 @@ type Lists = { queryId: string; docIds: string[]; scores: Float64Array }[];
  * Ranks queries with one vector each (their one part) against the compact store: the stand-in for
  * the retrieval worker's exact ranking. Excluded and missing documents are never returned.
  */
-export function compactRanker(docIds: string[], missing: string[], job: JobOptions) {
-  // Positions of the few ids that are excluded or missing, found by one scan when there are any
-  // (a Map of every id cost 0.7 s of main thread and its garbage at 1M documents).
-  const positions = (ids: Iterable<string>): Map<string, number> => {
-    const want = new Set(ids);
-    const at = new Map<string, number>();
-    if (want.size)
-      for (let i = 0; i < docIds.length && at.size < want.size; i++)
-        if (want.has(docIds[i])) at.has(docIds[i]) || at.set(docIds[i], i);
-    return at;
-  };
+export function compactRanker(docIds: PackedStrings, missing: string[], job: JobOptions) {
+  // Positions of the few ids that are excluded or missing, found by one scan of the packed bytes when
+  // there are any (a Map of every id cost 0.7 s of main thread and its garbage at 1M documents).
+  const positions = (ids: Iterable<string>) => packedPositions(docIds, ids);
   const missingAt = positions(missing);
   const missingIdx = missing.flatMap((id) => missingAt.get(id) ?? []);
   return async (q: DenseQueries, _fusion: QueryFusion, depth: number): Promise<Lists> => {
@@ -165,7 +171,7 @@ export function compactRanker(docIds: string[], missing: string[], job: JobOptio
       const ids: string[] = [];
       const scores = new Float64Array(n);
       for (let j = 0; j < n; j++) {
-        ids.push(docIds[result!.indices[r * result!.k + j]]);
+        ids.push(packedAt(docIds, result!.indices[r * result!.k + j]));
         scores[j] = result!.scores[r * result!.k + j];
       }
       lists[i] = { queryId: q.ids[i], docIds: ids, scores };

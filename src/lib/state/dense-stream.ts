@@ -3,9 +3,10 @@
 // coming to the page as one (docs × dim) matrix that is then sent on (1M × 384 is 1.5 GB, held in
 // the encoder worker, the page and in transit at once). The encoder worker sends each piece of rows
 // (workers/encoder/stream.ts) to this page, which forwards it to the index worker and drops it; the
-// page keeps only the document ids and the missing list. Used where the run takes the compact store
-// anyway (dense-compact.ts's useCompactStore: one vector per document and per query, exact search),
-// and where no query image reuses a corpus image's row (those rows stay in the page as before).
+// page keeps only the document ids (one packed UTF-8 table) and the missing list. Used where the run
+// takes the compact store anyway (dense-compact.ts's useCompactStore: one vector per document and per
+// query, exact search), and where no query image reuses a corpus image's row (those rows stay in the
+// page as before).
 import type { EmbedPart } from '../core/types';
 import type { Chunking } from '../core/retrieval/chunking';
 import type { MultiImage } from '../core/retrieval/multi-image';
@@ -16,7 +17,9 @@ import {
   type EmbedCorpusResult,
 } from '../clients/encoder-client';
 import { addRowsAtToCompactStore } from '../clients/index-client';
+import { releaseBm25 } from '../clients/retrieval-client';
 import type { JobOptions } from '../clients/worker-client';
+import { packedCount, type PackedStrings } from '../core/retrieval/packed-ids';
 import * as compact from './dense-compact';
 
 /** The retrieval worker's key of a corpus matrix: the embedding keys, and how chunks and images were aggregated. */
@@ -57,24 +60,33 @@ export function streamPlan(
   return { fromDocs, storeKey: (k) => denseDocsKey([k], chunking, multiImage) };
 }
 
+/** A corpus's result, with its ids as the packed table the stream began with when it was streamed. */
+export type CorpusResult = EmbedCorpusResult & { ids?: PackedStrings };
+
+/** How many documents a corpus result covers (streamed: `ids`, its docIds being empty). */
+export const corpusDocCount = (r: CorpusResult) => (r.ids ? packedCount(r.ids) : r.docIds.length);
+
 /**
  * embedCorpus, with the rows streamed into the compact store when `plan` says so and the corpus is
- * large enough: the result then has no embeddings (its docIds are the ones the stream began with),
- * and the store holds the corpus, so dense-compact's loadCompactStore finds it there.
+ * large enough: the result then has no embeddings and no docIds (its `ids` are the packed table the
+ * stream began with: strings are made only for the hits), and the store holds the corpus, so
+ * dense-compact's loadCompactStore finds it there.
  */
 export async function embedCorpusTo(
   req: EmbedCorpusRequest,
   job: JobOptions,
   plan?: StreamPlan,
-): Promise<EmbedCorpusResult> {
+): Promise<CorpusResult> {
   if (!plan) return embedCorpus(req, job);
-  type Begun = { key: string; docIds: string[]; missing: string[]; filling: boolean };
+  type Begun = { key: string; ids: PackedStrings; missing: string[]; filling: boolean };
   const state: { begun?: Begun } = {};
   const sink: CorpusSink = {
     async begin(info) {
+      // A corpus this large: the BM25 index (stored) leaves the retrieval worker's memory meanwhile.
+      await releaseBm25();
       const key = plan.storeKey(info.key);
-      const filling = await compact.beginCompactFill(key, info.dim, info.docIds, job);
-      state.begun = { key, docIds: info.docIds, missing: info.missing, filling };
+      const filling = await compact.beginCompactFill(key, info.dim, info.ids, job);
+      state.begun = { key, ids: info.ids, missing: info.missing, filling };
       return filling;
     },
     // The piece's buffers come back from the index worker and go on to the encoder worker (reused).
@@ -84,6 +96,6 @@ export async function embedCorpusTo(
   if (!r.streamed) return r;
   const b = state.begun;
   if (!b) throw new Error('the encoder worker streamed a corpus without beginning it');
-  if (b.filling) await compact.endCompactFill(b.key, b.docIds, b.missing, job);
-  return { ...r, docIds: b.docIds };
+  if (b.filling) await compact.endCompactFill(b.key, b.ids, b.missing, job);
+  return { ...r, docIds: [], ids: b.ids };
 }

@@ -38,7 +38,7 @@ import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '
 import { remoteIvfFor, type DenseRanker } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import * as compact from './dense-compact';
-import { denseDocsKey, embedCorpusTo, streamPlan } from './dense-stream';
+import { corpusDocCount, denseDocsKey, embedCorpusTo, streamPlan } from './dense-stream';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {
@@ -348,8 +348,9 @@ async function denseTaskWith(
     ...(chunking ? { chunking, ...(chunkStats ? { chunks: chunkStats } : {}) } : {}),
     ...(multiImage ? { multiImage, ...(imageStats ? { images: imageStats } : {}) } : {}),
   };
-  if (compact.useCompactStore(docIds.length, dim, args.settings, !!chunkRows, plan.queryParts.length)) {
-    const rank = await compact.loadCompactStore(key, matrix, dim, docIds, missing, args.job);
+  const n = corpusDocCount(first);
+  if (compact.useCompactStore(n, dim, args.settings, !!chunkRows, plan.queryParts.length)) {
+    const rank = await compact.loadCompactStore(key, matrix, dim, first.ids ?? docIds, missing, args.job);
     const a = [args, plan.queryParts, dim, imageRowOf, imageCopy, adhocImage, reuseCorpus] as const;
     const { runs } = await rankQueries(...a, adhocMore, rank);
     const index = compact.compactIndex(args.settings.depth);

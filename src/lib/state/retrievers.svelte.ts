@@ -7,7 +7,8 @@ import { describeVectorIndex, type RetrieverConfig } from '../core/retrieval/run
 import { supportsPart, type Dtype, type ModelSpec } from '../core/retrieval/models';
 import { specMatches, type RunSpec } from '../core/eval/permalink';
 import type { Device } from '../platform/backend';
-import { prepareBm25, runBm25Task } from '../clients/retrieval-client';
+import { bm25ReloadNote, prepareBm25, releaseBm25, runBm25Task } from '../clients/retrieval-client';
+import { compactFromRows } from './dense-compact';
 import { MODEL_REGISTRY, registryModel, type LoadedEncoder } from '../clients/encoder-client';
 import { INDEX_DEFAULTS } from '../clients/index-client';
 import {
@@ -268,6 +269,9 @@ export class Retrievers {
           signal: job.signal,
           onProgress: job.onProgress,
         });
+        // Released during a dense run and read back first: said with the run.
+        const reloaded = await bm25ReloadNote();
+        if (reloaded) this.app.messages.info(reloaded);
         await this.app.runs.add(
           this.app.runs.meta({
             name: `BM25 k1=${params.k1} b=${params.b}`,
@@ -355,6 +359,10 @@ export class Retrievers {
       `Dense retrieval with ${spec.label ?? spec.id}`,
       `Dense retrieval with ${spec.label ?? spec.id}`,
       async (job) => {
+        // A corpus for the compact store: the BM25 index (stored) leaves memory before the model loads.
+        const n = s.summary.counts.docs;
+        const from = compactFromRows(spec.dim, this.compactFrom || undefined);
+        if (this.denseSearch === 'exact' && spec.dim > 0 && n >= from) await releaseBm25();
         const docImageRow = new Map(s.docs.facts.queryImageDocs.map(([path, id]) => [path, id]));
         const settings: DenseSettings = {
           spec,
