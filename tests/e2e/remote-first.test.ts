@@ -9,7 +9,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DATA_DIR } from '../paths';
 import { launch, pageErrors, type Session } from './browser';
@@ -78,10 +78,35 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
   });
 
   test('Search shows dense results with their text; corpus.jsonl is read only in Ranges', async () => {
-    await page.goto(
-      `${baseUrl}/?shard=${url()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
-    );
-    await phase(page, 'ready', 'done');
+    // The link's Search model loads while the shard opens: the host holds the qrels (read while the
+    // shard opens) until the browser has asked for one of the model's files. Were the model loaded
+    // only once the shard is open, or at Search, the hold would end after 60 s with none asked for.
+    const modelFiles: string[] = [];
+    let asked!: () => void;
+    const modelAsked = new Promise<void>((r) => (asked = r));
+    const onRequest = (req: Request) => {
+      if (!req.url().includes(`/${MODEL}/`)) return;
+      modelFiles.push(req.url());
+      asked();
+    };
+    s.context.on('request', onRequest);
+    let qrelsHeld: { askedFirst: boolean } | null = null;
+    server.hold = (path) =>
+      path.endsWith('/qrels/test.tsv') && !qrelsHeld
+        ? Promise.race([modelAsked, new Promise((r) => setTimeout(r, 60_000))]).then(() => {
+            qrelsHeld = { askedFirst: modelFiles.length > 0 };
+          })
+        : undefined;
+    try {
+      await page.goto(
+        `${baseUrl}/?shard=${url()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+      );
+      await phase(page, 'ready', 'done');
+    } finally {
+      server.hold = undefined;
+      s.context.off('request', onRequest);
+    }
+    expect(qrelsHeld).toEqual({ askedFirst: true });
     await page.click('[data-testid="search-submit"]');
     await page.waitForSelector('[data-testid="search-ivf"]', { timeout: 300_000 });
     const hits = await page
