@@ -75,6 +75,12 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
       doc_offsets: 'corpus.offsets.bin',
       embeddings: 'embeddings/index.json',
     });
+    // Its sidecar's rows are the corpus order: said by count and checksum, not 1,000 ids.
+    const sidecar = JSON.parse(
+      readFileSync(join(dir, `shards/medquad-remote/embeddings/${MODEL}/fp32/sidecar-text.json`), 'utf8'),
+    ) as Json;
+    expect(sidecar.doc_ids).toBeUndefined();
+    expect(sidecar.corpus_order).toMatchObject({ docs: 1000 });
   });
 
   test('Search shows dense results with their text; corpus.jsonl is read only in Ranges', async () => {
@@ -107,6 +113,18 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
       s.context.off('request', onRequest);
     }
     expect(qrelsHeld).toEqual({ askedFirst: true });
+    // Opening read only small parts: the offsets file's first 16 KiB by one Range request (its
+    // header and top level; the queries and qrels are the ones pack-shard checked, so no id is
+    // looked up), and a sidecar that names the corpus order instead of listing every id.
+    const opened = server.log.filter((e) => e.method === 'GET');
+    expect(opened.filter((e) => e.path.endsWith('/corpus.offsets.bin'))).toEqual([
+      expect.objectContaining({ status: 206, range: 'bytes=0-16383' }),
+    ]);
+    const sidecar = opened.find((e) => e.path.endsWith('/sidecar-text.json'));
+    expect(sidecar?.bytes).toBeLessThan(1000);
+    expect(opened.some((e) => e.path.endsWith('/corpus.jsonl') || e.path.endsWith('.npy'))).toBe(false);
+    const openedBytes = opened.reduce((a, e) => a + e.bytes, 0);
+    expect(openedBytes).toBeLessThan(100_000);
     await page.click('[data-testid="search-submit"]');
     await page.waitForSelector('[data-testid="search-ivf"]', { timeout: 300_000 });
     const hits = await page

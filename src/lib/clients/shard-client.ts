@@ -224,6 +224,11 @@ export function readRemoteDocs(url: string, rows: number[]): Promise<Map<number,
   return call<Map<number, Doc>>(undefined, (api) => api.remoteDocs(url, rows));
 }
 
+/** Rows of `ids` in a shard opened by openRemoteShard (looked up by Range; ids it lacks are left out). */
+export function remoteRowsOf(url: string, ids: string[]): Promise<Map<string, number>> {
+  return call<Map<string, number>>(undefined, (api) => api.remoteRowsOf(url, ids));
+}
+
 /** Runs one worker call with cancel (terminate + sweep) and worker-death handling. */
 function call<T>(
   signal: AbortSignal | undefined,

@@ -237,7 +237,7 @@ export class Library {
             const docs = new ShardDocs(
               null,
               remote.summary.hash,
-              remote.dir,
+              remote.finder,
               remote.facts,
               (e) =>
                 this.messages.error(
