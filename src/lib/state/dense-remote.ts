@@ -17,7 +17,7 @@ import {
   type RemoteIvfSet,
 } from '../core/shard/precomputed';
 import { openShardStore } from '../platform/shard-store';
-import { remoteFirstRowIds, remoteFirstSets } from './remote-first';
+import { remoteFirstRowIds, remoteFirstSets, remoteFirstWarm } from './remote-first';
 import { searchRemoteIvf, type IvfQueryStats } from '../clients/index-client';
 import type { JobOptions } from '../clients/worker-client';
 import type { DenseQueries, QueryFusion, RankedList } from '../../../workers/retrieval.worker';
@@ -140,6 +140,8 @@ async function packedIvfFor(
     // Excluded documents (a query's own image) are asked for on top of the depth, then dropped.
     const extra = want.reduce((a, i) => Math.max(a, q.exclude[i]?.length ?? 0), 0);
     job.onProgress?.({ kind: 'status', message: `Searching the packed index for ${want.length} queries` });
+    // The header read ahead when the shard opened (remote-first.ts): not read a second time.
+    await remoteFirstWarm(shardHash);
     const r = await searchRemoteIvf(
       { url: set.ivfUrl, vectorsUrl: set.vectorsUrl, k: depth + extra },
       matrix,

@@ -5,6 +5,7 @@ import { precomputedKey, type RemoteIvfSet } from '../core/shard/precomputed';
 import type { RemoteShardHead } from '../platform/remote-shard';
 import type { ShardIssue } from '../core/shard/source';
 import { openRemoteShard, readRemoteDocs, remoteRowsOf } from '../clients/shard-client';
+import { searchRemoteIvf } from '../clients/index-client';
 import type { DocDirectory } from '../core/shard/doc-directory';
 import type { DocLookup } from './shard-docs.svelte';
 
@@ -43,6 +44,27 @@ class RemoteDocLookup implements DocLookup {
 }
 
 const lookups = new Map<string, RemoteDocLookup>();
+/** Per shard: its packed indexes' headers being read ahead of the first query (never rejects). */
+const warming = new Map<string, Promise<void>>();
+
+/** Resolves once the packed index headers read at open are in (a query waits: no second read). */
+export function remoteFirstWarm(hash: string): Promise<void> | undefined {
+  return warming.get(hash);
+}
+
+/**
+ * Reads each packed index's header (centroids and list directory, a few MB) now, while the Search
+ * view's model loads: an empty query matrix makes the index worker read the header and stop.
+ */
+function warmIndexes(sets: RemoteIvfSet[]): Promise<void> {
+  const t0 = performance.now();
+  return Promise.all(
+    sets.map((s) => searchRemoteIvf({ url: s.ivfUrl, vectorsUrl: s.vectorsUrl, k: 1 }, new Float32Array(0))),
+  ).then(
+    () => void performance.measure('loupe:preload:index-header', { start: t0, end: performance.now() }),
+    () => undefined,
+  );
+}
 
 /**
  * The ids of `rows` of the remote-first shard `hash`, or null when its sets list their ids (a set's
@@ -64,6 +86,7 @@ export function remoteFirstSets(hash: string): Map<string, RemoteIvfSet> | undef
 export function forgetRemoteFirst(hash: string): void {
   remoteSets.delete(hash);
   lookups.delete(hash);
+  warming.delete(hash);
 }
 
 /**
@@ -80,6 +103,7 @@ export async function openRemoteFirst(
     head.summary.hash,
     new Map(head.ivf.map((s) => [precomputedKey(s.sidecar.model_id, s.sidecar.dtype, s.sidecar.part), s])),
   );
+  warming.set(head.summary.hash, warmIndexes(head.ivf));
   // A version 2 offsets file: no directory of every id; ids are looked up when wanted.
   let finder: DocDirectory | DocLookup | undefined = head.dir;
   if (!finder) {

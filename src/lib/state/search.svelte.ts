@@ -214,9 +214,11 @@ export class SearchState {
     const spec = modelSpec(modelId, this.app.retrievers.customModels);
     if (!spec || !this.app.storage.offered(spec)) return;
     this.preloading = spec.id;
+    const t0 = performance.now();
     void preloadEncoder(spec, this.#loadOptions())
       .catch(() => undefined)
       .finally(() => {
+        performance.measure('loupe:preload:model', { start: t0, end: performance.now() });
         if (this.preloading === spec.id) this.preloading = null;
       });
   }
