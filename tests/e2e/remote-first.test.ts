@@ -6,7 +6,7 @@
 // profile, the Search view answers a dense query through the packed index and shows the documents'
 // text, with corpus.jsonl read only in Range slices of the lines shown; the Shards view says the
 // documents come from the host and imports the corpus when asked.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page, Request } from 'playwright-core';
@@ -16,6 +16,8 @@ import { launch, pageErrors, type Session } from './browser';
 import { serveRanges, type RangeServer } from './range-server';
 import { shotPath } from './artifacts';
 import { packShard, writeSubset } from './shard-fixtures';
+import { encodeDocOffsets } from '../../src/lib/core/shard/doc-offsets';
+import { fnv1aBytes } from '../../src/lib/core/shard/doc-offsets-v2';
 
 const baseUrl = inject('baseUrl');
 const MODEL = 'loupe-test/bert-tiny-random';
@@ -172,6 +174,99 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     expect(hits.every((id) => corpus.has(id))).toBe(true);
     // Through the packed index, which only bert-tiny has (xlmr-tiny would be refused: no index of it).
     expect(await page.locator('[data-testid="search-ivf"]').count()).toBe(1);
+    expect(pageErrors(page)).toEqual([]);
+  });
+
+  test('qrels changed after packing are checked id by id; a version 1 offsets file still opens', async () => {
+    const packed = join(dir, 'shards/medquad-remote');
+    const copy = (name: string) => {
+      const to = join(dir, 'shards', name);
+      cpSync(packed, to, { recursive: true });
+      return to;
+    };
+    const qrelsText = readFileSync(join(packed, 'qrels/test.tsv'), 'utf8');
+    const qrelsLines = qrelsText.split('\n').filter(Boolean);
+    // Appended lines start on a line of their own.
+    const nl = qrelsText.endsWith('\n') ? '' : '\n';
+    const [q0] = qrelsLines[1].split('\t');
+    const ids = [...corpus.keys()];
+    // A judgement added after packing, of a document the corpus has: the checksum no longer matches,
+    // so the judged ids are looked up (blocks of the id table, by Range), and the shard opens.
+    const added = copy('medquad-added');
+    appendFileSync(join(added, 'qrels/test.tsv'), `${nl}${q0}\t${ids[500]}\t1\n`);
+    // One of a document it lacks: refused, with the file and line named.
+    const unknown = copy('medquad-unknown');
+    appendFileSync(join(unknown, 'qrels/test.tsv'), `${nl}${q0}\tno-such-doc\t1\n`);
+    // A version 1 offsets file (every id, read whole) and a sidecar listing every id, as packed before.
+    const old = copy('medquad-v1');
+    const buf = readFileSync(join(old, 'corpus.jsonl'));
+    const starts: number[] = [];
+    const lengths: number[] = [];
+    for (let at = 0; at < buf.length;) {
+      let end = buf.indexOf(0x0a, at);
+      if (end < 0) end = buf.length;
+      if (end > at) (starts.push(at), lengths.push(end - at));
+      at = end + 1;
+    }
+    writeFileSync(
+      join(old, 'corpus.offsets.bin'),
+      encodeDocOffsets({
+        ids,
+        starts,
+        lengths,
+        lines: starts.map((_, i) => i + 1),
+        corpusBytes: buf.length,
+        corpusFnv: fnv1aBytes(buf),
+        format: 'beir+images',
+      }),
+    );
+    const sidecarFile = join(old, `embeddings/${MODEL}/fp32/sidecar-text.json`);
+    const { corpus_order: _order, ...rest } = JSON.parse(readFileSync(sidecarFile, 'utf8')) as Json;
+    writeFileSync(sidecarFile, JSON.stringify({ ...rest, doc_ids: ids }));
+
+    const open = async (name: string, ...phases: string[]) => {
+      const from = server.log.length;
+      await page.goto(
+        `${baseUrl}/?shard=${server.url}shards/${name}/&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+      );
+      await phase(page, ...(phases.length ? phases : ['ready', 'done']));
+      return server.log.slice(from).filter((e) => e.method === 'GET' && e.path.includes(`/${name}/`));
+    };
+    const search = async () => {
+      await page.click('[data-testid="search-submit"]');
+      await page.waitForSelector('[data-testid="search-ivf"], [data-testid="search-error"]', {
+        timeout: 300_000,
+      });
+      expect(await page.locator('[data-testid="search-error"]').count()).toBe(0);
+      const hits = await page
+        .locator('[data-testid="results"] [data-doc]')
+        .evaluateAll((els) => els.map((e) => e.getAttribute('data-doc') ?? ''));
+      expect(hits).toHaveLength(20);
+      return hits;
+    };
+
+    const addedReads = await open('medquad-added');
+    const offsetReads = addedReads.filter((e) => e.path.endsWith('/corpus.offsets.bin'));
+    expect(offsetReads.length).toBeGreaterThan(1);
+    expect(offsetReads.every((e) => e.status === 206)).toBe(true);
+    const fresh = await search();
+
+    await open('medquad-unknown', 'idle', 'error');
+    const messages = page.locator('[data-testid="message"]');
+    await messages.first().waitFor();
+    const text = (await messages.allInnerTexts()).join(' ');
+    expect(text).toContain(`qrels/test.tsv line ${qrelsLines.length + 1}`);
+    expect(text).toContain('"no-such-doc" is not in corpus.jsonl');
+
+    const oldReads = await open('medquad-v1');
+    expect(
+      oldReads.filter((e) => e.path.endsWith('/corpus.offsets.bin')).map((e) => [e.status, e.bytes]),
+    ).toEqual([
+      [206, 16384],
+      [200, readFileSync(join(old, 'corpus.offsets.bin')).length],
+    ]);
+    // The same index and query: the same results as through the version 2 file.
+    expect(await search()).toEqual(fresh);
     expect(pageErrors(page)).toEqual([]);
   });
 
