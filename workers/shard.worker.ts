@@ -205,7 +205,7 @@ const api = {
   },
 
   /** A packed shard on a static host, opened without importing its corpus (platform/remote-shard.ts). */
-  openRemote: (url: string) => openRemoteShard(url),
+  openRemote: (url: string, onRemoteFirst?: () => void) => openRemoteShard(url, undefined, onRemoteFirst),
   /** Documents of a shard opened by openRemote, read from its host by HTTP Range. */
   remoteDocs: (url: string, rows: number[]) => remoteDocRows(url, rows),
   remoteRowsOf: (url: string, ids: string[]) => remoteDocRowsOf(url, ids),

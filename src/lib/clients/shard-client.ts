@@ -215,8 +215,11 @@ export function indexShardDocs(hash: string, queryImages: string[], opts: JobOpt
  * Opens a packed shard on a static host without importing its corpus, or null when it cannot be
  * (platform/remote-shard.ts; in the worker, which may fetch from the shard's origin).
  */
-export function openRemoteShard(url: string, opts: JobOptions = {}) {
-  return call<Awaited<ReturnType<ShardWorkerApi['openRemote']>>>(opts.signal, (api) => api.openRemote(url));
+export function openRemoteShard(url: string, opts: JobOptions & { onRemoteFirst?: () => void } = {}) {
+  const told = opts.onRemoteFirst;
+  return call<Awaited<ReturnType<ShardWorkerApi['openRemote']>>>(opts.signal, (api) =>
+    api.openRemote(url, told ? Comlink.proxy(told) : undefined),
+  );
 }
 
 /** Documents at corpus `rows` of a shard opened by openRemoteShard, read from its host by Range. */

@@ -127,6 +127,8 @@ async function readWhole(source: ShardSource, path: string): Promise<Uint8Array 
 export async function openRemoteShard(
   url: string,
   signal?: AbortSignal,
+  /** Told as soon as shard.json names an offsets file and a packed index (it is opened remote-first). */
+  onRemoteFirst?: () => void,
 ): Promise<RemoteShardHead | { issues: ShardIssue[] } | null> {
   const source = urlSource(url);
   const base = folderOf(url);
@@ -140,6 +142,11 @@ export async function openRemoteShard(
     return null;
   }
   if (raw?.[DOC_OFFSETS_KEY] !== DOC_OFFSETS_FILE || raw.embeddings !== PRECOMPUTED_INDEX) return null;
+  try {
+    onRemoteFirst?.();
+  } catch {
+    // The page's listener is not the opening's business.
+  }
   // A fresh reader: the shard may have changed since it was last opened.
   const reader = new RangeDocReader(base, DOC_OFFSETS_FILE);
   let layout: DocLayout;

@@ -1,7 +1,8 @@
 // A fresh visit by link to a shard on a static host (issue 19): when the link names the Search view's
-// model (`search-model=`), its query encoder starts loading as the shard starts opening. Both wait
-// on the network (the model's files, the shard's manifest, queries and qrels), so pressing Search
-// finds the model loaded instead of starting its download then.
+// model (`search-model=`) and the shard opens remote-first (its shard.json names an offsets file and
+// a packed index), the query encoder starts loading then, before its queries and qrels are read. Both
+// wait on the network, so pressing Search finds the model loaded instead of starting its download
+// then. A shard that is imported keeps the first query's story of loading the model.
 import type { Dtype } from '../core/retrieval/models';
 import type { Device } from '../platform/backend';
 import type { Retrievers } from './retrievers.svelte';

@@ -96,8 +96,9 @@ export function forgetRemoteFirst(hash: string): void {
 export async function openRemoteFirst(
   url: string,
   signal?: AbortSignal,
+  onRemoteFirst?: () => void,
 ): Promise<(RemoteShardHead & { finder: DocDirectory | DocLookup }) | { issues: ShardIssue[] } | null> {
-  const head = await openRemoteShard(url, { signal });
+  const head = await openRemoteShard(url, { signal, ...(onRemoteFirst ? { onRemoteFirst } : {}) });
   if (!head || 'issues' in head) return head;
   remoteSets.set(
     head.summary.hash,

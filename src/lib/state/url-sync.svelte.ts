@@ -94,8 +94,8 @@ export function shardLinkLabel(s: ViewShard): string {
 /**
  * Opens the shard a link names (a demo, a URL, a cached shard). When it cannot be opened, one error
  * says which shard and why, on the page the link leads to, and the link's shard stays in the URL (a
- * reload tries again). Resolves whether it is open. `v`: the link's view (a shard by URL that is not
- * cached starts loading the view's Search model as it starts opening: model-preload.ts).
+ * reload tries again). Resolves whether it is open. `v`: the link's view (a shard by URL opened
+ * remote-first starts loading the view's Search model as it opens: model-preload.ts).
  */
 export async function openLinkShard(app: UrlHost, s: ViewShard, v?: View): Promise<boolean> {
   const lib = app.library;
@@ -109,9 +109,14 @@ export async function openLinkShard(app: UrlHost, s: ViewShard, v?: View): Promi
     const hit = lib.cached.find((c) => c.sourceLabel === s.url);
     if (hit) await lib.open(hit.hash);
     else {
-      // Opened remote-first when it is packed: the Search view's model loads meanwhile.
-      if (v) preloadSearchModel(app, v);
-      await app.importFrom({ kind: 'url', url: s.url });
+      // Opened remote-first when it is packed: the Search view's model loads meanwhile (an import
+      // keeps the first query's story of loading it).
+      if (v) lib.onRemoteFirst = () => preloadSearchModel(app, v);
+      try {
+        await app.importFrom({ kind: 'url', url: s.url });
+      } finally {
+        lib.onRemoteFirst = null;
+      }
     }
   }
   if (lib.shard && isOpen(app, s)) {
