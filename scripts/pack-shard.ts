@@ -3,9 +3,12 @@
 //   npm run pack-shard -- --shard ../shared/data/medquad --model loupe-test/bert-tiny-random [--dtype fp32] [--out DIR]
 //   npm run pack-shard -- --demo --out dist/shards     (every demo shard of LOUPE_DATA_DIR, generated test models)
 //   … --index ivf [--nlist N]   also packs a Range-readable IVF-int8 index per set (scripts/lib/pack-ivf.ts)
-//   … --offsets                 also writes corpus.offsets.bin (each document's line in corpus.jsonl;
-//                               scripts/lib/pack-offsets.ts) and names it in shard.json: with --index
-//                               ivf, the app opens the shard by URL without importing its corpus
+//   … --offsets                 also writes corpus.offsets.bin (version 2: each document's line in
+//                               corpus.jsonl, the ids in blocks, read by Range; scripts/lib/pack-offsets.ts)
+//                               and names it in shard.json, records the checksum of the queries and qrels
+//                               when every document they name is in the corpus, and writes `corpus_order`
+//                               instead of `doc_ids` in sidecars whose rows are the corpus order: with
+//                               --index ivf, the app opens the shard by URL reading a few kilobytes
 //   npm run pack-shard -- --shard DIR --offsets   (no --model: only corpus.offsets.bin)
 //
 // The corpus is embedded by the app's own encoder worker in headless Chromium (the same code,

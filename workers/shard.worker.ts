@@ -57,7 +57,7 @@ import {
   type PrecomputedSet,
 } from '../src/lib/core/shard/precomputed';
 import { hasParquetSets } from '../src/lib/core/shard/precomputed-parquet';
-import { openRemoteShard, remoteDocRows } from '../src/lib/platform/remote-shard';
+import { openRemoteShard, remoteDocRows, remoteDocRowsOf } from '../src/lib/platform/remote-shard';
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
 export type ImportResult =
@@ -205,9 +205,10 @@ const api = {
   },
 
   /** A packed shard on a static host, opened without importing its corpus (platform/remote-shard.ts). */
-  openRemote: (url: string) => openRemoteShard(url),
+  openRemote: (url: string, onRemoteFirst?: () => void) => openRemoteShard(url, undefined, onRemoteFirst),
   /** Documents of a shard opened by openRemote, read from its host by HTTP Range. */
   remoteDocs: (url: string, rows: number[]) => remoteDocRows(url, rows),
+  remoteRowsOf: (url: string, ids: string[]) => remoteDocRowsOf(url, ids),
 
   /** Reads a Parquet dataset's footers and detects its layout and column mapping (nothing is stored). */
   async inspectParquet(descriptor: SourceDescriptor): Promise<InspectResult> {

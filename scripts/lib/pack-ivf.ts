@@ -48,7 +48,8 @@ export function packIvf(
   const npyFile = join(folder, sidecar.vectors);
   const bytes = new Uint8Array(readFileSync(npyFile));
   const m = parseNpy(bytes, npyFile);
-  if (m.n !== sidecar.doc_ids.length || m.dim !== sidecar.dim)
+  // A sidecar pack-shard --offsets wrote `corpus_order` in (no doc_ids listed): its count.
+  if (m.n !== (sidecar.corpus_order?.docs ?? sidecar.doc_ids.length) || m.dim !== sidecar.dim)
     throw new Error(`${npyFile}: shape (${m.n}, ${m.dim}) does not match ${sidecarFile}`);
   const nlist = opts.nlist ?? defaultNlist(m.n);
   const width = m.sourceDtype === 'f32' ? 4 : 2;

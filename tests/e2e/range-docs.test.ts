@@ -1,8 +1,9 @@
 // Documents read by HTTP Range from a static host (issue 19 item 2), in real Chromium: medquad's
 // corpus with the corpus.offsets.bin pack-shard writes, served under a sub-path by a static server
-// that honours Range and logs the body bytes of every response. Ten documents read by id transfer the
-// offsets file once and then only their lines (two neighbouring lines in one request); a bad line is
-// refused with its file and line named; a host without Range and a corpus changed after packing say so.
+// that honours Range and logs the body bytes of every response. Ten documents read by id transfer
+// parts of the offsets file by Range (never all of it) and then only their lines (two neighbouring
+// lines in one request); a version 1 offsets file is still read; a bad line is refused with its file
+// and line named; a host without Range and a corpus changed after packing say so.
 import {
   appendFileSync,
   copyFileSync,
@@ -17,6 +18,8 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { writeDocOffsets } from '../../scripts/lib/pack-offsets';
+import { encodeDocOffsets } from '../../src/lib/core/shard/doc-offsets';
+import { fnv1aBytes } from '../../src/lib/core/shard/doc-offsets-v2';
 import type { RangeDocsHarness } from '../browser/range-docs-harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
 import { serveRanges, type RangeServer } from './range-server';
@@ -60,6 +63,22 @@ describe('documents read by HTTP Range from a static host under a sub-path', () 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'loupe-range-docs-'));
     await shard('medquad');
+    // The same corpus with a version 1 offsets file (every id and line place, read whole).
+    const v1 = await shard('medquad-v1');
+    const ref = linesOf(join(v1, 'corpus.jsonl'));
+    const corpusBytes = readFileSync(join(v1, 'corpus.jsonl'));
+    writeFileSync(
+      join(v1, 'corpus.offsets.bin'),
+      encodeDocOffsets({
+        ids: ref.map((l) => l.record._id as string),
+        starts: ref.map((l) => l.start),
+        lengths: ref.map((l) => l.end - l.start),
+        lines: ref.map((_, i) => i + 1),
+        corpusBytes: corpusBytes.length,
+        corpusFnv: fnv1aBytes(corpusBytes),
+        format: 'beir+images',
+      }),
+    );
     // Line 7's text is a number: the importer refuses it, and so must the reader.
     await shard('bad', (lines) => {
       const o = JSON.parse(lines[6]);
@@ -94,9 +113,15 @@ describe('documents read by HTTP Range from a static host under a sub-path', () 
       expect(d.title).toBe(rec.title);
     }
     const gets = server.log.slice(from).filter((e) => e.method === 'GET');
-    // First the offsets file, whole; then Range requests only.
-    expect(gets[0]).toMatchObject({ path: `${PREFIX}medquad/corpus.offsets.bin`, status: 200 });
-    const ranges = gets.slice(1);
+    const offsetsPath = `${PREFIX}medquad/corpus.offsets.bin`;
+    const offsetsSize = readFileSync(join(dir, 'medquad/corpus.offsets.bin')).length;
+    // The offsets file is read by Range too (version 2): its first 16 KiB (header, top level), then
+    // the id blocks and row entries wanted; never whole.
+    expect(gets[0]).toMatchObject({ path: offsetsPath, status: 206, range: 'bytes=0-16383' });
+    const offsetReads = gets.filter((e) => e.path === offsetsPath);
+    expect(offsetReads.every((e) => e.status === 206 && !!e.range)).toBe(true);
+    expect(offsetReads.reduce((s, e) => s + e.bytes, 0)).toBeLessThan(offsetsSize);
+    const ranges = gets.filter((e) => e.path !== offsetsPath);
     expect(ranges.every((e) => e.status === 206 && e.path === `${PREFIX}medquad/corpus.jsonl`)).toBe(true);
     // Exactly the lines asked for (300 and 301 together, with the newline between them).
     const spans = rows
@@ -105,17 +130,35 @@ describe('documents read by HTTP Range from a static host under a sub-path', () 
     expect(ranges.map((e) => e.range).sort()).toEqual(spans.sort());
     const lineBytes = rows.reduce((s, r) => s + lines[r].end - lines[r].start, 0) + 1;
     expect(ranges.reduce((s, e) => s + e.bytes, 0)).toBe(lineBytes);
-    expect(out.requests).toBe(9);
+    expect(out.requests).toBe(gets.length);
     expect(out.bytesRead).toBe(gets.reduce((s, e) => s + e.bytes, 0));
-    // Later reads fetch the lines only (the offsets file is kept).
+    // Later reads of a document read lately fetch nothing (the reader keeps it); another document:
+    // its line, and its block unless that block was read before.
     const again = server.log.length;
     const second = await call(page, 'read', `${server.url}medquad`, [ids[1]]);
     expect(second.ok).toBe(true);
-    const more = server.log.slice(again).filter((e) => e.method === 'GET');
+    expect(server.log.slice(again)).toHaveLength(0);
+    const third = await call(page, 'read', `${server.url}medquad`, [lines[6].record._id as string]);
+    expect(third.ok && third.docs.map((d) => d.id)).toEqual([lines[6].record._id]);
+    const more = server.log.slice(again).filter((e) => e.method === 'GET' && e.path.endsWith('corpus.jsonl'));
     expect(more).toHaveLength(1);
-    expect(more[0]).toMatchObject({ status: 206, bytes: lines[5].end - lines[5].start });
+    expect(more[0]).toMatchObject({ status: 206, bytes: lines[6].end - lines[6].start });
     // (The harness page has no favicon: the dev server's 404 for it is not the reader's.)
     expect(pageErrors(page).filter((e) => !e.includes('favicon.ico'))).toEqual([]);
+  });
+
+  it('still reads a version 1 offsets file (fetched whole once)', async () => {
+    const lines = linesOf(join(dir, 'medquad-v1/corpus.jsonl'));
+    const ids = [lines[2].record._id as string, lines[900].record._id as string];
+    const from = server.log.length;
+    const out = await call(page, 'read', `${server.url}medquad-v1`, ids);
+    if (!out.ok) throw new Error(out.error);
+    expect(out.docs.map((d) => d.id).sort()).toEqual([...ids].sort());
+    const offsets = server.log
+      .slice(from)
+      .filter((e) => e.method === 'GET' && e.path.endsWith('corpus.offsets.bin'))
+      .map((e) => e.status);
+    expect(offsets).toEqual([206, 200]);
   });
 
   it('refuses a bad line with the file and line named, as the importer does', async () => {

@@ -3,7 +3,7 @@
 // the packed-index e2e. Files of one folder under a sub-path; CORS and CORP open, so a page on
 // another origin (the Vite dev server, cross-origin isolated) can read it.
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { resolve, sep } from 'node:path';
 
@@ -20,6 +20,8 @@ export interface RangeServer {
   /** `http://127.0.0.1:<port><prefix>`, with a trailing slash. */
   url: string;
   log: RangeLogEntry[];
+  /** When set, a request whose path it answers with a promise is served once that settles. */
+  hold?: (path: string) => Promise<unknown> | undefined;
   close(): Promise<void>;
 }
 
@@ -42,6 +44,16 @@ export async function serveRanges(
 ): Promise<RangeServer> {
   const base = resolve(root);
   const log: RangeLogEntry[] = [];
+  const sockets = new Set<Socket>();
+  const out: RangeServer = {
+    url: '',
+    log,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        for (const s of sockets) s.destroy();
+      }),
+  };
   const send = (
     res: ServerResponse,
     entry: RangeLogEntry,
@@ -53,7 +65,7 @@ export async function serveRanges(
     log.push(entry);
     res.end(body);
   };
-  const server: Server = createServer((req, res) => {
+  const serve = (req: IncomingMessage, res: ServerResponse) => {
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
     const entry: RangeLogEntry = { method: req.method ?? 'GET', path, status: 0, bytes: 0 };
     if (req.method === 'OPTIONS') return send(res, { ...entry, status: 204 }, {});
@@ -108,8 +120,12 @@ export async function serveRanges(
       { 'Content-Type': 'application/octet-stream', 'Content-Length': String(size), ...ids },
       req.method === 'HEAD' ? undefined : read(0, size),
     );
+  };
+  const server: Server = createServer((req, res) => {
+    const held = out.hold?.(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
+    if (held) void held.finally(() => serve(req, res));
+    else serve(req, res);
   });
-  const sockets = new Set<Socket>();
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
@@ -117,13 +133,6 @@ export async function serveRanges(
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const address = server.address();
   if (!address || typeof address === 'string') throw new Error('range server did not bind a TCP port');
-  return {
-    url: `http://127.0.0.1:${address.port}${prefix}`,
-    log,
-    close: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        for (const s of sockets) s.destroy();
-      }),
-  };
+  out.url = `http://127.0.0.1:${address.port}${prefix}`;
+  return out;
 }

@@ -6,16 +6,18 @@
 // profile, the Search view answers a dense query through the packed index and shows the documents'
 // text, with corpus.jsonl read only in Range slices of the lines shown; the Shards view says the
 // documents come from the host and imports the corpus when asked.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DATA_DIR } from '../paths';
 import { launch, pageErrors, type Session } from './browser';
 import { serveRanges, type RangeServer } from './range-server';
 import { shotPath } from './artifacts';
 import { packShard, writeSubset } from './shard-fixtures';
+import { encodeDocOffsets } from '../../src/lib/core/shard/doc-offsets';
+import { fnv1aBytes } from '../../src/lib/core/shard/doc-offsets-v2';
 
 const baseUrl = inject('baseUrl');
 const MODEL = 'loupe-test/bert-tiny-random';
@@ -75,13 +77,57 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
       doc_offsets: 'corpus.offsets.bin',
       embeddings: 'embeddings/index.json',
     });
+    // Its sidecar's rows are the corpus order: said by count and checksum, not 1,000 ids.
+    const sidecar = JSON.parse(
+      readFileSync(join(dir, `shards/medquad-remote/embeddings/${MODEL}/fp32/sidecar-text.json`), 'utf8'),
+    ) as Json;
+    expect(sidecar.doc_ids).toBeUndefined();
+    expect(sidecar.corpus_order).toMatchObject({ docs: 1000 });
   });
 
   test('Search shows dense results with their text; corpus.jsonl is read only in Ranges', async () => {
-    await page.goto(
-      `${baseUrl}/?shard=${url()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
-    );
-    await phase(page, 'ready', 'done');
+    // The link's Search model loads while the shard opens: the host holds the qrels (read while the
+    // shard opens) until the browser has asked for one of the model's files. Were the model loaded
+    // only once the shard is open, or at Search, the hold would end after 60 s with none asked for.
+    const modelFiles: string[] = [];
+    let asked!: () => void;
+    const modelAsked = new Promise<void>((r) => (asked = r));
+    const onRequest = (req: Request) => {
+      if (!req.url().includes(`/${MODEL}/`)) return;
+      modelFiles.push(req.url());
+      asked();
+    };
+    s.context.on('request', onRequest);
+    let qrelsHeld: { askedFirst: boolean } | null = null;
+    server.hold = (path) =>
+      path.endsWith('/qrels/test.tsv') && !qrelsHeld
+        ? Promise.race([modelAsked, new Promise((r) => setTimeout(r, 60_000))]).then(() => {
+            qrelsHeld = { askedFirst: modelFiles.length > 0 };
+          })
+        : undefined;
+    try {
+      await page.goto(
+        `${baseUrl}/?shard=${url()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+      );
+      await phase(page, 'ready', 'done');
+    } finally {
+      server.hold = undefined;
+      s.context.off('request', onRequest);
+    }
+    expect(qrelsHeld).toEqual({ askedFirst: true });
+    // Opening read only small parts: the offsets file's first 16 KiB by one Range request (its
+    // header and top level; the queries and qrels are the ones pack-shard checked, so no id is
+    // looked up), and a sidecar that names the corpus order instead of listing every id.
+    const opened = server.log.filter((e) => e.method === 'GET');
+    expect(opened.filter((e) => e.path.endsWith('/corpus.offsets.bin'))).toEqual([
+      expect.objectContaining({ status: 206, range: 'bytes=0-16383' }),
+    ]);
+    const sidecar = opened.find((e) => e.path.endsWith('/sidecar-text.json'));
+    expect(sidecar?.bytes).toBeLessThan(1000);
+    expect(opened.some((e) => e.path.endsWith('/corpus.jsonl') || e.path.endsWith('.npy'))).toBe(false);
+    // (The packed index's header is read meanwhile too, ahead of the first query: not counted here.)
+    const openedBytes = opened.filter((e) => !e.path.includes('/ivf-')).reduce((a, e) => a + e.bytes, 0);
+    expect(openedBytes).toBeLessThan(100_000);
     await page.click('[data-testid="search-submit"]');
     await page.waitForSelector('[data-testid="search-ivf"]', { timeout: 300_000 });
     const hits = await page
@@ -104,6 +150,123 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     await page.setViewportSize({ width: 390, height: 900 });
     await page.screenshot({ path: shotPath('remote-first-search-390.png'), fullPage: true });
     await page.setViewportSize({ width: 1440, height: 900 });
+    expect(pageErrors(page)).toEqual([]);
+  });
+
+  test('a model picked instead of the one loading ahead answers the query (the preload is waited for)', async () => {
+    // The link names another model (no packed index of it): it loads while the shard opens; the
+    // student picks the packed index's model and searches at once, before that load has ended.
+    const other = 'loupe-test/xlmr-tiny-random';
+    await page.goto(
+      `${baseUrl}/?shard=${url()}&task=${TASK}&search-model=${other}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+    );
+    await phase(page, 'ready', 'done');
+    await page.selectOption('[data-testid="search-model"]', MODEL);
+    await page.click('[data-testid="search-submit"]');
+    await page.waitForSelector('[data-testid="search-ivf"], [data-testid="search-error"]', {
+      timeout: 300_000,
+    });
+    expect(await page.locator('[data-testid="search-error"]').count()).toBe(0);
+    const hits = await page
+      .locator('[data-testid="results"] [data-doc]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-doc') ?? ''));
+    expect(hits).toHaveLength(20);
+    expect(hits.every((id) => corpus.has(id))).toBe(true);
+    // Through the packed index, which only bert-tiny has (xlmr-tiny would be refused: no index of it).
+    expect(await page.locator('[data-testid="search-ivf"]').count()).toBe(1);
+    expect(pageErrors(page)).toEqual([]);
+  });
+
+  test('qrels changed after packing are checked id by id; a version 1 offsets file still opens', async () => {
+    const packed = join(dir, 'shards/medquad-remote');
+    const copy = (name: string) => {
+      const to = join(dir, 'shards', name);
+      cpSync(packed, to, { recursive: true });
+      return to;
+    };
+    const qrelsText = readFileSync(join(packed, 'qrels/test.tsv'), 'utf8');
+    const qrelsLines = qrelsText.split('\n').filter(Boolean);
+    // Appended lines start on a line of their own.
+    const nl = qrelsText.endsWith('\n') ? '' : '\n';
+    const [q0] = qrelsLines[1].split('\t');
+    const ids = [...corpus.keys()];
+    // A judgement added after packing, of a document the corpus has: the checksum no longer matches,
+    // so the judged ids are looked up (blocks of the id table, by Range), and the shard opens.
+    const added = copy('medquad-added');
+    appendFileSync(join(added, 'qrels/test.tsv'), `${nl}${q0}\t${ids[500]}\t1\n`);
+    // One of a document it lacks: refused, with the file and line named.
+    const unknown = copy('medquad-unknown');
+    appendFileSync(join(unknown, 'qrels/test.tsv'), `${nl}${q0}\tno-such-doc\t1\n`);
+    // A version 1 offsets file (every id, read whole) and a sidecar listing every id, as packed before.
+    const old = copy('medquad-v1');
+    const buf = readFileSync(join(old, 'corpus.jsonl'));
+    const starts: number[] = [];
+    const lengths: number[] = [];
+    for (let at = 0; at < buf.length;) {
+      let end = buf.indexOf(0x0a, at);
+      if (end < 0) end = buf.length;
+      if (end > at) (starts.push(at), lengths.push(end - at));
+      at = end + 1;
+    }
+    writeFileSync(
+      join(old, 'corpus.offsets.bin'),
+      encodeDocOffsets({
+        ids,
+        starts,
+        lengths,
+        lines: starts.map((_, i) => i + 1),
+        corpusBytes: buf.length,
+        corpusFnv: fnv1aBytes(buf),
+        format: 'beir+images',
+      }),
+    );
+    const sidecarFile = join(old, `embeddings/${MODEL}/fp32/sidecar-text.json`);
+    const { corpus_order: _order, ...rest } = JSON.parse(readFileSync(sidecarFile, 'utf8')) as Json;
+    writeFileSync(sidecarFile, JSON.stringify({ ...rest, doc_ids: ids }));
+
+    const open = async (name: string, ...phases: string[]) => {
+      const from = server.log.length;
+      await page.goto(
+        `${baseUrl}/?shard=${server.url}shards/${name}/&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+      );
+      await phase(page, ...(phases.length ? phases : ['ready', 'done']));
+      return server.log.slice(from).filter((e) => e.method === 'GET' && e.path.includes(`/${name}/`));
+    };
+    const search = async () => {
+      await page.click('[data-testid="search-submit"]');
+      await page.waitForSelector('[data-testid="search-ivf"], [data-testid="search-error"]', {
+        timeout: 300_000,
+      });
+      expect(await page.locator('[data-testid="search-error"]').count()).toBe(0);
+      const hits = await page
+        .locator('[data-testid="results"] [data-doc]')
+        .evaluateAll((els) => els.map((e) => e.getAttribute('data-doc') ?? ''));
+      expect(hits).toHaveLength(20);
+      return hits;
+    };
+
+    const addedReads = await open('medquad-added');
+    const offsetReads = addedReads.filter((e) => e.path.endsWith('/corpus.offsets.bin'));
+    expect(offsetReads.length).toBeGreaterThan(1);
+    expect(offsetReads.every((e) => e.status === 206)).toBe(true);
+    const fresh = await search();
+
+    await open('medquad-unknown', 'idle', 'error');
+    const messages = page.locator('[data-testid="message"]');
+    await messages.first().waitFor();
+    const text = (await messages.allInnerTexts()).join(' ');
+    expect(text).toContain(`qrels/test.tsv line ${qrelsLines.length + 1}`);
+    expect(text).toContain('"no-such-doc" is not in corpus.jsonl');
+
+    const oldReads = await open('medquad-v1');
+    expect(
+      oldReads.filter((e) => e.path.endsWith('/corpus.offsets.bin')).map((e) => [e.status, e.bytes]),
+    ).toEqual([
+      [206, 16384],
+      [200, readFileSync(join(old, 'corpus.offsets.bin')).length],
+    ]);
+    // The same index and query: the same results as through the version 2 file.
+    expect(await search()).toEqual(fresh);
     expect(pageErrors(page)).toEqual([]);
   });
 

@@ -34,7 +34,7 @@ import type { ProgressFn } from '../core/types';
 import type { DeviceVerdict } from '../platform/device-policy';
 import { MODEL_REGISTRY, RERANKER_REGISTRY, registryModel, rerankerModel } from '../platform/model-registry';
 import { modelFolder, servedModelFolders } from '../platform/model-index';
-import { WorkerClient, isAbortError, proxyProgress, type JobOptions } from './worker-client';
+import { WorkerClient, abortError, isAbortError, proxyProgress, type JobOptions } from './worker-client';
 
 export type { CorpusSink, EmbedCorpusRequest, EmbedCorpusResult, LoadOptions, LoadedEncoder };
 
@@ -134,6 +134,9 @@ async function load(
   onProgress?: ProgressFn,
   signal?: AbortSignal,
 ): Promise<LoadedEncoder> {
+  // A load started ahead (preloadEncoder) settles first: two loads in flight could leave the wrong
+  // model active. The same model is then answered from the worker's cache.
+  if (ahead) await untilAhead(signal);
   const opts = await localFirst(spec, options);
   const key = loadKey(spec, opts);
   if (lastLoad && lastLoad.key === key && lastLoad.generation === client.generation && isActive(spec))
@@ -155,6 +158,44 @@ async function load(
     active = { spec, opts: retry, dtype: info.dtype };
     return info;
   }
+}
+
+/** A load started by preloadEncoder, until it settles (never rejects). */
+let ahead: Promise<void> | null = null;
+
+/** Waits for the load started ahead; a cancel stops it (the worker goes, as with any cancel). */
+function untilAhead(signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(abortError());
+  return new Promise<void>((resolve, reject) => {
+    const stop = () => {
+      client.terminate();
+      reject(abortError());
+    };
+    signal?.addEventListener('abort', stop, { once: true });
+    void ahead!.then(() => {
+      signal?.removeEventListener('abort', stop);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Starts loading a model before its first use (a shard opening by URL with the Search view's model
+ * named: issue 19), with the options its query will pass, so that the query finds it loaded. Every
+ * other load waits for it to settle; a failure is the caller's to ignore (the query loads again and
+ * reports it).
+ */
+export function preloadEncoder(spec: ModelSpec, opts: LoadOptions): Promise<LoadedEncoder> {
+  const p = load(spec, opts);
+  const settled = p.then(
+    () => undefined,
+    () => undefined,
+  );
+  ahead = settled;
+  void settled.then(() => {
+    if (ahead === settled) ahead = null;
+  });
+  return p;
 }
 
 /**

@@ -215,13 +215,21 @@ export function indexShardDocs(hash: string, queryImages: string[], opts: JobOpt
  * Opens a packed shard on a static host without importing its corpus, or null when it cannot be
  * (platform/remote-shard.ts; in the worker, which may fetch from the shard's origin).
  */
-export function openRemoteShard(url: string, opts: JobOptions = {}) {
-  return call<Awaited<ReturnType<ShardWorkerApi['openRemote']>>>(opts.signal, (api) => api.openRemote(url));
+export function openRemoteShard(url: string, opts: JobOptions & { onRemoteFirst?: () => void } = {}) {
+  const told = opts.onRemoteFirst;
+  return call<Awaited<ReturnType<ShardWorkerApi['openRemote']>>>(opts.signal, (api) =>
+    api.openRemote(url, told ? Comlink.proxy(told) : undefined),
+  );
 }
 
 /** Documents at corpus `rows` of a shard opened by openRemoteShard, read from its host by Range. */
 export function readRemoteDocs(url: string, rows: number[]): Promise<Map<number, Doc>> {
   return call<Map<number, Doc>>(undefined, (api) => api.remoteDocs(url, rows));
+}
+
+/** Rows of `ids` in a shard opened by openRemoteShard (looked up by Range; ids it lacks are left out). */
+export function remoteRowsOf(url: string, ids: string[]): Promise<Map<string, number>> {
+  return call<Map<string, number>>(undefined, (api) => api.remoteRowsOf(url, ids));
 }
 
 /** Runs one worker call with cancel (terminate + sweep) and worker-death handling. */

@@ -183,7 +183,7 @@ export class App {
     // A link to the landing page with its shard open says `#/` (a link without a hash: the shard's view).
     this.#keepRoute = hash === '#/' || hash === '#';
     try {
-      if (view.shard) await openLinkShard(this, view.shard);
+      if (view.shard) await openLinkShard(this, view.shard, view);
     } finally {
       this.#keepRoute = false;
     }

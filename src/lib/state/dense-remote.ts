@@ -17,7 +17,7 @@ import {
   type RemoteIvfSet,
 } from '../core/shard/precomputed';
 import { openShardStore } from '../platform/shard-store';
-import { remoteFirstSets } from './remote-first';
+import { remoteFirstRowIds, remoteFirstSets, remoteFirstWarm } from './remote-first';
 import { searchRemoteIvf, type IvfQueryStats } from '../clients/index-client';
 import type { JobOptions } from '../clients/worker-client';
 import type { DenseQueries, QueryFusion, RankedList } from '../../../workers/retrieval.worker';
@@ -117,7 +117,10 @@ async function packedIvfFor(
     cache: 'opfs' | 'memory';
     cacheReason?: string;
   } | null = null;
-  const ids = set.sidecar.doc_ids;
+  // The rows' ids: the sidecar's list, or (a sidecar that says `corpus_order`, on a shard opened
+  // remote-first) the documents at the rows found, read by Range as they are shown anyway.
+  const listed = set.sidecar.doc_ids.length ? set.sidecar.doc_ids : null;
+  const docCount = listed?.length ?? set.sidecar.corpus_order?.docs ?? 0;
 
   const rank: DenseRanker = async (q, _fusion, depth, job) => {
     const dim = q.dim;
@@ -137,13 +140,25 @@ async function packedIvfFor(
     // Excluded documents (a query's own image) are asked for on top of the depth, then dropped.
     const extra = want.reduce((a, i) => Math.max(a, q.exclude[i]?.length ?? 0), 0);
     job.onProgress?.({ kind: 'status', message: `Searching the packed index for ${want.length} queries` });
+    // The header read ahead when the shard opened (remote-first.ts): not read a second time.
+    await remoteFirstWarm(shardHash);
     const r = await searchRemoteIvf(
       { url: set.ivfUrl, vectorsUrl: set.vectorsUrl, k: depth + extra },
       matrix,
       job.signal,
     );
-    if (r.n !== ids.length)
-      throw new Error(`${file}: the index has ${r.n} rows, its sidecar names ${ids.length} documents`);
+    if (r.n !== docCount)
+      throw new Error(`${file}: the index has ${r.n} rows, its sidecar names ${docCount} documents`);
+    let ids: ArrayLike<string> | Map<number, string> | null = listed;
+    if (!ids) {
+      const rows = [...new Set(r.rows.flatMap((list) => [...list]))];
+      ids = await remoteFirstRowIds(shardHash, rows);
+      if (!ids)
+        throw new Error(
+          `${file}: its sidecar names no document ids, and the shard is not read from its host`,
+        );
+    }
+    const idOf = (row: number) => (ids instanceof Map ? ids.get(row) : ids![row]);
     last = {
       n: r.n,
       nlist: r.nlist,
@@ -158,8 +173,8 @@ async function packedIvfFor(
       const docIds: string[] = [];
       const scores: number[] = [];
       r.rows[j].forEach((row, k) => {
-        const id = ids[row];
-        if (skip.has(id) || docIds.length >= depth) return;
+        const id = idOf(row);
+        if (id === undefined || skip.has(id) || docIds.length >= depth) return;
         docIds.push(id);
         scores.push(r.scores[j][k]);
       });

@@ -73,6 +73,11 @@ export class Library {
    * dense queries through its packed index work, BM25 and Benchmark runs need `importRemote()`.
    */
   remote = $state.raw<string | null>(null);
+  /**
+   * Told (with its URL) when a shard loaded by URL turns out to be opened remote-first, before its
+   * queries and qrels are read: a link's Search model starts loading then (model-preload.ts).
+   */
+  onRemoteFirst: ((url: string) => void) | null = null;
   /** Stopped streamed imports that can resume (offered at start: Resume or Discard). */
   paused = $state.raw<PausedImport[]>([]);
   /** Validation problems of the last import (nothing was cached). */
@@ -228,7 +233,8 @@ export class Library {
         // A packed shard on a static host opens without importing its corpus (`whole`: import it).
         if (source.kind === 'url' && !parquet && !opts.whole) {
           const url = source.url;
-          const remote = await openRemoteFirst(url, job.signal);
+          const told = this.onRemoteFirst;
+          const remote = await openRemoteFirst(url, job.signal, told ? () => told(url) : undefined);
           if (remote && 'issues' in remote) {
             this.issues = { source: label, list: remote.issues };
             return false;
@@ -237,7 +243,7 @@ export class Library {
             const docs = new ShardDocs(
               null,
               remote.summary.hash,
-              remote.dir,
+              remote.finder,
               remote.facts,
               (e) =>
                 this.messages.error(

@@ -7,7 +7,7 @@ import { analyze } from '../core/retrieval/analyzer';
 import { searchBm25Adhoc } from '../clients/retrieval-client';
 import { denseAdhoc } from './dense';
 import { QueryPrefetch } from './query-prefetch';
-import { MODEL_REGISTRY, loadedEncoderKey } from '../clients/encoder-client';
+import { MODEL_REGISTRY, loadedEncoderKey, preloadEncoder } from '../clients/encoder-client';
 import { describeChunking, isChunked } from '../core/retrieval/chunking';
 import type { OpenedDicom } from '../platform/dicom-image';
 import { modelSpec } from './retrievers.svelte';
@@ -200,6 +200,27 @@ export class SearchState {
       simulateWebGpuFailure: r.simulateWebGpuFailure,
       simulateParityMismatch: r.simulateParityMismatch,
     };
+  }
+
+  /** The model loading ahead of the first query (see `preload`), until its load settles. */
+  preloading = $state<string | null>(null);
+
+  /**
+   * Starts loading the query encoder of `modelId` (a registry or custom model; BM25 and unknown ids:
+   * nothing) with the options a query passes, so that a query finds it loaded: a shard opening by URL
+   * waits on the network, and so does the model's download (issue 19).
+   */
+  preload(modelId: string): void {
+    const spec = modelSpec(modelId, this.app.retrievers.customModels);
+    if (!spec || !this.app.storage.offered(spec)) return;
+    this.preloading = spec.id;
+    const t0 = performance.now();
+    void preloadEncoder(spec, this.#loadOptions())
+      .catch(() => undefined)
+      .finally(() => {
+        performance.measure('loupe:preload:model', { start: t0, end: performance.now() });
+        if (this.preloading === spec.id) this.preloading = null;
+      });
   }
 
   /** The loaded encoder's key when the chosen model is loaded and nothing else runs, else null. */

@@ -14,6 +14,18 @@ export function queryImageDocs(s: { docs: ShardDocs }): { image: string; meta: D
   return s.docs.facts.queryImageDocs.map(([image, , meta]) => ({ image, meta }));
 }
 
+/**
+ * Finds rows by id where the page holds no id directory (a shard read from its host with a version 2
+ * offsets file: remote-first.ts looks ids up by Range when they are first wanted).
+ */
+export interface DocLookup {
+  readonly count: number;
+  /** The row of `id` when known (-1: the shard has no such document), else undefined. */
+  known(id: string): number | undefined;
+  /** Looks `ids` up: afterwards `known` answers for each. */
+  lookup(ids: string[]): Promise<void>;
+}
+
 /** Corpora up to this many documents are read whole when opened. */
 export const READ_WHOLE_UP_TO = 5000;
 /** Documents kept cached beyond those read whole (the oldest go first). */
@@ -25,20 +37,22 @@ export class ShardDocs {
   #version = $state(0);
   #cache = new Map<number, Doc>();
   #wanted = new Set<number>();
+  /** Ids wanted whose rows are not known yet (a DocLookup's). */
+  #wantedIds = new Set<string>();
   #scheduled = false;
   #whole = false;
 
   constructor(
     private store: ShardStore | null,
     private hash: string,
-    private dir: DocDirectory,
+    private dir: DocDirectory | DocLookup,
     facts: DocFacts,
     /** Told when a read fails (a damaged shard is dropped by the read). */
     private onError: (e: unknown) => void,
     /** Reads rows from elsewhere than the cache (a shard read from its host by Range: remote-first.ts). */
     private readRows?: (rows: number[]) => Promise<Map<number, Doc>>,
   ) {
-    this.count = dir.rows.length;
+    this.count = 'known' in dir ? dir.count : dir.rows.length;
     this.facts = facts;
   }
 
@@ -61,9 +75,14 @@ export class ShardDocs {
     return this.#cache.size;
   }
 
-  /** Whether the shard has a document `id`. */
+  /** The row of `id` (-1: none), or undefined while a DocLookup has not looked it up. */
+  #row(id: string): number | undefined {
+    return 'known' in this.dir ? this.dir.known(id) : findDocRow(this.dir, id);
+  }
+
+  /** Whether the shard has a document `id` (an id not looked up yet counts as one). */
   has(id: string): boolean {
-    return findDocRow(this.dir, id) >= 0;
+    return (this.#row(id) ?? 0) >= 0;
   }
 
   /**
@@ -72,11 +91,12 @@ export class ShardDocs {
    */
   get(id: string): Doc | undefined {
     void this.#version;
-    const r = findDocRow(this.dir, id);
-    if (r < 0) return undefined;
-    const d = this.#cache.get(r);
+    const r = this.#row(id);
+    if (r !== undefined && r < 0) return undefined;
+    const d = r === undefined ? undefined : this.#cache.get(r);
     if (d || this.#whole) return d;
-    this.#wanted.add(r);
+    if (r === undefined) this.#wantedIds.add(id);
+    else this.#wanted.add(r);
     if (!this.#scheduled) {
       this.#scheduled = true;
       queueMicrotask(() => void this.#readWanted());
@@ -88,8 +108,11 @@ export class ShardDocs {
   async load(ids: Iterable<string>): Promise<Map<string, Doc>> {
     const out = new Map<string, Doc>();
     const missing: number[] = [];
-    for (const id of ids) {
-      const r = findDocRow(this.dir, id);
+    const list = [...ids];
+    const unknown = list.filter((id) => this.#row(id) === undefined);
+    if (unknown.length && 'known' in this.dir) await this.dir.lookup(unknown);
+    for (const id of list) {
+      const r = this.#row(id) ?? -1;
       if (r < 0) continue;
       const d = this.#cache.get(r);
       if (d) out.set(id, d);
@@ -108,8 +131,23 @@ export class ShardDocs {
 
   async #readWanted() {
     this.#scheduled = false;
+    const ids = [...this.#wantedIds];
+    this.#wantedIds.clear();
+    try {
+      if (ids.length && 'known' in this.dir) {
+        await this.dir.lookup(ids);
+        for (const id of ids) {
+          const r = this.#row(id) ?? -1;
+          if (r >= 0) this.#wanted.add(r);
+        }
+      }
+    } catch (e) {
+      this.onError(e);
+      return;
+    }
     const rows = [...this.#wanted];
     this.#wanted.clear();
+    if (!rows.length) return void this.#version++;
     try {
       const got = await this.#read(rows);
       for (const [r, d] of got) this.#keep(r, d);

@@ -21,6 +21,7 @@ import type { DemoShard, Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
 import type { Retrievers } from './retrievers.svelte';
 import type { SearchState } from './search.svelte';
+import { preloadSearchModel } from './model-preload';
 
 /** What the URL is derived from and restored into (the App). */
 export interface UrlHost {
@@ -93,9 +94,10 @@ export function shardLinkLabel(s: ViewShard): string {
 /**
  * Opens the shard a link names (a demo, a URL, a cached shard). When it cannot be opened, one error
  * says which shard and why, on the page the link leads to, and the link's shard stays in the URL (a
- * reload tries again). Resolves whether it is open.
+ * reload tries again). Resolves whether it is open. `v`: the link's view (a shard by URL opened
+ * remote-first starts loading the view's Search model as it opens: model-preload.ts).
  */
-export async function openLinkShard(app: UrlHost, s: ViewShard): Promise<boolean> {
+export async function openLinkShard(app: UrlHost, s: ViewShard, v?: View): Promise<boolean> {
   const lib = app.library;
   const before = new Set(app.messages.list.map((m) => m.id));
   if (s.kind === 'cached') {
@@ -106,7 +108,16 @@ export async function openLinkShard(app: UrlHost, s: ViewShard): Promise<boolean
   } else {
     const hit = lib.cached.find((c) => c.sourceLabel === s.url);
     if (hit) await lib.open(hit.hash);
-    else await app.importFrom({ kind: 'url', url: s.url });
+    else {
+      // Opened remote-first when it is packed: the Search view's model loads meanwhile (an import
+      // keeps the first query's story of loading it).
+      if (v) lib.onRemoteFirst = () => preloadSearchModel(app, v);
+      try {
+        await app.importFrom({ kind: 'url', url: s.url });
+      } finally {
+        lib.onRemoteFirst = null;
+      }
+    }
   }
   if (lib.shard && isOpen(app, s)) {
     app.unopenedLink = null;
@@ -148,7 +159,7 @@ export async function applyView(app: UrlHost, v: View, from?: View) {
   const differs = <K extends keyof View>(k: K) => !from || JSON.stringify(from[k]) !== JSON.stringify(v[k]);
   const newShard = differs('shard') && !isOpen(app, v.shard);
   if (newShard) {
-    if (v.shard) await openLinkShard(app, v.shard);
+    if (v.shard) await openLinkShard(app, v.shard, v);
     else {
       app.unopenedLink = null;
       if (lib.shard) await lib.close();

@@ -4,6 +4,7 @@
 // the document of every row. Pure: bytes and JSON in, checked sets out; every error names the file.
 import type { ModelSpec } from '../retrieval/models';
 import type { ShardSource } from './source';
+import { idsFnv } from './doc-offsets-v2';
 import {
   VectorFileError,
   checkSidecar,
@@ -51,6 +52,13 @@ export interface PrecomputedSidecar extends EmbeddingSidecar {
    * whole; folders and zips ignore it.
    */
   ivf?: string;
+  /**
+   * Written by pack-shard --offsets in place of `doc_ids` when they are every document of the corpus
+   * in corpus order (a million ids are 11 MB): their count and the FNV-1a of the ids, each followed by
+   * "\n" (core/shard/doc-offsets-v2.ts idsFnv). Reading the set checks both against the corpus and
+   * fills `doc_ids` where the corpus's ids are at hand (an import).
+   */
+  corpus_order?: { docs: number; ids_fnv1a: string };
   /**
    * Set only for a set read from a Parquet column (precomputed-parquet.ts): its file. Such a set may
    * leave revision and pooling empty and max_tokens out (not stated: not compared).
@@ -152,9 +160,23 @@ export function parsePrecomputedIndex(json: unknown, file = PRECOMPUTED_INDEX): 
 
 /** Parses a set's sidecar.json (the vector-file fields and the precomputed ones). */
 export function parsePrecomputedSidecar(json: unknown, file: string): PrecomputedSidecar {
-  const base = parseSidecar(json, file);
   const o = json as Record<string, unknown>;
+  const order = o?.corpus_order as { docs?: unknown; ids_fnv1a?: unknown } | undefined;
+  const inOrder = !!o && typeof o === 'object' && order !== undefined && o.doc_ids === undefined;
+  const base = parseSidecar(inOrder ? { ...o, doc_ids: [] } : json, file);
   const problems: string[] = [];
+  if (
+    inOrder &&
+    !(
+      typeof order === 'object' &&
+      order !== null &&
+      Number.isInteger(order.docs) &&
+      (order.docs as number) >= 0 &&
+      typeof order.ids_fnv1a === 'string' &&
+      /^[0-9a-f]{8}$/.test(order.ids_fnv1a)
+    )
+  )
+    problems.push(`'corpus_order' must be {"docs": a count, "ids_fnv1a": 8 hex digits}`);
   if (o.format !== PRECOMPUTED_FORMAT) problems.push(`'format' must be "${PRECOMPUTED_FORMAT}"`);
   for (const f of ['hub_id', 'query_prefix', 'doc_prefix', 'vectors'] as const)
     if (typeof o[f] !== 'string') problems.push(`'${f}' must be a string`);
@@ -179,7 +201,21 @@ export function parsePrecomputedSidecar(json: unknown, file: string): Precompute
     vectors: o.vectors as string,
     missing: o.missing as string[],
     ...(o.ivf !== undefined ? { ivf: o.ivf as string } : {}),
+    ...(inOrder ? { corpus_order: order as { docs: number; ids_fnv1a: string } } : {}),
   };
+}
+
+/**
+ * Why a sidecar's rows are not `ids` (the corpus's ids in order, or only their count and checksum),
+ * or '' when they are: listed ids or `corpus_order` alike.
+ */
+export function corpusOrderMismatch(s: PrecomputedSidecar, ids: { docs: number; idsFnv: number }): string {
+  const docs = s.corpus_order?.docs ?? s.doc_ids.length;
+  if (docs !== ids.docs) return `its rows are ${docs} documents, the corpus has ${ids.docs}`;
+  const fnv = s.corpus_order ? parseInt(s.corpus_order.ids_fnv1a, 16) : idsFnv(s.doc_ids);
+  return fnv === ids.idsFnv
+    ? ''
+    : 'its document ids are not the corpus’s ids in corpus order (their checksum differs): write it again with npm run pack-shard';
 }
 
 /**
@@ -299,13 +335,15 @@ async function npyHead(source: ShardSource, file: string): Promise<Uint8Array> {
  * asked for it only then, so opening a shard without embeddings requests no file it does not have.
  * `href`: the absolute URL of a file, for a shard read over HTTP; then a set whose sidecar names a
  * packed IVF index comes back in `ivf` (absent when none) with the URLs to search it by, and its
- * .npy is not read.
+ * .npy is not read. `corpusOrder`: a shard opened remote-first whose ids are not at hand (`docs` is
+ * empty): each sidecar's rows must be the corpus order, by count and checksum (doc-offsets-v2.ts).
  */
 export async function readPrecomputed(
   source: ShardSource,
   docs: readonly { id: string; title?: string; text?: string; image?: string }[],
   declared = false,
   href?: (path: string) => string,
+  corpusOrder?: { docs: number; idsFnv: number },
 ): Promise<{ sets: PrecomputedSet[]; problems: string[]; ivf?: RemoteIvfSet[] }> {
   const ivf: RemoteIvfSet[] = [];
   if (!declared && source.remote) return { sets: [], problems: [] };
@@ -336,6 +374,25 @@ export async function readPrecomputed(
             file,
             `describes ${sidecar.model_id} ${sidecar.dtype} ${sidecar.part}, index.json says ${entry.model_id} ${entry.dtype} ${part}`,
           );
+        if (corpusOrder) {
+          // A shard opened remote-first (its ids are not at hand): the rows must be the corpus order,
+          // by count and checksum (doc-offsets-v2.ts), and every document has the part.
+          const why = corpusOrderMismatch(sidecar, corpusOrder);
+          if (why) throw new VectorFileError(file, why);
+          if (sidecar.ivf && href)
+            ivf.push({
+              sidecar,
+              ivfUrl: href(`embeddings/${entry.path}${sidecar.ivf}`),
+              vectorsUrl: href(`embeddings/${entry.path}${sidecar.vectors}`),
+            });
+          continue;
+        }
+        if (sidecar.corpus_order) {
+          const all = docs.map((d) => d.id);
+          const why = corpusOrderMismatch(sidecar, { docs: all.length, idsFnv: idsFnv(all) });
+          if (why) throw new VectorFileError(file, why);
+          sidecar.doc_ids = all;
+        }
         const ids = docs.filter((d) => docHasPart(d, part)).map((d) => d.id);
         const check = checkSidecar(sidecar, { n: sidecar.doc_ids.length, dim: sidecar.dim }, ids);
         if (!check.ok) throw new VectorFileError(file, check.problems.map((p) => p.message).join('; '));
