@@ -23,7 +23,8 @@ export async function listIvfCache(): Promise<Map<string, IvfCacheFolder>> {
       if (h.kind !== 'directory') continue;
       const folder = { files: 0, bytes: 0 };
       for await (const [name, f] of (h as unknown as { entries(): Entries }).entries()) {
-        if (f.kind !== 'file' || name.startsWith('.')) continue;
+        // Chromium writes through `<name>.crswap` until the write closes: not an entry of the cache yet.
+        if (f.kind !== 'file' || name.startsWith('.') || name.endsWith('.crswap')) continue;
         folder.files++;
         // A file the index worker is writing right now may refuse to be read: count it, size unknown
         // (0), rather than lose the whole folder.
