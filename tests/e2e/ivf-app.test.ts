@@ -229,11 +229,15 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     // A new page (a fresh index worker, nothing in memory): lists and rows come from OPFS; only the
     // index's 64-byte fixed part is read again, to check that the file has not changed. Cache writes
     // run after the answer: first every one of them is in OPFS (the header, each list, each row).
-    await page.waitForFunction(
-      async (want) => {
+    // What the cache holds, by entry name (`header`, `l<list>`, `r<row>`): written entries only. An
+    // entry exists from getFileHandle(create) on, and its bytes land when the write closes; until then
+    // Chromium writes them to a `<name>.crswap` beside it, which is not the entry.
+    let held = new Set<string>();
+    const written = async () =>
+      page.evaluate(async () => {
         const root = await navigator.storage.getDirectory();
         const dir = await root.getDirectoryHandle('loupe-ivf').catch(() => null);
-        let n = 0;
+        const names: string[] = [];
         if (dir)
           for await (const [, sub] of (
             dir as unknown as { entries(): AsyncIterable<[string, unknown]> }
@@ -241,10 +245,6 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
             for await (const [name, h] of (
               sub as { entries(): AsyncIterable<[string, FileSystemFileHandle]> }
             ).entries())
-              // An entry exists from getFileHandle(create) on; its bytes land when the write closes.
-              // Until then Chromium writes them to `<name>.crswap`, which holds them already: counted,
-              // it let the page reload with writes still open (the lost ones came again).
-              // (A file being replaced may not be found for a moment: not ready yet.)
               if (
                 /^(header|[lr]\d+)$/.test(name) &&
                 (await h.getFile().then(
@@ -252,41 +252,24 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
                   () => 0,
                 )) > 0
               )
-                n++;
-        return n === want;
-      },
-      1 + Number(lists) + Number(rows),
-      { timeout: 60_000, polling: 250 },
-    );
-    // What the cache holds now, by entry name (`header`, `l<list>`, `r<row>`).
-    const held = new Set(
-      await page.evaluate(async () => {
-        const root = await navigator.storage.getDirectory();
-        const dir = await root.getDirectoryHandle('loupe-ivf');
-        const names: string[] = [];
-        for await (const [, sub] of (
-          dir as unknown as { entries(): AsyncIterable<[string, unknown]> }
-        ).entries())
-          for await (const [name, h] of (
-            sub as { entries(): AsyncIterable<[string, FileSystemFileHandle]> }
-          ).entries())
-            // Written entries only (one still being written has no bytes yet).
-            if (
-              /^(header|[lr]\d+)$/.test(name) &&
-              (await h.getFile().then(
-                (f) => f.size,
-                () => 0,
-              )) > 0
-            )
-              names.push(name);
+                names.push(name);
         return names;
-      }),
-    );
-    expect(held.size).toBeGreaterThanOrEqual(1 + Number(lists) + Number(rows));
-    // The mapping from Range reads to entries, checked on the first query: its reads are what is held.
+      });
+    // (Polled with evaluate, which awaits the async listing: waitForFunction takes the promise an async
+    // predicate returns as a truthy answer at once, microsoft/playwright#29132, and the page used to
+    // reload with writes still open: the lost entries were fetched again.)
     const first = new Set(refetched(entries));
+    // The mapping from Range reads to entries, checked on the first query's reads.
     expect(first.size).toBe(1 + Number(lists) + Number(rows));
-    expect([...first].filter((name) => !held.has(name))).toEqual([]);
+    await expect
+      .poll(
+        async () => {
+          held = new Set(await written());
+          return [...first].filter((name) => !held.has(name));
+        },
+        { timeout: 60_000, interval: 250 },
+      )
+      .toEqual([]);
     await page.reload();
     await phase(page, 'ready', 'done');
     const fresh = server.log.length;
