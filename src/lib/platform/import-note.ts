@@ -69,13 +69,19 @@ export function beginImportNote(label: string): ImportNoteHandle {
     id,
     update(p) {
       if (ended) return;
-      if (p.kind === 'read') note.checking = { file: p.file, bytes: p.bytes, totalBytes: p.totalBytes };
-      else if (p.kind === 'store' && p.what === 'documents' && p.docTotal !== undefined) {
+      // A new stage (another file checked, the first documents stored) is saved at once: a note that
+      // still named the previous file would say the wrong one after a reload.
+      let moved: boolean;
+      if (p.kind === 'read') {
+        moved = note.checking?.file !== p.file;
+        note.checking = { file: p.file, bytes: p.bytes, totalBytes: p.totalBytes };
+      } else if (p.kind === 'store' && p.what === 'documents' && p.docTotal !== undefined) {
+        moved = note.docsDone === 0 && p.done > 0;
         note.docTotal = p.docTotal;
         note.docsDone = Math.min(p.done, p.docTotal);
       } else return;
       const now = Date.now();
-      if (now - last < NOTE_EVERY_MS) return;
+      if (!moved && now - last < NOTE_EVERY_MS) return;
       last = now;
       save();
     },
