@@ -412,7 +412,7 @@ async function main(): Promise<number> {
     for (const part of parts)
       for (const dtype of opts.dtypes) await benchEncoder(ort, part, dtype, shaderF16);
   }
-  if (!argv['no-exact']) recordExact(await measureExact(opts, log, DIM, K));
+  if (!argv['no-exact']) recordExact(await measureExact(opts, log, DIM, K, recordExact));
   save();
   console.log('\n' + markdown());
   log(`wrote ${OUT} and ${OUT_MD}`);

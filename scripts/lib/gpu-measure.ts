@@ -371,6 +371,8 @@ export async function measureExact(
   log: (line: string) => void,
   dim = 384,
   k = 10,
+  /** Told the exact row before the IVF part starts (a bench stopped at its time limit keeps it). */
+  onExactDone?: (row: ExactRow) => void,
 ): Promise<ExactRow> {
   const row: ExactRow = {
     vectors: opts.vectors,
@@ -416,8 +418,10 @@ export async function measureExact(
     }
     log(
       `exact: WGSL ${fmtMs(row.gpuMs)} for ${opts.queries} queries (upload ${fmtMs(row.gpuUploadMs)}), ` +
-        `same top-${k} ${row.sameTopK} of ${opts.queries}, CPU-fallback queries ${row.cpuFallbackQueries}`,
+        `same top-${k} ${row.sameTopK} of ${opts.queries}, CPU-fallback queries ${row.cpuFallbackQueries}, ` +
+        `max GPU score error ${row.maxGpuScoreError?.toExponential(2) ?? '—'}`,
     );
+    onExactDone?.(row);
     row.ivf = await measureIvfInt8(docs, queries, log);
   } catch (e) {
     row.error = errText(e);
