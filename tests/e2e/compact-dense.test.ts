@@ -21,16 +21,29 @@ const MODEL = 'loupe-test/bert-tiny-random';
 const DOCS = 20_000;
 const QUERIES = 50;
 
-/** One dense run from a fresh profile; its run file's lines, the run's name and the store's counters. */
-async function denseRun(dir: string, extra: Record<string, string>) {
+/**
+ * One dense run from a fresh profile; its run file's lines, the run's name, the store's counters, the
+ * encoder workers started and closed, and (with `search`) the top document of that text typed in the
+ * Search view of the same page afterwards.
+ */
+async function denseRun(dir: string, extra: Record<string, string>, search?: string) {
   const s = await launch();
   try {
     const { page } = s;
+    const encoderWorkers = { started: 0, closed: 0 };
+    page.on('worker', (w) => {
+      if (!w.url().includes('encoder.worker')) return;
+      encoderWorkers.started++;
+      w.on('close', () => encoderWorkers.closed++);
+    });
     const q = new URLSearchParams({
       shard: `/generated-shards/${basename(dir)}/`,
       task: 'scale-qa',
       runs: `dense(model=${MODEL},dtype=fp32,device=wasm)`,
       depth: '100',
+      'search-model': MODEL,
+      device: 'wasm',
+      dtype: 'fp32',
       ...extra,
     });
     await page.goto(`${baseUrl}/?${q}`);
@@ -53,15 +66,35 @@ async function denseRun(dir: string, extra: Record<string, string>) {
           () => (self as unknown as { loupeCompactCounters: Record<string, unknown> }).loupeCompactCounters,
         )
       : null;
-    const enc = page.workers().find((x) => x.url().includes('encoder.worker'));
+    const enc = page
+      .workers()
+      .filter((x) => x.url().includes('encoder.worker'))
+      .at(-1);
     const encoder = await enc!.evaluate(
       () => (self as unknown as { loupeEncoderCounters: Record<string, number> }).loupeEncoderCounters,
     );
     const received = await page.evaluate(
       () => (globalThis as unknown as { loupeCorpusReceived: Record<string, number> }).loupeCorpusReceived,
     );
+    const message = await page.locator('[data-testid="messages"]').innerText();
+    let searchTop: string | null = null;
+    if (search) {
+      // The Search view of the same page: the model loads again if the run stopped it.
+      await page.evaluate(() => (location.hash = '#/search'));
+      await page.fill('[data-testid="search-input"]', search);
+      await page.click('[data-testid="search-submit"]');
+      await page.waitForSelector('[data-testid="search-summary"]', { timeout: 120_000 });
+      searchTop = await page
+        .locator('[data-testid="result-column"]')
+        .first()
+        .locator('[data-testid="results"] li button')
+        .first()
+        .getAttribute('data-doc');
+    }
     expect(pageErrors(page).join('\n')).toBe('');
-    return { name, trec, counters, encoder, received };
+    // Counted now: closing the browser closes the rest.
+    const workers = { ...encoderWorkers };
+    return { name, trec, counters, encoder, received, encoderWorkers: workers, message, searchTop };
   } finally {
     await s.dispose();
   }
@@ -123,7 +156,10 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
   });
 
   test('ranks the top 10 of float32 exact search, reading 100 rows per query from OPFS', async () => {
-    const compact = await denseRun(dir, { 'compact-from': String(DOCS) });
+    const probe = JSON.parse(
+      readFileSync(join(dir, 'queries.jsonl'), 'utf8').split('\n').filter(Boolean)[EXCLUDING],
+    ) as { _id: string; text: string };
+    const compact = await denseRun(dir, { 'compact-from': String(DOCS) }, probe.text);
     expect(compact.name).toContain('4-bit scan, int8 rescoring of the best 2000, exact rescoring of top 100');
     expect(compact.counters).toEqual({
       searches: 1,
@@ -139,15 +175,26 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
     // Each full piece's buffer came back from the index worker and was filled again.
     expect(compact.encoder.reusedPieces).toBe(Math.floor(DOCS / 4096));
     expect(compact.encoder.largestPiece).toBeLessThanOrEqual(4096);
+    // The queries were embedded first and the worker holding the query model was stopped: the corpus
+    // was handed over by a second worker that loaded no model (it embedded nothing; the rows were
+    // precomputed); the Search view's query then loaded the model again in that worker.
+    expect(compact.message).toContain('the query model was stopped once the queries were embedded');
+    expect(compact.encoder.batchesEmbedded).toBe(0);
+    expect(compact.encoderWorkers.started).toBe(2);
+    expect(compact.encoderWorkers.closed).toBe(1);
     const exact = await denseRun(dir, {});
     // The float32 path still brings the whole matrix (bert-tiny-random: 64 dimensions) to the page.
     expect(exact.received).toEqual({ results: 1, floats: DOCS * 64, streamed: 0 });
     expect(exact.encoder.streamedRows).toBe(0);
     expect(exact.name).not.toContain('int8');
+    expect(exact.message).not.toContain('the query model was stopped');
+    expect(exact.encoderWorkers).toEqual({ started: 1, closed: 0 });
     // The float32 path never searched the store (its index worker, if started at all, read nothing).
     expect(exact.counters ?? { searches: 0, rowsRead: 0 }).toMatchObject({ searches: 0, rowsRead: 0 });
     const a = top10(compact.trec);
     const b = top10(exact.trec);
+    // The typed query, with the model loaded again, finds the run's top document for it.
+    expect(compact.searchTop).toBe(a.get(probe._id)![0][0]);
     expect(a.size).toBe(QUERIES);
     expect([...a.keys()].sort()).toEqual([...b.keys()].sort());
     // Excluded documents are never returned, by either path.

@@ -45,7 +45,7 @@ import { phased } from './progress';
 import { PieceWriter, type CorpusSink, type CorpusStreamRequest } from './stream';
 import { current, onActive } from './session';
 import { embedTextBatch, textLengths } from './text';
-import type { LoadOptions, OnProgress } from './types';
+import type { LoadedEncoder, LoadOptions, OnProgress } from './types';
 import { embedWindows, textWindows, windowTokens } from './windows';
 
 /** What embedCorpus embeds (a cached shard's text or image part, with one model) and how. */
@@ -76,6 +76,13 @@ export interface EmbedCorpusRequest {
    * the corpus has one row per document: the result then carries no embeddings (workers/encoder/stream.ts).
    */
   stream?: CorpusStreamRequest;
+  /**
+   * The model as the page's load answered it (dim, dtype, device…), when the page has stopped the
+   * worker since to give back the model's memory: the model is loaded again only when a batch must
+   * be embedded (a shard's precomputed rows, or batches stored before, need none). Its load options
+   * are `load`, so a load gives the same device and dtype.
+   */
+  loaded?: LoadedEncoder;
 }
 
 /** A corpus embedding: the vectors (transferred), what was reused, computed or taken precomputed, and where it ran. */
@@ -111,7 +118,15 @@ export interface EmbedCorpusResult {
    */
   notSaved?: string;
   ms: number;
-  backend: { device: Device; dtype: Dtype; threads: number; deviceReason: string; fallbackReason?: string };
+  backend: {
+    device: Device;
+    dtype: Dtype;
+    threads: number;
+    deviceReason: string;
+    fallbackReason?: string;
+    /** With `req.loaded`: no batch needed the model, so the worker holds none (nothing is active). */
+    idle?: true;
+  };
   /**
    * The rows went to the sink (req.stream): `embeddings` is empty and `docIds` too (the sink's
    * begin() had them).
@@ -173,7 +188,19 @@ export async function embedCorpus(
   // Ids and part flags only; the documents are loaded when a batch must be embedded (`corpus.full()`).
   const corpus = await corpusDocs(db, shardHash, part);
   const docIds = corpus.ids;
-  const loaded = await load(spec, req.load, onProgress);
+  // With req.loaded, the model is loaded only before the first batch that must be embedded.
+  let loaded = req.loaded ?? (await load(spec, req.load, onProgress));
+  let modelLoaded = !req.loaded;
+  const model = async () => {
+    if (modelLoaded) return;
+    const l = await load(spec, req.load, onProgress);
+    if (l.dim !== loaded.dim || l.dtype !== loaded.dtype)
+      throw new Error(
+        `${spec.id} loaded again as ${l.dtype}, ${l.dim} dimensions; the run began with ${loaded.dtype}, ${loaded.dim}`,
+      );
+    loaded = l;
+    modelLoaded = true;
+  };
   const dim = loaded.dim;
   // Only text is chunked; `first` is the truncating path (and key) of before.
   const chunking = part === 'text' && isChunked(req.chunking) ? checkChunking(req.chunking) : undefined;
@@ -258,6 +285,7 @@ export async function embedCorpus(
     // With the shard's precomputed rows nothing is embedded: batches in shard order, no tokenizing.
     if (part === 'text' && !pre) {
       report({ kind: 'status', message: 'Counting tokens' });
+      await model();
       const docs = await corpus.full();
       const texts = rows.map((r) => docText(docs[r]));
       // Chunked: a document costs the tokens of all its windows; batches group documents of
@@ -389,6 +417,7 @@ export async function embedCorpus(
       precomputedDocs += ids.length;
       counters.precomputedRows += ids.length;
     } else {
+      await model();
       const tb = performance.now();
       const docs = await corpus.full();
       if (part === 'text' && chunking) {
@@ -463,7 +492,7 @@ export async function embedCorpus(
     await writeMeta(true);
   await pieces?.flush();
   report.flush();
-  const enc = current();
+  const enc = modelLoaded ? current() : loaded;
   let out = embeddings;
   let chunks: EmbedCorpusResult['chunks'];
   if (multiRow) {
@@ -506,6 +535,7 @@ export async function embedCorpus(
       threads: enc.threads,
       deviceReason: loaded.deviceReason,
       ...(loaded.fallbackReason ? { fallbackReason: loaded.fallbackReason } : {}),
+      ...(modelLoaded ? {} : { idle: true as const }),
     },
   };
   // Transferred: the page owns the embeddings buffer afterwards.

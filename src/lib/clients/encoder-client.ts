@@ -320,6 +320,12 @@ export async function embedCorpus(
     received.results++;
     received.floats += r.embeddings.length;
     if (r.streamed) received.streamed++;
+    // A call with `loaded` that needed no model leaves the (restarted) worker without one.
+    if (r.backend.idle) {
+      active = null;
+      lastLoad = null;
+      return r;
+    }
     active = { spec: q.spec, opts: q.load ?? {}, dtype: r.backend.dtype };
     // Its load options may differ from the last load()'s: the next load() asks the worker, unless
     // the model, device and dtype are the ones that load() answered with (an ad-hoc query's corpus

@@ -3,14 +3,8 @@
 // ranks by exact cosine. Image + text queries are scored with score fusion and/or feature fusion.
 import type { Query, TaskInfo } from '../core/types';
 import { fuseFeatures } from '../core/retrieval/dense';
-import {
-  chunkOffsets,
-  chunkingFor,
-  isChunked,
-  meanOfChunks,
-  type Chunking,
-} from '../core/retrieval/chunking';
-import { fusedItemRows, itemImagePaths, type MultiImage } from '../core/retrieval/multi-image';
+import { chunkingFor, isChunked, meanOfChunks, type Chunking } from '../core/retrieval/chunking';
+import { fusedItemRows, type MultiImage } from '../core/retrieval/multi-image';
 import {
   corpusEmbeddingKey,
   supportsPart,
@@ -19,26 +13,18 @@ import {
   type ModelSpec,
 } from '../core/retrieval/models';
 import type { Device } from '../platform/backend';
-import { openShardStore } from '../platform/shard-store';
 import type { PrefetchLookup } from './query-prefetch';
-import {
-  activeEncoderKey,
-  embedImages,
-  embedQuery,
-  embedTextChunks,
-  embedTexts,
-  loadEncoder,
-  type LoadedEncoder,
-} from '../clients/encoder-client';
+import { loadEncoder, stopEncoder, type LoadedEncoder } from '../clients/encoder-client';
+import { openShardStore } from '../platform/shard-store';
 import { hasDenseDocs, runDense, setDenseDocs } from '../clients/retrieval-client';
-import { stageTook, timeStage } from '../platform/query-timing';
-import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
+import type { QueryFusion } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../clients/worker-client';
 import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../clients/index-client';
-import { remoteIvfFor, type DenseRanker } from './dense-remote';
+import { remoteIvfFor } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import * as compact from './dense-compact';
 import { corpusDocCount, denseDocsKey, embedCorpusTo, streamPlan } from './dense-stream';
+import { embedQueries, rankQueries } from './dense-queries';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {
@@ -124,6 +110,37 @@ export interface DenseOutcome {
   notes: string[];
 }
 
+/**
+ * A run whose corpus goes to the compact store (from COMPACT_FROM_BYTES of vectors: hundreds of
+ * thousands of documents) with text queries: the queries are embedded before the corpus, and the
+ * encoder worker is then stopped. ORT's memory for the query model (about 260 MiB for a MiniLM in
+ * fp32, which a worker never gives back) is then not held beside the store while the corpus is
+ * handed over and searched (issue 18: the tab within 1 GB at 1M documents). The corpus's
+ * precomputed rows need no model; a batch to embed loads it again (encoder/corpus.ts), and so does
+ * the next search. Undefined (nothing done) for every other run.
+ */
+async function queriesFirst(
+  args: DenseTaskArgs,
+  plan: ReturnType<typeof densePlan>,
+  stream: ReturnType<typeof streamPlan>,
+  encoder: LoadedEncoder,
+  chunking: Chunking | undefined,
+  multiImage: MultiImage | undefined,
+  adhoc: boolean,
+) {
+  if (!stream || adhoc || isChunked(chunking) || multiImage) return undefined;
+  if (plan.queryParts.length !== 1 || plan.queryParts[0] !== 'text' || plan.docParts.length !== 1)
+    return undefined;
+  const summary = await (await openShardStore()).summary(args.shardHash);
+  if ((summary?.counts.docs ?? 0) < stream.fromDocs) return undefined;
+  const q = await embedQueries(args, plan.queryParts, encoder.dim, new Map(), null, null);
+  stopEncoder();
+  plan.notes.push(
+    'the query model was stopped once the queries were embedded, to keep its memory out of the corpus search (the next search loads it again)',
+  );
+  return q;
+}
+
 /** Loads the model (WebGPU or WASM with the reason), embeds what is missing, and ranks the task's queries. */
 export function denseTask(args: DenseTaskArgs): Promise<DenseOutcome> {
   return denseTaskWith(args, null);
@@ -188,8 +205,9 @@ async function denseTaskWith(
   const ivf = await remoteIvfFor(args.shardHash, spec, encoder, plan, chunking, multiImage);
   if (ivf) {
     const a = { ...args, settings: { ...args.settings, fusion: 'feature' as const, ann: undefined } };
-    const more = [null, adhocImage, reuseCorpus, adhocMore, ivf.rank] as const;
-    const { runs } = await rankQueries(a, plan.queryParts, encoder.dim, new Map(), ...more);
+    const more = [null, adhocImage, reuseCorpus, adhocMore] as const;
+    const q = await embedQueries(a, plan.queryParts, encoder.dim, new Map(), ...more);
+    const runs = await rankQueries(a, q, reuseCorpus, ivf.rank);
     return { encoder, runs, ...ivf.outcome(plan.notes) };
   }
   // Ad-hoc queries: once the retrieval worker holds this corpus (from the first query or a run),
@@ -204,17 +222,9 @@ async function denseTaskWith(
     );
     const held = plan.queryParts.length === 1 ? await compact.heldCompactRanker(key, args.job) : null;
     if (held || (await hasDenseDocs(key))) {
-      const { runs } = await rankQueries(
-        args,
-        plan.queryParts,
-        encoder.dim,
-        new Map(),
-        null,
-        adhocImage,
-        true,
-        adhocMore,
-        held ?? undefined,
-      );
+      const more = [null, adhocImage, true, adhocMore] as const;
+      const q = await embedQueries(args, plan.queryParts, encoder.dim, new Map(), ...more);
+      const runs = await rankQueries(args, q, true, held ?? undefined);
       const embedded = plan.docParts.map((part) => ({
         part,
         computedBatches: 0,
@@ -242,6 +252,15 @@ async function denseTaskWith(
   /** Multi-image max: the image rows and their documents (before any fusion with the text). */
   let imageRowDoc: Uint32Array | undefined;
   let imageStats: DenseOutcome['images'];
+  const early = await queriesFirst(
+    args,
+    plan,
+    stream,
+    encoder,
+    chunking,
+    multiImage,
+    reuseCorpus || !!adhocImage,
+  );
   for (const part of plan.docParts) {
     let r = await embedCorpusTo(
       {
@@ -252,6 +271,7 @@ async function denseTaskWith(
         load,
         ...(part === 'text' && chunking ? { chunking } : {}),
         ...(part === 'image' && allDocImages ? { allImages: true } : {}),
+        ...(early ? { loaded: encoder } : {}),
       },
       args.job,
       stream,
@@ -348,19 +368,7 @@ async function denseTaskWith(
     ...(chunking ? { chunking, ...(chunkStats ? { chunks: chunkStats } : {}) } : {}),
     ...(multiImage ? { multiImage, ...(imageStats ? { images: imageStats } : {}) } : {}),
   };
-  const n = corpusDocCount(first);
-  if (compact.useCompactStore(n, dim, args.settings, !!chunkRows, plan.queryParts.length)) {
-    const rank = await compact.loadCompactStore(key, matrix, dim, first.ids ?? docIds, missing, args.job);
-    const a = [args, plan.queryParts, dim, imageRowOf, imageCopy, adhocImage, reuseCorpus] as const;
-    const { runs } = await rankQueries(...a, adhocMore, rank);
-    const index = compact.compactIndex(args.settings.depth);
-    return { encoder, runs, embedded, notes: plan.notes, compact: index, ...chunked };
-  }
-  // The index worker gets its own copy: the retrieval worker takes ownership of `matrix`.
-  const annDocs = args.settings.ann ? matrix.slice() : null;
-  await setDenseDocs(key, matrix, dim, docIds, missing, chunkRows?.rowDoc);
-
-  const { q, runs } = await rankQueries(
+  const queryArgs = [
     args,
     plan.queryParts,
     dim,
@@ -369,7 +377,21 @@ async function denseTaskWith(
     adhocImage,
     reuseCorpus,
     adhocMore,
-  );
+  ] as const;
+  const n = corpusDocCount(first);
+  if (compact.useCompactStore(n, dim, args.settings, !!chunkRows, plan.queryParts.length)) {
+    const rank = await compact.loadCompactStore(key, matrix, dim, first.ids ?? docIds, missing, args.job);
+    const q = early ?? (await embedQueries(...queryArgs));
+    const runs = await rankQueries(args, q, reuseCorpus, rank);
+    const index = compact.compactIndex(args.settings.depth);
+    return { encoder, runs, embedded, notes: plan.notes, compact: index, ...chunked };
+  }
+  // The index worker gets its own copy: the retrieval worker takes ownership of `matrix`.
+  const annDocs = args.settings.ann ? matrix.slice() : null;
+  await setDenseDocs(key, matrix, dim, docIds, missing, chunkRows?.rowDoc);
+
+  const q = early ?? (await embedQueries(...queryArgs));
+  const runs: DenseOutcome['runs'] = await rankQueries(args, q, reuseCorpus);
   const qs = args.queries;
   const ann = args.settings.ann;
   if (ann && annDocs) {
@@ -444,206 +466,6 @@ async function denseTaskWith(
     return { encoder, runs, embedded, notes: plan.notes, annCurve, ...chunked };
   }
   return { encoder, runs, embedded, notes: plan.notes, ...chunked };
-}
-
-/**
- * Embeds the task's queries (text, image, or the one ad-hoc image) and ranks them against the
- * retrieval worker's document matrix, once per fusion strategy. `imageRowOf`/`imageCopy`: corpus
- * image vectors, so a query image that is a corpus image is not embedded twice.
- */
-async function rankQueries(
-  args: DenseTaskArgs,
-  queryParts: EmbedPart[],
-  dim: number,
-  imageRowOf: Map<string, number>,
-  imageCopy: Float32Array | null,
-  adhocImage: Blob | null,
-  adhoc = false,
-  adhocMore: Blob[] = [],
-  ranker: DenseRanker = runDense,
-): Promise<{ q: DenseQueries; runs: DenseOutcome['runs'] }> {
-  const qs = args.queries;
-  const q: DenseQueries = {
-    ids: qs.map((x) => x.id),
-    dim,
-    text: null,
-    image: null,
-    hasText: new Uint8Array(qs.length),
-    hasImage: new Uint8Array(qs.length),
-    exclude: qs.map((x) => x.excludeIds),
-  };
-  const chunking = args.settings.chunking;
-  if (isChunked(chunking) && queryParts.includes('text')) {
-    // Every window of each query's text: mean → one vector per query; max → all its chunks.
-    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
-    const r = await embedTextChunks(
-      idx.map((i) => qs[i].text),
-      'query',
-      chunking,
-      args.job,
-    );
-    const mean = meanOfChunks(r.vectors, r.counts, dim, args.settings.spec.normalize);
-    q.text = new Float32Array(qs.length * dim);
-    const counts = new Uint32Array(qs.length);
-    idx.forEach((qi, j) => {
-      q.text!.set(mean.subarray(j * dim, (j + 1) * dim), qi * dim);
-      q.hasText[qi] = 1;
-      counts[qi] = r.counts[j];
-    });
-    // Queries without text have no chunks, so the chunk rows are already in query order.
-    if (chunking.aggregate === 'max') q.textChunks = { vectors: r.vectors, offsets: chunkOffsets(counts) };
-  }
-  if (adhoc && qs.length === 1) {
-    // One worker call for the text and the image, with the time of each stage.
-    let text = queryParts.includes('text') && qs[0].text && !q.text ? qs[0].text : null;
-    let image = queryParts.includes('image') ? adhocImage : null;
-    // Parts embedded ahead by the same encoder (the image as it was added, the text on a pause).
-    const encoderKey = activeEncoderKey();
-    if (args.prefetch && encoderKey) {
-      const ahead = args.prefetch.take(encoderKey, text, image);
-      if (ahead.text || ahead.image) {
-        const [t, i] = await timeStage('encode', () => Promise.all([ahead.text, ahead.image]));
-        if (t) {
-          q.text = t;
-          q.hasText[0] = 1;
-          text = null;
-        }
-        if (i) {
-          q.image = i;
-          q.hasImage[0] = 1;
-          image = null;
-        }
-      }
-      await args.prefetch.settled();
-    }
-    if (text || image) {
-      const t0 = performance.now();
-      const r = await embedQuery(text, image, args.job);
-      const s = r.stages;
-      // Only the stages of the parts embedded now (a part embedded ahead has none here).
-      if (text) stageTook('tokenize', t0, s.tokenizeMs);
-      if (image) stageTook('preprocess', t0 + s.tokenizeMs, s.preprocessMs);
-      stageTook('encode', t0 + s.tokenizeMs + s.preprocessMs, s.encodeMs);
-      if (r.text) {
-        q.text = r.text;
-        q.hasText[0] = 1;
-      }
-      if (r.image) {
-        q.image = r.image;
-        q.hasImage[0] = 1;
-      }
-    }
-  } else if (queryParts.includes('text') && !q.text) {
-    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
-    const vecs = await embedTexts(
-      idx.map((i) => qs[i].text),
-      'query',
-      args.job,
-    );
-    q.text = new Float32Array(qs.length * dim);
-    idx.forEach((qi, j) => {
-      q.text!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
-      q.hasText[qi] = 1;
-    });
-  }
-  if (!adhoc && queryParts.includes('image')) {
-    q.image = new Float32Array(qs.length * dim);
-    const todo: number[] = [];
-    if (adhocImage) {
-      const vec = await embedImages([adhocImage], args.job);
-      q.image.set(vec.subarray(0, dim), 0);
-      q.hasImage[0] = 1;
-    }
-    qs.forEach((x, i) => {
-      if (!x.image) return;
-      const row = imageRowOf.get(x.image);
-      if (row !== undefined && imageCopy) {
-        q.image!.set(imageCopy.subarray(row * dim, (row + 1) * dim), i * dim);
-        q.hasImage[i] = 1;
-      } else todo.push(i);
-    });
-    if (todo.length) {
-      const store = await openShardStore();
-      const blobs = await Promise.all(todo.map((i) => store.getImage(args.shardHash, qs[i].image!)));
-      const ok = todo.filter((_, j) => blobs[j]);
-      const vecs = await embedImages(
-        blobs.filter((b): b is Blob => !!b),
-        args.job,
-      );
-      ok.forEach((qi, j) => {
-        q.image!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
-        q.hasImage[qi] = 1;
-      });
-    }
-  }
-
-  if (args.settings.multiImage && queryParts.includes('image') && q.image)
-    await multiImageQueries(args, q, dim, adhoc ? [adhocMore] : null);
-
-  const twoParts = qs.some((_, i) => q.hasText[i] && q.hasImage[i]);
-  const fusions: (QueryFusion | undefined)[] = !twoParts
-    ? [undefined]
-    : args.settings.fusion === 'both'
-      ? [{ mode: 'score', textWeight: args.settings.textWeight }, { mode: 'feature' }]
-      : args.settings.fusion === 'score'
-        ? [{ mode: 'score', textWeight: args.settings.textWeight }]
-        : [{ mode: 'feature' }];
-  const runs: DenseOutcome['runs'] = [];
-  for (const [i, fusion] of fusions.entries()) {
-    const rank = () => ranker(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job);
-    // An ad-hoc query's first ranking is its search; the second fusion's is part of fusing.
-    runs.push({ fusion, lists: await (adhoc ? timeStage(i === 0 ? 'search' : 'fuse', rank) : rank()) });
-  }
-  return { q, runs };
-}
-
-/**
- * Queries with several images (`images`, or the extra images of an ad-hoc query): every image is
- * embedded; mean → the query's image vector is their normalised mean; max → each is a row of
- * `q.imageRows` (the retrieval worker scores a document by its best pair).
- */
-async function multiImageQueries(
-  args: DenseTaskArgs,
-  q: DenseQueries,
-  dim: number,
-  adhocExtra: Blob[][] | null,
-): Promise<void> {
-  const qs = args.queries;
-  const extra: Blob[][] = adhocExtra ?? qs.map(() => []);
-  if (!adhocExtra) {
-    const store = await openShardStore();
-    for (const [i, x] of qs.entries()) {
-      const more = itemImagePaths(x).slice(1);
-      if (!more.length || !q.hasImage[i]) continue;
-      const blobs = await Promise.all(more.map((p) => store.getImage(args.shardHash, p)));
-      extra[i] = blobs.filter((b): b is Blob => !!b);
-    }
-  }
-  const todo = extra.flatMap((l, i) => (l.length && q.hasImage[i] ? [i] : []));
-  if (!todo.length) return;
-  const vecs = await embedImages(
-    todo.flatMap((i) => extra[i]),
-    args.job,
-  );
-  const counts = new Uint32Array(qs.length);
-  const rows: Float32Array[] = [];
-  let at = 0;
-  for (const i of todo) {
-    const n = extra[i].length + 1;
-    const all = new Float32Array(n * dim);
-    all.set(q.image!.subarray(i * dim, (i + 1) * dim), 0);
-    all.set(vecs.subarray(at * dim, (at + n - 1) * dim), dim);
-    at += n - 1;
-    q.image!.set(meanOfChunks(all, [n], dim, true), i * dim);
-    counts[i] = n;
-    rows[i] = all;
-  }
-  if (args.settings.multiImage === 'max') {
-    const offsets = chunkOffsets(counts);
-    const vectors = new Float32Array(offsets[qs.length] * dim);
-    for (const i of todo) vectors.set(rows[i], offsets[i] * dim);
-    q.imageRows = { vectors, offsets };
-  }
 }
 
 /**
