@@ -40,6 +40,11 @@ export class WorkerClient<Api> {
     return this.#remote ? this.#generation : 0;
   }
 
+  /** Whether a call is in flight (stopping the worker now would reject it). */
+  get busy(): boolean {
+    return this.#pending.size > 0;
+  }
+
   get remote(): Comlink.Remote<Api> {
     if (!this.#remote) {
       const w = this.#make();

@@ -7,7 +7,13 @@ import { describeVectorIndex, type RetrieverConfig } from '../core/retrieval/run
 import { supportsPart, type Dtype, type ModelSpec } from '../core/retrieval/models';
 import { specMatches, type RunSpec } from '../core/eval/permalink';
 import type { Device } from '../platform/backend';
-import { bm25ReloadNote, prepareBm25, releaseBm25, runBm25Task } from '../clients/retrieval-client';
+import {
+  bm25ReloadNote,
+  bm25StoppedNote,
+  freeBm25,
+  prepareBm25,
+  runBm25Task,
+} from '../clients/retrieval-client';
 import { compactFromRows } from './dense-compact';
 import { MODEL_REGISTRY, registryModel, type LoadedEncoder } from '../clients/encoder-client';
 import { INDEX_DEFAULTS } from '../clients/index-client';
@@ -166,6 +172,10 @@ export class Retrievers {
   }
 
   #preparing: { key: string; promise: Promise<boolean> } | null = null;
+  /** The retrieval worker was stopped by a dense run (freeBm25): the next prepare notes what it cost… */
+  #bm25Stopped = false;
+  /** …said with the next BM25 run. */
+  #bm25Note: string | null = null;
 
   async #prepare(key: string): Promise<boolean> {
     const s = this.app.library.shard;
@@ -178,6 +188,10 @@ export class Retrievers {
       });
       this.preparedKey = key;
       this.indexedDocs = res.indexedDocs;
+      if (this.#bm25Stopped) {
+        this.#bm25Stopped = false;
+        this.#bm25Note = bm25StoppedNote(res);
+      }
       this.readyMs = performance.now();
       performance.mark('loupe:ready');
       return true;
@@ -270,7 +284,8 @@ export class Retrievers {
           onProgress: job.onProgress,
         });
         // Released during a dense run and read back first: said with the run.
-        const reloaded = await bm25ReloadNote();
+        const reloaded = (await bm25ReloadNote()) ?? this.#bm25Note;
+        this.#bm25Note = null;
         if (reloaded) this.app.messages.info(reloaded);
         await this.app.runs.add(
           this.app.runs.meta({
@@ -362,7 +377,11 @@ export class Retrievers {
         // A corpus for the compact store: the BM25 index (stored) leaves memory before the model loads.
         const n = s.summary.counts.docs;
         const from = compactFromRows(spec.dim, this.compactFrom || undefined);
-        if (this.denseSearch === 'exact' && spec.dim > 0 && n >= from) await releaseBm25();
+        if (this.denseSearch === 'exact' && spec.dim > 0 && n >= from && (await freeBm25()) === 'stopped') {
+          // Its worker went with it: the next BM25 call prepares again (and says so once).
+          this.preparedKey = null;
+          this.#bm25Stopped = true;
+        }
         const docImageRow = new Map(s.docs.facts.queryImageDocs.map(([path, id]) => [path, id]));
         const settings: DenseSettings = {
           spec,
