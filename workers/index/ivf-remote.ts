@@ -58,13 +58,18 @@ interface OpfsWritable {
   abort(): Promise<void>;
 }
 
-/** OPFS folder `loupe-ivf/<hash of the index URL>/`, one file per header, list and row. */
+/**
+ * OPFS folder `loupe-ivf/<hash of the index URL>/`, one file per header, list and row. The entries'
+ * names are listed once at open and kept as they are written: a first query's hundred-odd lookups
+ * of entries not there would each be a failed call to the browser's file system.
+ */
 class OpfsCache implements ByteCache {
   readonly kind = 'opfs' as const;
   private constructor(
     private readonly parent: FileSystemDirectoryHandle,
     private readonly name: string,
     private dir: FileSystemDirectoryHandle,
+    private readonly names: Set<string>,
   ) {}
   static async open(key: string): Promise<OpfsCache> {
     const root = await navigator.storage.getDirectory();
@@ -73,9 +78,14 @@ class OpfsCache implements ByteCache {
     const probe = await dir.getFileHandle('.probe', { create: true });
     if (!(probe as unknown as { createWritable?: unknown }).createWritable)
       throw new Error('this browser cannot write OPFS files (no createWritable)');
-    return new OpfsCache(parent, key, dir);
+    const names = new Set<string>();
+    // Chromium's `<name>.crswap` files are writes still open (or lost): not entries.
+    for await (const n of (dir as unknown as { keys(): AsyncIterable<string> }).keys())
+      if (!n.endsWith('.crswap')) names.add(n);
+    return new OpfsCache(parent, key, dir, names);
   }
   async get(name: string) {
+    if (!this.names.has(name)) return null;
     try {
       const f = await (await this.dir.getFileHandle(name)).getFile();
       return new Uint8Array(await f.arrayBuffer());
@@ -91,6 +101,7 @@ class OpfsCache implements ByteCache {
     try {
       await w.write(bytes);
       await w.close();
+      this.names.add(name);
     } catch (e) {
       await w.abort().catch(() => undefined);
       throw e;
@@ -98,6 +109,7 @@ class OpfsCache implements ByteCache {
   }
   async clear() {
     await this.parent.removeEntry(this.name, { recursive: true }).catch(() => undefined);
+    this.names.clear();
     this.dir = await this.parent.getDirectoryHandle(this.name, { create: true });
   }
 }
