@@ -71,6 +71,7 @@ interface Round {
   bytes: Record<string, number>;
   requests: number;
   rendererPeakMiB: number;
+  largestRendererMiB: number;
   /** The app's own measures (loupe:phase:* and loupe:* stages), ms summed by name. */
   measures: Record<string, number>;
 }
@@ -90,9 +91,15 @@ async function round(): Promise<Round> {
     viewport: { width: 1280, height: 900 },
   });
   let peak = 0;
+  let largest = 0;
   const sampler = setInterval(() => {
-    const rss = renderers(chromiumProcs(profile)).reduce((s, p) => s + p.rssBytes, 0);
-    peak = Math.max(peak, rss);
+    const procs = renderers(chromiumProcs(profile));
+    peak = Math.max(
+      peak,
+      procs.reduce((s, p) => s + p.rssBytes, 0),
+    );
+    // The tab (page, workers, service worker) lives in one renderer: issue 18's and 19's "tab".
+    largest = Math.max(largest, ...procs.map((p) => p.rssBytes));
   }, 250);
   try {
     const page = context.pages()[0] ?? (await context.newPage());
@@ -139,6 +146,7 @@ async function round(): Promise<Round> {
       bytes,
       requests: log.length,
       rendererPeakMiB: peak / 2 ** 20,
+      largestRendererMiB: largest / 2 ** 20,
       measures,
     };
   } finally {
@@ -162,7 +170,7 @@ try {
         Object.entries(r.bytes)
           .map(([k, v]) => `${k} ${mib(v)} MiB`)
           .join(', ') +
-        `; renderers' peak ${r.rendererPeakMiB.toFixed(0)} MiB; ` +
+        `; renderers' peak ${r.rendererPeakMiB.toFixed(0)} MiB (largest ${r.largestRendererMiB.toFixed(0)}); ` +
         Object.entries(r.measures)
           .map(([k, v]) => `${k} ${sec(v)}`)
           .join(' · '),
@@ -194,7 +202,9 @@ const lines = [
   '| --- | ---: |',
   ...files.map((f) => `| ${f} | ${((rounds[0].bytes[f] ?? 0) / 2 ** 20).toFixed(2)} |`),
   '',
-  `Renderers' peak RSS: ${Math.max(...rounds.map((r) => r.rendererPeakMiB)).toFixed(0)} MiB.`,
+  `Renderers' peak RSS: ${Math.max(...rounds.map((r) => r.rendererPeakMiB)).toFixed(0)} MiB summed ` +
+    `(shared pages counted in each); the largest renderer, the tab: ` +
+    `${Math.max(...rounds.map((r) => r.largestRendererMiB)).toFixed(0)} MiB.`,
 ];
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
 const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
