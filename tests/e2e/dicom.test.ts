@@ -5,7 +5,7 @@
 // CLIP model, and gives the JPEG shard's dense top-10 for every query; a .dcm ad-hoc query image gives
 // the JPEG's results; a shard with a 12-bit JPEG Extended image fails naming that transfer syntax.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
@@ -13,6 +13,7 @@ import { parseRun } from '../../src/lib/core/eval/trec';
 import { DATA_DIR } from '../paths';
 import type { DicomHarness } from '../browser/dicom-harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import { writeImageSubset } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -26,47 +27,6 @@ const BAD = '/generated-shards/e2e-dicom/vqa-rad-dicom-bad/';
 const CT = '/generated-shards/e2e-dicom/ct-phantom-dicom/';
 /** Documents kept from vqa-rad (synpic100132, which the tests name, among them). */
 const NDOCS = 60;
-
-type Json = Record<string, unknown>;
-
-/**
- * Writes vqa-rad's first NDOCS documents (and synpic100132's) with their images, and the queries that
- * judge one of them and whose image (if any) is kept, with their qrels, into `out`; returns the number
- * of queries per task.
- */
-function writeVqaRadSubset(out: string): Record<string, number> {
-  const src = join(DATA_DIR, 'vqa-rad');
-  const lines = (p: string) => readFileSync(p, 'utf8').split('\n').filter(Boolean);
-  const corpus = lines(join(src, 'corpus.jsonl'));
-  const kept = corpus.filter((l, i) => i < NDOCS || (JSON.parse(l) as Json)._id === 'synpic100132');
-  const docIds = new Set(kept.map((l) => (JSON.parse(l) as Json)._id as string));
-  const images = new Set(kept.map((l) => (JSON.parse(l) as Json).image as string));
-  const [head, ...qrels] = lines(join(src, 'qrels/test.tsv'));
-  const judging = new Set(qrels.filter((l) => docIds.has(l.split('\t')[1])).map((l) => l.split('\t')[0]));
-  const queries = lines(join(src, 'queries.jsonl')).filter((l) => {
-    const q = JSON.parse(l) as Json;
-    return judging.has(q._id as string) && (q.image === undefined || images.has(q.image as string));
-  });
-  const qids = new Set(queries.map((l) => (JSON.parse(l) as Json)._id as string));
-  const keptQrels = qrels.filter((l) => qids.has(l.split('\t')[0]) && docIds.has(l.split('\t')[1]));
-  const manifest = JSON.parse(readFileSync(join(src, 'shard.json'), 'utf8')) as Json;
-  delete manifest.counts;
-  rmSync(out, { recursive: true, force: true });
-  mkdirSync(join(out, 'qrels'), { recursive: true });
-  mkdirSync(join(out, 'images'));
-  for (const im of images) copyFileSync(join(src, im), join(out, im));
-  copyFileSync(join(src, 'NOTICE.md'), join(out, 'NOTICE.md'));
-  writeFileSync(join(out, 'shard.json'), JSON.stringify({ ...manifest, name: 'vqa-rad-sub' }, null, 2));
-  writeFileSync(join(out, 'corpus.jsonl'), kept.join('\n') + '\n');
-  writeFileSync(join(out, 'queries.jsonl'), queries.join('\n') + '\n');
-  writeFileSync(join(out, 'qrels/test.tsv'), [head, ...keptQrels].join('\n') + '\n');
-  const perTask: Record<string, number> = {};
-  for (const l of queries) {
-    const t = (JSON.parse(l) as Json).task as string;
-    perTask[t] = (perTask[t] ?? 0) + 1;
-  }
-  return perTask;
-}
 
 async function phase(page: Page, ...phases: string[]) {
   await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
@@ -88,7 +48,11 @@ describe('DICOM shards in Chromium', () => {
   let s: Session;
   let perTask: Record<string, number>;
   beforeAll(async () => {
-    perTask = writeVqaRadSubset(join(GEN, 'vqa-rad-sub'));
+    perTask = writeImageSubset(join(DATA_DIR, 'vqa-rad'), join(GEN, 'vqa-rad-sub'), {
+      docs: NDOCS,
+      include: ['synpic100132'],
+      name: 'vqa-rad-sub',
+    });
     execFileSync('bash', ['scripts/make-dicom-shard.sh', join(GEN, 'vqa-rad-sub'), GEN], {
       cwd: ROOT,
       stdio: 'pipe',
