@@ -1,4 +1,7 @@
 // Benchmark mode in Chromium: several runs on one task, fused, compared with CIs and tests, plotted.
+// The permalink test's dense runs read a vqa-rad subset written at test time into gitignored
+// generated-shards/e2e-compare (its first 100 documents and the queries judging them), so the
+// encoders embed tens of queries and documents, not the whole shard.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,6 +9,8 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
 import { shotPath } from './artifacts';
+import { writeImageSubset } from './shard-fixtures';
+import { DATA_DIR } from '../paths';
 
 const baseUrl = inject('baseUrl');
 
@@ -23,6 +28,11 @@ async function phase(page: Page, ...phases: string[]) {
 describe('comparing runs', () => {
   let s: Session;
   beforeAll(async () => {
+    writeImageSubset(
+      join(DATA_DIR, 'vqa-rad'),
+      join(import.meta.dirname, '../../generated-shards/e2e-compare/vqa-rad-sub'),
+      { docs: 100, name: 'vqa-rad-sub' },
+    );
     s = await launch();
   });
   afterAll(async () => {
@@ -104,7 +114,7 @@ describe('comparing runs', () => {
     let link = '';
     for (const [task, want] of Object.entries(expected)) {
       const q = new URLSearchParams({
-        shard: '/shards/vqa-rad/',
+        shard: '/generated-shards/e2e-compare/vqa-rad-sub/',
         task,
         runs,
         fuse: 'rrf(k=60)',

@@ -1,5 +1,8 @@
 // Dense and CLIP retrieval through the UI, with the generated models (random weights: the numbers
-// exercise the pipeline, not retrieval quality).
+// exercise the pipeline, not retrieval quality). The shards are subsets written at test time into
+// gitignored generated-shards/e2e-dense (vqa-rad's first 120 documents and the queries judging them;
+// medquad's first 150 queries with every document they judge and others up to 600), so the corpus
+// and the queries are embedded in seconds.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,9 +10,13 @@ import type { Page } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
 import { isHubProbe } from './offsite';
 import { DATA_DIR } from '../paths';
+import { writeImageSubset, writeSubset } from './shard-fixtures';
 import { parseRun } from '../../src/lib/core/eval/trec';
 
 const baseUrl = inject('baseUrl');
+const GEN = join(import.meta.dirname, '../../generated-shards/e2e-dense');
+/** vqa-rad documents kept: over 100, so that every image-to-image ranking (top 100) is full. */
+const VQA_DOCS = 120;
 
 async function phase(page: Page, ...phases: string[]) {
   await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
@@ -25,7 +32,18 @@ async function downloadText(page: Page, testId: string) {
 describe('dense retrieval in the UI', () => {
   let s: Session;
   const offsite: string[] = [];
+  let vqa: Record<string, number>;
+  let medquad: { docs: number; queries: number };
   beforeAll(async () => {
+    vqa = writeImageSubset(join(DATA_DIR, 'vqa-rad'), join(GEN, 'vqa-rad-sub'), {
+      docs: VQA_DOCS,
+      name: 'vqa-rad-sub',
+    });
+    medquad = writeSubset(join(DATA_DIR, 'medquad'), join(GEN, 'medquad-sub'), {
+      docs: 600,
+      queries: 150,
+      name: 'medquad-sub',
+    });
     s = await launch();
     s.page.on('request', (r) => {
       if (
@@ -44,7 +62,7 @@ describe('dense retrieval in the UI', () => {
   test('vqa-rad with generated CLIP: image+text queries with score and feature fusion, image-to-image with exclusions', async () => {
     const { page } = s;
     await page.goto(
-      `${baseUrl}/?shard=/shards/vqa-rad/&task=image-question-to-passage&retriever=dense&model=loupe-test/clip-tiny-random&device=wasm&dtype=fp32&run=1`,
+      `${baseUrl}/?shard=/generated-shards/e2e-dense/vqa-rad-sub/&task=image-question-to-passage&retriever=dense&model=loupe-test/clip-tiny-random&device=wasm&dtype=fp32&run=1`,
     );
     await phase(page, 'done', 'error');
     expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
@@ -62,7 +80,7 @@ describe('dense retrieval in the UI', () => {
     // The random-weight model is marked on the run.
     expect(await page.locator('[data-testid="runs-table"] [data-testid="random-weights"]').count()).toBe(1);
     const feature = parseRun(await downloadText(page, 'export-run'), 'run.trec');
-    expect(feature.size).toBe(451);
+    expect(feature.size).toBe(vqa['image-question-to-passage']);
     const sidecar = JSON.parse(await downloadText(page, 'export-sidecar'));
     expect(sidecar.config).toMatchObject({
       kind: 'dense',
@@ -79,15 +97,15 @@ describe('dense retrieval in the UI', () => {
     await page.selectOption('[data-testid="task-select"]', 'text-to-image');
     await page.click('[data-testid="run-task"]');
     await phase(page, 'done');
-    expect(parseRun(await downloadText(page, 'export-run'), 'run.trec').size).toBe(64);
+    expect(parseRun(await downloadText(page, 'export-run'), 'run.trec').size).toBe(vqa['text-to-image']);
 
     // image-to-image: image-only queries; each query's own image is excluded from its ranking.
     await page.selectOption('[data-testid="task-select"]', 'image-to-image');
     await page.click('[data-testid="run-task"]');
     await phase(page, 'done');
     const i2i = parseRun(await downloadText(page, 'export-run'), 'run.trec');
-    expect(i2i.size).toBe(60);
-    const queries = readFileSync(join(DATA_DIR, 'vqa-rad/queries.jsonl'), 'utf8')
+    expect(i2i.size).toBe(vqa['image-to-image']);
+    const queries = readFileSync(join(GEN, 'vqa-rad-sub/queries.jsonl'), 'utf8')
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l))
@@ -162,7 +180,7 @@ describe('dense retrieval in the UI', () => {
   test('medquad with the generated bert-tiny encoder; a forced WebGPU failure falls back to WASM with the reason', async () => {
     const { page } = s;
     await page.goto(
-      `${baseUrl}/?shard=/shards/medquad/&retriever=dense&model=loupe-test/bert-tiny-random&device=webgpu&dtype=fp32&simulate-webgpu-failure=1&run=1`,
+      `${baseUrl}/?shard=/generated-shards/e2e-dense/medquad-sub/&retriever=dense&model=loupe-test/bert-tiny-random&device=webgpu&dtype=fp32&simulate-webgpu-failure=1&run=1`,
     );
     await phase(page, 'done', 'error');
     expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
@@ -171,9 +189,9 @@ describe('dense retrieval in the UI', () => {
       /fell back to WASM: .+/,
     );
     const run = parseRun(await downloadText(page, 'export-run'), 'run.trec');
-    expect(run.size).toBe(1000);
+    expect(run.size).toBe(medquad.queries);
     const metrics = JSON.parse(await downloadText(page, 'export-json'));
-    expect(metrics.queries).toBe(1000);
+    expect(metrics.queries).toBe(medquad.queries);
     expect(metrics.overall.ndcg_cut_10).toBeGreaterThanOrEqual(0);
     expect(offsite).toEqual([]);
   });

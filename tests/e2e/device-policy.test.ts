@@ -8,7 +8,10 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PARITY_TEXTS, cosine, perturbVector } from '../../src/lib/platform/device-policy';
 import type { EncoderHarness } from '../browser/encoder-harness';
+import { join } from 'node:path';
+import { DATA_DIR } from '../paths';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import { writeImageSubset } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
 const HARNESS = `${baseUrl}/tests/browser/encoder-harness.html`;
@@ -29,6 +32,13 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
   let page: Page;
 
   beforeAll(async () => {
+    // The app test's shard: a vqa-rad subset (first 80 documents, the queries judging them) written
+    // into gitignored generated-shards/e2e-device-policy, so the run embeds tens of passages.
+    writeImageSubset(
+      join(DATA_DIR, 'vqa-rad'),
+      join(import.meta.dirname, '../../generated-shards/e2e-device-policy/vqa-rad-sub'),
+      { docs: 80, name: 'vqa-rad-sub' },
+    );
     session = await launch();
     page = session.page;
     await page.goto(HARNESS);
@@ -156,7 +166,7 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
   it('in the app: a forced mismatch on device=webgpu completes a vqa-rad run (its passages) on WASM and records the parity failure', async () => {
     expect(mismatchCosine).not.toBe('');
     await page.goto(
-      `${baseUrl}/?shard=/shards/vqa-rad/&retriever=dense&model=${BERT}&device=webgpu&dtype=fp32&simulate-parity-mismatch=1&run=1`,
+      `${baseUrl}/?shard=/generated-shards/e2e-device-policy/vqa-rad-sub/&retriever=dense&model=${BERT}&device=webgpu&dtype=fp32&simulate-parity-mismatch=1&run=1`,
     );
     await page.waitForSelector(
       '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',

@@ -1,5 +1,7 @@
 // DICOM in real Chromium: the DICOM demo shard (vqa-rad wrapped by img2dcm, made by
-// scripts/make-dicom-shard.sh into gitignored generated-shards/) imports, runs BM25 and the generated
+// scripts/make-dicom-shard.sh into gitignored generated-shards/; here from a subset of vqa-rad written
+// at test time — its first documents, the queries they judge — so that CLIP embeds tens of images,
+// not the whole shard twice) imports, runs BM25 and the generated
 // CLIP model, and gives the JPEG shard's dense top-10 for every query; a .dcm ad-hoc query image gives
 // the JPEG's results; a shard with a 12-bit JPEG Extended image fails naming that transfer syntax.
 import { execFileSync } from 'node:child_process';
@@ -11,11 +13,20 @@ import { parseRun } from '../../src/lib/core/eval/trec';
 import { DATA_DIR } from '../paths';
 import type { DicomHarness } from '../browser/dicom-harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import { writeImageSubset } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
 const call = harnessCaller<DicomHarness>('dicomHarness');
 const CLIP = 'retriever=dense&model=loupe-test/clip-tiny-random&device=wasm&dtype=fp32';
+/** Where the subset and its DICOM shards are written (gitignored; served at /generated-shards/e2e-dicom/). */
+const GEN = join(ROOT, 'generated-shards/e2e-dicom');
+const JPEG = '/generated-shards/e2e-dicom/vqa-rad-sub/';
+const DICOM = '/generated-shards/e2e-dicom/vqa-rad-dicom/';
+const BAD = '/generated-shards/e2e-dicom/vqa-rad-dicom-bad/';
+const CT = '/generated-shards/e2e-dicom/ct-phantom-dicom/';
+/** Documents kept from vqa-rad (synpic100132, which the tests name, among them). */
+const NDOCS = 60;
 
 async function phase(page: Page, ...phases: string[]) {
   await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
@@ -35,8 +46,14 @@ function top10(run: ReturnType<typeof parseRun>): Map<string, string[]> {
 
 describe('DICOM shards in Chromium', () => {
   let s: Session;
+  let perTask: Record<string, number>;
   beforeAll(async () => {
-    execFileSync('bash', ['scripts/make-dicom-shard.sh', join(DATA_DIR, 'vqa-rad')], {
+    perTask = writeImageSubset(join(DATA_DIR, 'vqa-rad'), join(GEN, 'vqa-rad-sub'), {
+      docs: NDOCS,
+      include: ['synpic100132'],
+      name: 'vqa-rad-sub',
+    });
+    execFileSync('bash', ['scripts/make-dicom-shard.sh', join(GEN, 'vqa-rad-sub'), GEN], {
       cwd: ROOT,
       stdio: 'pipe',
     });
@@ -50,38 +67,39 @@ describe('DICOM shards in Chromium', () => {
     const { page } = s;
     const runs: Record<string, Map<string, string[]>> = {};
     for (const [name, shard] of [
-      ['dicom', '/generated-shards/vqa-rad-dicom/'],
-      ['jpeg', '/shards/vqa-rad/'],
+      ['dicom', DICOM],
+      ['jpeg', JPEG],
     ]) {
       await page.goto(`${baseUrl}/?shard=${shard}&task=image-to-image&${CLIP}&run=1`);
       await phase(page, 'done', 'error');
       expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
       runs[name] = top10(parseRun(await downloadText(page, 'export-run'), 'run.trec'));
-      expect(runs[name].size).toBe(60);
+      expect(runs[name].size).toBe(perTask['image-to-image']);
     }
     expect(runs.dicom).toEqual(runs.jpeg);
 
     // BM25 reads only the text: the same run on both shards.
     const bm25: Record<string, string> = {};
     for (const [name, shard] of [
-      ['dicom', '/generated-shards/vqa-rad-dicom/'],
-      ['jpeg', '/shards/vqa-rad/'],
+      ['dicom', DICOM],
+      ['jpeg', JPEG],
     ]) {
       await page.goto(`${baseUrl}/?shard=${shard}&task=image-question-to-passage&retriever=bm25&run=1`);
       await phase(page, 'done', 'error');
       expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
       bm25[name] = await downloadText(page, 'export-run');
     }
-    expect(parseRun(bm25.dicom, 'run.trec').size).toBeGreaterThan(400);
+    // Nearly every image+question query matches some passage (over 400 of 451 in the whole shard).
+    expect(parseRun(bm25.dicom, 'run.trec').size).toBeGreaterThan(
+      perTask['image-question-to-passage'] * 0.88,
+    );
     expect(bm25.dicom).toBe(bm25.jpeg);
     expect(pageErrors(page).join('\n')).toBe('');
   });
 
   test('the CT phantom series (16-bit, rescale, four transfer syntaxes) imports and runs', async () => {
     const { page } = s;
-    await page.goto(
-      `${baseUrl}/?shard=/generated-shards/ct-phantom-dicom/&task=image-to-image&${CLIP}&run=1`,
-    );
+    await page.goto(`${baseUrl}/?shard=${CT}&task=image-to-image&${CLIP}&run=1`);
     await phase(page, 'done', 'error');
     expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
     expect(parseRun(await downloadText(page, 'export-run'), 'run.trec').size).toBe(1);
@@ -93,8 +111,8 @@ describe('DICOM shards in Chromium', () => {
     await page.waitForSelector('#status:has-text("ready")').catch(() => {
       throw new Error(`harness did not load: ${pageErrors(page).join('; ')}`);
     });
-    const jpg = '/shards/vqa-rad/images/synpic100132.jpg';
-    const dcm = '/generated-shards/vqa-rad-dicom/images/synpic100132.dcm';
+    const jpg = `${JPEG}images/synpic100132.jpg`;
+    const dcm = `${DICOM}images/synpic100132.dcm`;
     const [a, b] = await call(page, 'embed', [jpg, dcm]);
     // Same JPEG bitstream, decoded by Chromium and by libjpeg-turbo (wasm): the vectors agree.
     const cos = a.reduce((x, v, i) => x + v * b[i], 0) / Math.hypot(...a) / Math.hypot(...b);
@@ -109,7 +127,7 @@ describe('DICOM shards in Chromium', () => {
     expect(await call(page, 'displayable', jpg)).toEqual({ same: true, type: 'image/jpeg' });
 
     // CT: the file's two windows listed; the default is the first, the second can be chosen.
-    const ct = '/generated-shards/ct-phantom-dicom/images/ct-04.dcm';
+    const ct = `${CT}images/ct-04.dcm`;
     const soft = await call(page, 'open', ct);
     const lung = await call(page, 'open', ct, 1);
     if (!soft.ok || !lung.ok) throw new Error('CT phantom did not open');
@@ -129,14 +147,14 @@ describe('DICOM shards in Chromium', () => {
     expect(soft.identifying).toBeUndefined();
     expect(JSON.stringify(soft)).not.toContain('Phantom^Synthetic');
 
-    const bad = await call(page, 'open', '/generated-shards/vqa-rad-dicom-bad/images/synpic100132.dcm');
+    const bad = await call(page, 'open', `${BAD}images/synpic100132.dcm`);
     expect(bad).toMatchObject({ ok: false, name: 'DicomError' });
     expect(pageErrors(page)).toEqual([]);
   });
 
   test('an unsupported transfer syntax fails the import with file and syntax named', async () => {
     const { page } = s;
-    await page.goto(`${baseUrl}/?shard=/generated-shards/vqa-rad-dicom-bad/`);
+    await page.goto(`${baseUrl}/?shard=${BAD}`);
     const issues = page.locator('[data-testid="shard-issues"]');
     await issues.waitFor({ timeout: 120_000 });
     const text = await issues.innerText();

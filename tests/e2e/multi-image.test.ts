@@ -2,7 +2,8 @@
 // vqa-rad images grouped by organ and modality, gitignored) with the generated CLIP model (random
 // weights): a shard whose `images` names a missing file fails with file, line and index and stores
 // nothing; dense runs by mean and by max-sim, their drill-down with image strips; a query of several
-// images dropped into the Search view.
+// images dropped into the Search view. The shard is made from a vqa-rad subset written at test time
+// (its first 120 documents and the queries judging them), so CLIP embeds tens of items, not all of them.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -11,11 +12,12 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DATA_DIR } from '../paths';
 import { launch, pageErrors, type Session } from './browser';
 import { shotPath } from './artifacts';
+import { writeImageSubset } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
-const OUT = join(ROOT, 'generated-shards');
-const SHARD = '/generated-shards/vqa-rad-multi/';
+const OUT = join(ROOT, 'generated-shards/e2e-multi');
+const SHARD = '/generated-shards/e2e-multi/vqa-rad-multi/';
 const CLIP = 'model=loupe-test/clip-tiny-random,dtype=fp32,device=wasm';
 
 async function phase(page: Page, ...phases: string[]) {
@@ -28,7 +30,9 @@ async function phase(page: Page, ...phases: string[]) {
 describe('multi-image items', () => {
   let s: Session;
   beforeAll(async () => {
-    execFileSync('npx', ['tsx', 'scripts/make-multi-image-shard.ts', join(DATA_DIR, 'vqa-rad'), OUT], {
+    const sub = join(OUT, 'vqa-rad-sub');
+    writeImageSubset(join(DATA_DIR, 'vqa-rad'), sub, { docs: 120, name: 'vqa-rad-sub' });
+    execFileSync('npx', ['tsx', 'scripts/make-multi-image-shard.ts', sub, OUT], {
       cwd: ROOT,
       stdio: 'pipe',
     });
@@ -54,7 +58,7 @@ describe('multi-image items', () => {
     await page.goto(`${baseUrl}/#/shards`);
     await phase(page, 'idle');
     const cachedBefore = await page.locator('[data-testid="cached-shards"] li').count();
-    await page.fill('[data-testid="url-input"]', `${baseUrl}/generated-shards/vqa-rad-multi-bad/`);
+    await page.fill('[data-testid="url-input"]', `${baseUrl}/generated-shards/e2e-multi/vqa-rad-multi-bad/`);
     await page.click('[data-testid="url-input"] ~ button');
     const issues = page.locator('[data-testid="shard-issues"]');
     await issues.waitFor({ timeout: 60_000 });

@@ -3,7 +3,7 @@
 // count; the manifest without its stated counts), so that tests embedding a whole corpus in Chromium
 // stay in seconds; and packing one as a user does (`npm run pack-shard`).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -57,4 +57,48 @@ export function packShard(dir: string, args: string[]): void {
     cwd: ROOT,
     stdio: 'pipe',
   });
+}
+
+/**
+ * Writes a subset of the image shard folder `src` (vqa-rad) into `out` (emptied first): its first
+ * `docs` documents and those named in `include`, with their images; the queries that judge one of them
+ * and whose image (if any) is kept, with their qrels; the manifest without its stated counts, named
+ * `name`. Returns the number of queries kept per task.
+ */
+export function writeImageSubset(
+  src: string,
+  out: string,
+  opts: { docs: number; include?: string[]; name: string },
+): Record<string, number> {
+  const lines = (p: string) => readFileSync(p, 'utf8').split('\n').filter(Boolean);
+  const id = (l: string) => (JSON.parse(l) as Json)._id as string;
+  const include = new Set(opts.include ?? []);
+  const kept = lines(join(src, 'corpus.jsonl')).filter((l, i) => i < opts.docs || include.has(id(l)));
+  const docIds = new Set(kept.map(id));
+  const images = new Set(kept.flatMap((l) => ((JSON.parse(l) as Json).image as string | undefined) ?? []));
+  const [head, ...qrels] = lines(join(src, 'qrels/test.tsv'));
+  const judging = new Set(qrels.filter((l) => docIds.has(l.split('\t')[1])).map((l) => l.split('\t')[0]));
+  const queries = lines(join(src, 'queries.jsonl')).filter((l) => {
+    const q = JSON.parse(l) as Json;
+    return judging.has(q._id as string) && (q.image === undefined || images.has(q.image as string));
+  });
+  const qids = new Set(queries.map(id));
+  const keptQrels = qrels.filter((l) => qids.has(l.split('\t')[0]) && docIds.has(l.split('\t')[1]));
+  const manifest = JSON.parse(readFileSync(join(src, 'shard.json'), 'utf8')) as Json;
+  delete manifest.counts;
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(join(out, 'qrels'), { recursive: true });
+  mkdirSync(join(out, 'images'));
+  for (const im of images) copyFileSync(join(src, im), join(out, im));
+  copyFileSync(join(src, 'NOTICE.md'), join(out, 'NOTICE.md'));
+  writeFileSync(join(out, 'shard.json'), JSON.stringify({ ...manifest, name: opts.name }, null, 2));
+  writeFileSync(join(out, 'corpus.jsonl'), kept.join('\n') + '\n');
+  writeFileSync(join(out, 'queries.jsonl'), queries.join('\n') + '\n');
+  writeFileSync(join(out, 'qrels/test.tsv'), [head, ...keptQrels].join('\n') + '\n');
+  const perTask: Record<string, number> = {};
+  for (const l of queries) {
+    const t = (JSON.parse(l) as Json).task as string;
+    perTask[t] = (perTask[t] ?? 0) + 1;
+  }
+  return perTask;
 }
