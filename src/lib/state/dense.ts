@@ -15,7 +15,6 @@ import {
 import type { Device } from '../platform/backend';
 import type { PrefetchLookup } from './query-prefetch';
 import { loadEncoder, stopEncoder, type LoadedEncoder } from '../clients/encoder-client';
-import { openShardStore } from '../platform/shard-store';
 import { hasDenseDocs, runDense, setDenseDocs } from '../clients/retrieval-client';
 import type { QueryFusion } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../clients/worker-client';
@@ -131,8 +130,7 @@ async function queriesFirst(
   if (!stream || adhoc || isChunked(chunking) || multiImage) return undefined;
   if (plan.queryParts.length !== 1 || plan.queryParts[0] !== 'text' || plan.docParts.length !== 1)
     return undefined;
-  const summary = await (await openShardStore()).summary(args.shardHash);
-  if ((summary?.counts.docs ?? 0) < stream.fromDocs) return undefined;
+  if ((args.docCount ?? 0) < stream.fromDocs) return undefined;
   const q = await embedQueries(args, plan.queryParts, encoder.dim, new Map(), null, null);
   stopEncoder();
   plan.notes.push(
@@ -158,6 +156,8 @@ interface DenseTaskArgs {
   onWarning?: (text: string) => void;
   /** An ad-hoc query's parts embedded ahead (Search: the image as added, the text on a pause). */
   prefetch?: PrefetchLookup;
+  /** The shard's documents, as its summary counts them (queriesFirst: whether the store takes the corpus). */
+  docCount?: number;
 }
 
 async function denseTaskWith(

@@ -406,6 +406,7 @@ export class Retrievers {
             task,
             queries: s.queries.filter((q) => q.task === taskId),
             docImageRow,
+            docCount: n,
             settings,
             job: { signal: job.signal, onProgress: job.onProgress },
             onEncoder: (e) => (this.encoder = e),
