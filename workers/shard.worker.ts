@@ -57,7 +57,12 @@ import {
   type PrecomputedSet,
 } from '../src/lib/core/shard/precomputed';
 import { hasParquetSets } from '../src/lib/core/shard/precomputed-parquet';
-import { openRemoteShard, remoteDocRows, remoteDocRowsOf } from '../src/lib/platform/remote-shard';
+import {
+  openRemoteShard,
+  remoteDocRows,
+  remoteDocRowsOf,
+  type RemoteFirstSetName,
+} from '../src/lib/platform/remote-shard';
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
 export type ImportResult =
@@ -205,7 +210,8 @@ const api = {
   },
 
   /** A packed shard on a static host, opened without importing its corpus (platform/remote-shard.ts). */
-  openRemote: (url: string, onRemoteFirst?: () => void) => openRemoteShard(url, undefined, onRemoteFirst),
+  openRemote: (url: string, onRemoteFirst?: (sets: RemoteFirstSetName[]) => void) =>
+    openRemoteShard(url, undefined, onRemoteFirst),
   /** Documents of a shard opened by openRemote, read from its host by HTTP Range. */
   remoteDocs: (url: string, rows: number[]) => remoteDocRows(url, rows),
   remoteRowsOf: (url: string, ids: string[]) => remoteDocRowsOf(url, ids),

@@ -177,6 +177,82 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     expect(pageErrors(page)).toEqual([]);
   });
 
+  test('a set packed for q8 queries: at dtype auto the model loads at q8, ahead of the query and for it', async () => {
+    // bert-tiny's own default on WASM is fp32; this shard's index was packed with its q8 weights, as
+    // a hub model's (q8 by default on WASM) would be with fp32 sentence-transformers vectors the
+    // other way round. The link names no dtype: the set decides, for the load ahead and the query.
+    const packed = join(dir, 'shards/medquad-q8');
+    writeSubset(join(DATA_DIR, 'medquad'), packed, { docs: 300, queries: 6, name: 'medquad-q8' });
+    packShard(packed, ['--model', MODEL, '--dtype', 'q8', '--index', 'ivf', '--nlist', '16', '--offsets']);
+    const quantised = `/${MODEL}/onnx/model_quantized.onnx`;
+    let asked!: () => void;
+    const modelAsked = new Promise<void>((r) => (asked = r));
+    const onRequest = (req: Request) => {
+      if (req.url().includes(quantised)) asked();
+    };
+    s.context.on('request', onRequest);
+    // As in the first test: the qrels wait until the q8 weights are asked for (the load ahead).
+    let held: { askedFirst: boolean } | null = null;
+    server.hold = (path) =>
+      path.includes('/medquad-q8/') && path.endsWith('/qrels/test.tsv') && !held
+        ? Promise.race([
+            modelAsked.then(() => true),
+            new Promise((r) => setTimeout(() => r(false), 60_000)),
+          ]).then((first) => void (held = { askedFirst: first === true }))
+        : undefined;
+    try {
+      await page.goto(
+        `${baseUrl}/?shard=${server.url}shards/medquad-q8/&task=${TASK}&search-model=${MODEL}&retriever=dense&model=${MODEL}&device=wasm&q=${encodeURIComponent(QUERY)}#/search`,
+      );
+      await phase(page, 'ready', 'done');
+    } finally {
+      server.hold = undefined;
+      s.context.off('request', onRequest);
+    }
+    expect(held).toEqual({ askedFirst: true });
+    await page.click('[data-testid="search-submit"]');
+    await page.waitForSelector('[data-testid="search-ivf"], [data-testid="search-error"]', {
+      timeout: 300_000,
+    });
+    expect(await page.locator('[data-testid="search-error"]').count()).toBe(0);
+    expect(await page.locator('[data-testid="results"] [data-doc]').count()).toBe(20);
+    // The query's encoder, as the Benchmark view reports the last load: q8, and why.
+    await page.evaluate(() => (location.hash = '#/benchmark'));
+    const backend = page.locator('[data-testid="backend"]');
+    await backend.waitFor();
+    const line = squash(await backend.innerText());
+    expect(line).toContain('WASM · q8');
+    expect(line).toContain("q8 (the shard's embeddings of this model are for q8 queries)");
+    // Imported, its q8 packed set is in the cache: a Benchmark run at dtype auto takes q8 from there,
+    // searches that index on the host (its rows by Range), and embeds no document (the encoder
+    // worker's own counters).
+    await page.evaluate(() => (location.hash = '#/shards'));
+    await page.click('[data-testid="import-remote"]');
+    await page.locator('[data-testid="remote-first"]').waitFor({ state: 'detached', timeout: 300_000 });
+    await phase(page, 'ready', 'done');
+    await page.evaluate(() => (location.hash = '#/benchmark'));
+    const from = server.log.length;
+    await page.click('[data-testid="run-task"]');
+    expect(await phase(page, 'done', 'error')).toBe('done');
+    expect(
+      server.log
+        .slice(from)
+        .some((e) => e.path.includes(`/medquad-q8/embeddings/${MODEL}/q8/`) && e.status === 206),
+    ).toBe(true);
+    const w = page.workers().find((x) => x.url().includes('encoder.worker'));
+    const counters = await w!.evaluate(
+      () => (self as unknown as { loupeEncoderCounters: Record<string, number> }).loupeEncoderCounters,
+    );
+    expect(counters).toMatchObject({ docsEmbedded: 0 });
+    expect(squash(await backend.innerText())).toMatch(
+      /WASM · q8 · \d threads? · loupe-test\/bert-tiny-random · WASM as requested/,
+    );
+    expect(squash(await backend.innerText())).toContain(
+      "q8 (the shard's embeddings of this model are for q8 queries)",
+    );
+    expect(pageErrors(page)).toEqual([]);
+  });
+
   test('qrels changed after packing are checked id by id; a version 1 offsets file still opens', async () => {
     const packed = join(dir, 'shards/medquad-remote');
     const copy = (name: string) => {
@@ -280,9 +356,9 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
         'benchmark runs need the shard imported (its documents are read from the host on demand): Import in the Shards view.',
       );
     }
-    expect(server.log.filter((e) => e.path.endsWith('/corpus.jsonl')).every((e) => e.status === 206)).toBe(
-      true,
-    );
+    // (medquad-q8, imported in an earlier test, was read whole.)
+    const reads = server.log.filter((e) => e.path.endsWith('/medquad-remote/corpus.jsonl'));
+    expect(reads.every((e) => e.status === 206)).toBe(true);
     expect(pageErrors(page)).toEqual([]);
   });
 

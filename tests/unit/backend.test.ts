@@ -36,6 +36,29 @@ describe('backend choice', () => {
     expect(forced.dtypeNote).toBe('fp16 was not used: the adapter has no shader-f16');
   });
 
+  it("at dtype auto, takes a dtype the shard's embeddings of the model were made for over the default", () => {
+    const why = (d: string) => `${d} (the shard's embeddings of this model are for ${d} queries)`;
+    // A hub model on WASM defaults to q8; an fp32 set (sentence-transformers' vectors) gets fp32.
+    const wasm = chooseBackend(noGpu, { available: [...HUB], setDtypes: ['fp32'] });
+    expect(wasm).toMatchObject({ device: 'wasm', dtype: 'fp32', dtypeReason: why('fp32') });
+    expect(wasm.reason).toContain(why('fp32'));
+    // The default is kept when a set is of it, or when no set is of a dtype the model offers.
+    expect(chooseBackend(noGpu, { available: [...HUB], setDtypes: ['fp32', 'q8'] }).dtype).toBe('q8');
+    expect(chooseBackend(noGpu, { available: ['fp32', 'q8'], setDtypes: ['fp16'] }).dtype).toBe('fp32');
+    // WebGPU: fp32 for an fp32 set even with shader-f16; fp16 only where the adapter has it.
+    expect(chooseBackend(gpu, { available: [...HUB], setDtypes: ['fp32'] })).toMatchObject({
+      device: 'webgpu',
+      dtype: 'fp32',
+      deviceReason: `WebGPU on test gpu; ${why('fp32')}`,
+    });
+    const noF16 = { ...gpu, shaderF16: false };
+    expect(chooseBackend(noF16, { available: [...HUB], setDtypes: ['fp16'] }).dtype).toBe('fp32');
+    // A q8 set on WebGPU: q8 (the device policy then runs it on WASM).
+    expect(chooseBackend(gpu, { available: [...HUB], setDtypes: ['q8'] }).dtype).toBe('q8');
+    // An explicit dtype is never overridden.
+    expect(chooseBackend(noGpu, { dtype: 'q8', available: [...HUB], setDtypes: ['fp32'] }).dtype).toBe('q8');
+  });
+
   it("names the dtype and why in a WebGPU load's device reason", () => {
     const noF16 = { ...gpu, shaderF16: false };
     const reason = (probe: BackendProbe, opts: Parameters<typeof chooseBackend>[1]) =>

@@ -173,6 +173,7 @@ export async function load(
       dtype: opts.dtype,
       available: spec.dtypes,
       dtypeWhy: opts.dtypeWhy,
+      setDtypes: opts.setDtypes,
     }),
   );
   let fallbackReason: string | undefined;

@@ -37,6 +37,11 @@ export interface LoadOptions {
    * client passes them back so that a restarted worker does not check again.
    */
   knownVerdicts?: [string, DeviceVerdict][];
+  /**
+   * With `dtype` auto: the dtypes the open shard has embeddings of this model for (precomputed sets,
+   * packed indexes); the worker takes one of them over the device's default (platform/backend.ts).
+   */
+  setDtypes?: Dtype[];
   /** Why `dtype` was set, for the device reason (the worker's own fp16 → fp32 retry after a failed check). */
   dtypeWhy?: string;
   /** Test only (URL `simulate-parity-mismatch=1`): perturb the WebGPU vectors of the parity check. */

@@ -9,6 +9,7 @@ import type { ShardIssue } from '../core/shard/source';
 import { openShardStore } from '../platform/shard-store';
 import { discardPaused, pausedHashes } from '../platform/import-resume';
 import type { SourceDescriptor } from '../platform/sources';
+import type { RemoteFirstSetName } from '../platform/remote-shard';
 
 export type { ImportResult, InspectResult, SourceDescriptor };
 
@@ -215,7 +216,10 @@ export function indexShardDocs(hash: string, queryImages: string[], opts: JobOpt
  * Opens a packed shard on a static host without importing its corpus, or null when it cannot be
  * (platform/remote-shard.ts; in the worker, which may fetch from the shard's origin).
  */
-export function openRemoteShard(url: string, opts: JobOptions & { onRemoteFirst?: () => void } = {}) {
+export function openRemoteShard(
+  url: string,
+  opts: JobOptions & { onRemoteFirst?: (sets: RemoteFirstSetName[]) => void } = {},
+) {
   const told = opts.onRemoteFirst;
   return call<Awaited<ReturnType<ShardWorkerApi['openRemote']>>>(opts.signal, (api) =>
     api.openRemote(url, told ? Comlink.proxy(told) : undefined),

@@ -162,6 +162,12 @@ export function chooseBackend(
     available?: Dtype[];
     /** Why an explicit dtype was asked for, instead of "as requested" (the worker's fp16 → fp32 retry). */
     dtypeWhy?: string;
+    /**
+     * The dtypes the open shard has embeddings of this model for (its precomputed sets and packed
+     * indexes): with `dtype` auto, one of them is taken over the device's default when the default is
+     * not among them, so that the corpus is not embedded again for want of a dtype.
+     */
+    setDtypes?: readonly Dtype[];
   } = {},
 ): BackendChoice {
   const available = opts.available?.length ? opts.available : (['fp32'] as Dtype[]);
@@ -204,6 +210,21 @@ export function chooseBackend(
   } else {
     dtype = available[0];
     dtypeWhy = `${dtype} (model default for WASM)`;
+  }
+  const sets = (opts.dtype ?? 'auto') === 'auto' ? available.filter((d) => opts.setDtypes?.includes(d)) : [];
+  if (sets.length && !sets.includes(dtype)) {
+    // On WebGPU the unquantised weights first (fp16 only with shader-f16); on WASM the model's order.
+    const order: Dtype[] =
+      device === 'webgpu'
+        ? [...(probe.shaderF16 ? (['fp16'] as Dtype[]) : []), 'fp32', ...available]
+        : available;
+    const pick = order.find(
+      (d) => sets.includes(d) && (d !== 'fp16' || device !== 'webgpu' || probe.shaderF16),
+    );
+    if (pick) {
+      dtype = pick;
+      dtypeWhy = `${dtype} (the shard's embeddings of this model are for ${dtype} queries)`;
+    }
   }
   let deviceReason: string;
   if (device === 'webgpu') {

@@ -8,7 +8,12 @@ import type { Doc, Qrels, Query } from '../core/types';
 import { findDocRow, type DocDirectory, type DocFacts } from '../core/shard/doc-directory';
 import { DOC_OFFSETS_FILE, DOC_OFFSETS_KEY } from '../core/shard/doc-offsets';
 import { REMOTE_HEAD, remoteHeadFnv } from '../core/shard/doc-offsets-v2';
-import { PRECOMPUTED_INDEX, readPrecomputed, type RemoteIvfSet } from '../core/shard/precomputed';
+import {
+  PRECOMPUTED_INDEX,
+  parsePrecomputedIndex,
+  readPrecomputed,
+  type RemoteIvfSet,
+} from '../core/shard/precomputed';
 import { ShardReadContext } from '../core/shard/read-context';
 import { readManifest } from '../core/shard/read-manifest';
 import { checkRelevance, readTsvQrels } from '../core/shard/read-qrels';
@@ -17,6 +22,12 @@ import { ShardValidationError, type ShardIssue, type ShardSource } from '../core
 import { RangeDocReader, type DocLayout } from './range-docs';
 import type { ShardSummary } from './shard-store';
 import { urlSource } from './sources';
+
+/** A set embeddings/index.json lists: its model and the dtype of the queries it was made for. */
+export interface RemoteFirstSetName {
+  model_id: string;
+  dtype: string;
+}
 
 /** What the page needs to show a shard opened remote-first. */
 export interface RemoteShardHead {
@@ -127,8 +138,12 @@ async function readWhole(source: ShardSource, path: string): Promise<Uint8Array 
 export async function openRemoteShard(
   url: string,
   signal?: AbortSignal,
-  /** Told as soon as shard.json names an offsets file and a packed index (it is opened remote-first). */
-  onRemoteFirst?: () => void,
+  /**
+   * Told as soon as shard.json names an offsets file and a packed index (it is opened remote-first),
+   * with the model and dtype of every set embeddings/index.json lists (read first: one small file),
+   * so that a model loading ahead takes the dtype its set was made for.
+   */
+  onRemoteFirst?: (sets: RemoteFirstSetName[]) => void,
 ): Promise<RemoteShardHead | { issues: ShardIssue[] } | null> {
   const source = urlSource(url);
   const base = folderOf(url);
@@ -142,8 +157,23 @@ export async function openRemoteShard(
     return null;
   }
   if (raw?.[DOC_OFFSETS_KEY] !== DOC_OFFSETS_FILE || raw.embeddings !== PRECOMPUTED_INDEX) return null;
+  // The sets' index, read once: its models and dtypes now, its sets below.
+  const held = new Map<string, Uint8Array | null>();
+  let named: RemoteFirstSetName[] = [];
   try {
-    onRemoteFirst?.();
+    const bytes = await readWhole(source, PRECOMPUTED_INDEX);
+    held.set(PRECOMPUTED_INDEX, bytes);
+    if (bytes)
+      named = parsePrecomputedIndex(JSON.parse(new TextDecoder().decode(bytes))).map((e) => ({
+        model_id: e.model_id,
+        dtype: e.dtype,
+      }));
+  } catch (e) {
+    if ((e as Error)?.name === 'AbortError') throw e;
+    // Unreadable here: readPrecomputed below reads it again and says what is wrong.
+  }
+  try {
+    onRemoteFirst?.(named);
   } catch {
     // The page's listener is not the opening's business.
   }
@@ -164,7 +194,6 @@ export async function openRemoteShard(
   const n = offsets ? offsets.starts.length : head!.n;
   // shard.json is there: a "BEIR + images" shard (no probe of the corpus, which would start its
   // download). Its queries and qrels are read once, and checked against the corpus's ids.
-  const held = new Map<string, Uint8Array | null>();
   for (const f of [REMOTE_HEAD.queries, REMOTE_HEAD.qrels]) held.set(f, await readWhole(source, f));
   const src = holding(source, held);
   let has: (id: string) => boolean;
@@ -203,10 +232,10 @@ export async function openRemoteShard(
       const d = offsets.dir;
       ids[row] = { id: d.ids.slice(i === 0 ? 0 : d.ends[i - 1], d.ends[i]), text: 'x' };
     });
-    pre = await readPrecomputed(source, ids, true, href);
+    pre = await readPrecomputed(src, ids, true, href);
   } else {
     // Version 2: the sidecars' rows must be the corpus order, by count and checksum of the ids.
-    pre = await readPrecomputed(source, [], true, href, { docs: n, idsFnv: head!.idsFnv });
+    pre = await readPrecomputed(src, [], true, href, { docs: n, idsFnv: head!.idsFnv });
   }
   for (const p of pre.problems) console.warn(`loupe: precomputed embeddings not used: ${p}`);
   if (!pre.ivf?.length) return null;

@@ -609,6 +609,12 @@ export class ShardStore {
     return rows.map((r) => [r.key, r.value as T]);
   }
 
+  /** The keys of a shard's artifacts of one kind, in key order (their values are not read). */
+  async artifactKeys(hash: string, kind: string): Promise<string[]> {
+    const keys = await (await this.db()).getAllKeys('artifacts', hashRange(hash, kind));
+    return keys.map((k) => (k as unknown as [string, string, string])[2]);
+  }
+
   /** How many artifacts of one kind a shard has (their values are not read: some are hundreds of MB). */
   async countArtifacts(hash: string, kind: string): Promise<number> {
     return (await this.db()).count('artifacts', hashRange(hash, kind));

@@ -23,6 +23,7 @@ import { remoteIvfFor } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import * as compact from './dense-compact';
 import { corpusDocCount, denseDocsKey, embedCorpusTo, streamPlan } from './dense-stream';
+import { denseLoadOptions, shardSetDtypes } from './set-dtypes';
 import { embedQueries, rankQueries } from './dense-queries';
 
 /** HNSW parameters of an approximate dense run. */
@@ -191,13 +192,9 @@ async function denseTaskWith(
   if (multiImage !== args.settings.multiImage) args = { ...args, settings: { ...args.settings, multiImage } };
   // Every image of the documents only where some have several (single-image corpora keep their key).
   const allDocImages = !!multiImage && !!args.settings.multiImageDocs;
-  const encoder = await loadEncoder(spec, {
-    device: args.settings.device,
-    dtype: args.settings.dtype,
-    simulateWebGpuFailure: args.settings.simulateWebGpuFailure,
-    simulateParityMismatch: args.settings.simulateParityMismatch,
-    ...args.job,
-  });
+  // At dtype auto, a dtype the shard has embeddings of this model for (its sets decide, set-dtypes.ts).
+  const setDtypes = args.settings.dtype === 'auto' ? await shardSetDtypes(args.shardHash, spec) : [];
+  const encoder = await loadEncoder(spec, { ...denseLoadOptions(args.settings, setDtypes), ...args.job });
   args.onEncoder?.(encoder);
   // An explicit dtype and device keep the embedding key stable, so stored batches are reused.
   const load = { device: encoder.device, dtype: encoder.dtype };

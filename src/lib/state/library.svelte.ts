@@ -3,6 +3,7 @@
 import type { Qrels, Query, TaskInfo } from '../core/types';
 import type { ShardIssue } from '../core/shard/source';
 import { openShardStore, type ShardSummary } from '../platform/shard-store';
+import type { RemoteFirstSetName } from '../platform/remote-shard';
 import {
   importShard,
   indexShardDocs,
@@ -77,7 +78,7 @@ export class Library {
    * Told (with its URL) when a shard loaded by URL turns out to be opened remote-first, before its
    * queries and qrels are read: a link's Search model starts loading then (model-preload.ts).
    */
-  onRemoteFirst: ((url: string) => void) | null = null;
+  onRemoteFirst: ((url: string, sets: RemoteFirstSetName[]) => void) | null = null;
   /** Stopped streamed imports that can resume (offered at start: Resume or Discard). */
   paused = $state.raw<PausedImport[]>([]);
   /** Validation problems of the last import (nothing was cached). */
@@ -234,7 +235,7 @@ export class Library {
         if (source.kind === 'url' && !parquet && !opts.whole) {
           const url = source.url;
           const told = this.onRemoteFirst;
-          const remote = await openRemoteFirst(url, job.signal, told ? () => told(url) : undefined);
+          const remote = await openRemoteFirst(url, job.signal, told ? (sets) => told(url, sets) : undefined);
           if (remote && 'issues' in remote) {
             this.issues = { source: label, list: remote.issues };
             return false;

@@ -17,10 +17,12 @@ import type { View } from './view-url';
 export function preloadSearchModel(
   app: { readonly retrievers: Retrievers; readonly search: SearchState },
   v: Pick<View, 'searchModel' | 'device' | 'dtype'>,
+  /** The models and dtypes of the shard's sets: at dtype auto, the model loads at its set's dtype. */
+  sets: readonly { model_id: string; dtype: string }[] = [],
 ): void {
   if (!v.searchModel || v.searchModel === 'bm25') return;
   const r = app.retrievers;
   if (v.device === 'webgpu' || v.device === 'wasm' || v.device === 'auto') r.device = v.device as Device;
   if (v.dtype) r.dtype = v.dtype as Dtype | 'auto';
-  app.search.preload(v.searchModel);
+  app.search.preload(v.searchModel, sets);
 }

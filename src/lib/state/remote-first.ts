@@ -2,7 +2,7 @@
 // imported (platform/remote-shard.ts, run in the shard worker). This holds their packed index sets,
 // which dense-remote.ts asks before the cache, so that dense queries go through the packed index.
 import { precomputedKey, type RemoteIvfSet } from '../core/shard/precomputed';
-import type { RemoteShardHead } from '../platform/remote-shard';
+import type { RemoteFirstSetName, RemoteShardHead } from '../platform/remote-shard';
 import type { ShardIssue } from '../core/shard/source';
 import { openRemoteShard, readRemoteDocs, remoteRowsOf } from '../clients/shard-client';
 import { searchRemoteIvf } from '../clients/index-client';
@@ -96,7 +96,7 @@ export function forgetRemoteFirst(hash: string): void {
 export async function openRemoteFirst(
   url: string,
   signal?: AbortSignal,
-  onRemoteFirst?: () => void,
+  onRemoteFirst?: (sets: RemoteFirstSetName[]) => void,
 ): Promise<(RemoteShardHead & { finder: DocDirectory | DocLookup }) | { issues: ShardIssue[] } | null> {
   const head = await openRemoteShard(url, { signal, ...(onRemoteFirst ? { onRemoteFirst } : {}) });
   if (!head || 'issues' in head) return head;

@@ -11,6 +11,7 @@ import { MODEL_REGISTRY, loadedEncoderKey, preloadEncoder } from '../clients/enc
 import { describeChunking, isChunked } from '../core/retrieval/chunking';
 import type { OpenedDicom } from '../platform/dicom-image';
 import { modelSpec } from './retrievers.svelte';
+import { denseLoadOptions, setDtypesOf, shardSetDtypes } from './set-dtypes';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import { hubFallback } from './hub-fallback';
 import { beginQuery, resultsSet, timeStage } from '../platform/query-timing';
@@ -191,15 +192,14 @@ export class SearchState {
     void this.#prefetchImage();
   }
 
-  /** The load options a query passes for the chosen model (the same, so the same encoder answers). */
-  #loadOptions() {
+  /**
+   * The load options a query passes for `spec` (the same, so the same encoder answers): at dtype
+   * auto, with the dtypes the open shard has embeddings of it for.
+   */
+  async #loadOptions(spec: ModelSpec) {
     const r = this.app.retrievers;
-    return {
-      device: r.device,
-      dtype: r.dtype,
-      simulateWebGpuFailure: r.simulateWebGpuFailure,
-      simulateParityMismatch: r.simulateParityMismatch,
-    };
+    const hash = this.app.library.shard?.summary.hash;
+    return denseLoadOptions(r, r.dtype === 'auto' && hash ? await shardSetDtypes(hash, spec) : []);
   }
 
   /** The model loading ahead of the first query (see `preload`), until its load settles. */
@@ -210,12 +210,13 @@ export class SearchState {
    * nothing) with the options a query passes, so that a query finds it loaded: a shard opening by URL
    * waits on the network, and so does the model's download (issue 19).
    */
-  preload(modelId: string): void {
+  preload(modelId: string, sets: readonly { model_id: string; dtype: string }[] = []): void {
     const spec = modelSpec(modelId, this.app.retrievers.customModels);
     if (!spec || !this.app.storage.offered(spec)) return;
     this.preloading = spec.id;
     const t0 = performance.now();
-    void preloadEncoder(spec, this.#loadOptions())
+    const r = this.app.retrievers;
+    void preloadEncoder(spec, denseLoadOptions(r, r.dtype === 'auto' ? setDtypesOf(sets, spec) : []))
       .catch(() => undefined)
       .finally(() => {
         performance.measure('loupe:preload:model', { start: t0, end: performance.now() });
@@ -227,7 +228,7 @@ export class SearchState {
   async #readyEncoder(): Promise<string | null> {
     const spec = this.spec;
     if (!spec || this.#inFlight || this.app.jobs.current) return null;
-    return loadedEncoderKey(spec, this.#loadOptions());
+    return loadedEncoderKey(spec, await this.#loadOptions(spec));
   }
 
   /** Embeds the query image ahead, when the chosen model reads images and is loaded. */

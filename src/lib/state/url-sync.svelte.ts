@@ -111,7 +111,7 @@ export async function openLinkShard(app: UrlHost, s: ViewShard, v?: View): Promi
     else {
       // Opened remote-first when it is packed: the Search view's model loads meanwhile (an import
       // keeps the first query's story of loading it).
-      if (v) lib.onRemoteFirst = () => preloadSearchModel(app, v);
+      if (v) lib.onRemoteFirst = (_url, sets) => preloadSearchModel(app, v, sets);
       try {
         await app.importFrom({ kind: 'url', url: s.url });
       } finally {
