@@ -65,29 +65,45 @@ async function createEncoder(
   const progress_callback = progressCallback(report);
   const common = { revision: spec.revision, progress_callback };
   const modelOpts = { ...common, dtype, device };
-  const tokenizer = await AutoTokenizer.from_pretrained(name, common);
+  // The tokenizer's files download while the weights do (a fresh visit's first query waits on both).
+  const tokenizing = AutoTokenizer.from_pretrained(name, common);
+  tokenizing.catch(() => undefined);
   let textModel: PreTrainedModel;
   let visionModel: PreTrainedModel | undefined;
   let processor: Processor | undefined;
-  if (spec.kind === 'text') {
-    textModel = await AutoModel.from_pretrained(name, modelOpts);
-  } else if (spec.kind === 'cross-encoder') {
-    // The model itself, not the text-classification pipeline: that pipeline applies a softmax over
-    // the labels, which turns every score of a one-logit reranker into 1.
-    textModel = await AutoModelForSequenceClassification.from_pretrained(name, modelOpts);
-  } else {
-    const [TextCls, VisionCls] =
-      spec.kind === 'clip'
-        ? [CLIPTextModelWithProjection, CLIPVisionModelWithProjection]
-        : [SiglipTextModel, SiglipVisionModel];
-    processor = await AutoProcessor.from_pretrained(name, common);
-    textModel = await TextCls.from_pretrained(name, modelOpts);
-    try {
-      visionModel = await VisionCls.from_pretrained(name, modelOpts);
-    } catch (e) {
-      await textModel.dispose().catch(() => undefined);
-      throw e;
+  try {
+    if (spec.kind === 'text') {
+      textModel = await AutoModel.from_pretrained(name, modelOpts);
+    } else if (spec.kind === 'cross-encoder') {
+      // The model itself, not the text-classification pipeline: that pipeline applies a softmax over
+      // the labels, which turns every score of a one-logit reranker into 1.
+      textModel = await AutoModelForSequenceClassification.from_pretrained(name, modelOpts);
+    } else {
+      const [TextCls, VisionCls] =
+        spec.kind === 'clip'
+          ? [CLIPTextModelWithProjection, CLIPVisionModelWithProjection]
+          : [SiglipTextModel, SiglipVisionModel];
+      processor = await AutoProcessor.from_pretrained(name, common);
+      textModel = await TextCls.from_pretrained(name, modelOpts);
+      try {
+        visionModel = await VisionCls.from_pretrained(name, modelOpts);
+      } catch (e) {
+        await textModel.dispose().catch(() => undefined);
+        throw e;
+      }
     }
+  } catch (e) {
+    // The tokenizer's own failure, if any, is the one to report (it was asked for first).
+    await tokenizing;
+    throw e;
+  }
+  let tokenizer: Awaited<typeof tokenizing>;
+  try {
+    tokenizer = await tokenizing;
+  } catch (e) {
+    await textModel.dispose().catch(() => undefined);
+    await visionModel?.dispose().catch(() => undefined);
+    throw e;
   }
   const enc: Encoder = {
     spec,
