@@ -9,8 +9,10 @@
 //   total   page.goto → the first result's text painted
 // and the bytes the shard's host sent, by file.
 //
-//   npm run bench:first-dense-url -- --shard DIR [--model ID] [--rounds 2] [--no-build] [--write-benchmarks]
+//   npm run bench:first-dense-url -- --shard DIR[,DIR…] [--model ID] [--rounds 2] [--no-build] [--write-benchmarks]
 //
+// Several shards (e.g. the same vectors with their set declared for fp32 and for q8 queries) are
+// measured in alternating rounds, each `--rounds` times, and compared by the ratio of their totals.
 // DIR is a shard packed with --index ivf --offsets (for 1M: `npm run pack-ivf` and
 // `npm run pack-shard -- --shard DIR --offsets` over a make-scale-shard --vectors random shard). The
 // generated models have random weights: real compute for their shape, meaningless rankings.
@@ -42,21 +44,41 @@ const { values: argv } = parseArgs({
   },
 });
 if (!argv.shard) {
-  console.error('usage: npm run bench:first-dense-url -- --shard DIR [--model ID] [--rounds 2]');
+  console.error('usage: npm run bench:first-dense-url -- --shard DIR[,DIR…] [--model ID] [--rounds 2]');
   process.exit(1);
 }
-const SHARD = resolve(argv.shard);
-const manifest = JSON.parse(readFileSync(join(SHARD, 'shard.json'), 'utf8')) as {
-  tasks: { id: string }[];
-  doc_offsets?: string;
-};
-if (!manifest.doc_offsets) {
-  console.error(`${SHARD}: shard.json names no doc_offsets: run npm run pack-shard -- --shard DIR --offsets`);
-  process.exit(1);
+
+interface Shard {
+  dir: string;
+  name: string;
+  task: string;
+  query: string;
+  /** The query dtype its set declares (embeddings/index.json), for the report. */
+  dtypes: string;
 }
-const TASK = manifest.tasks[0].id;
-const firstQuery = readFileSync(join(SHARD, 'queries.jsonl'), 'utf8').slice(0, 100_000).split('\n')[0];
-const QUERY = (JSON.parse(firstQuery) as { text: string }).text;
+
+function readShard(dir: string): Shard {
+  const manifest = JSON.parse(readFileSync(join(dir, 'shard.json'), 'utf8')) as {
+    tasks: { id: string }[];
+    doc_offsets?: string;
+  };
+  if (!manifest.doc_offsets) {
+    console.error(`${dir}: shard.json names no doc_offsets: run npm run pack-shard -- --shard DIR --offsets`);
+    process.exit(1);
+  }
+  const firstQuery = readFileSync(join(dir, 'queries.jsonl'), 'utf8').slice(0, 100_000).split('\n')[0];
+  const sets = JSON.parse(readFileSync(join(dir, 'embeddings/index.json'), 'utf8')) as {
+    sets: { model_id: string; dtype: string }[];
+  };
+  return {
+    dir,
+    name: basename(dir),
+    task: manifest.tasks[0].id,
+    query: (JSON.parse(firstQuery) as { text: string }).text,
+    dtypes: [...new Set(sets.sets.filter((x) => x.model_id === argv.model).map((x) => x.dtype))].join(', '),
+  };
+}
+const SHARDS = argv.shard.split(',').map((d) => readShard(resolve(d)));
 const ROUNDS = Number(argv.rounds);
 
 if (!argv['no-build'] || !existsSync(join(OUT, 'index.html'))) {
@@ -79,10 +101,10 @@ interface Round {
 const sec = (ms: number) => (ms / 1000).toFixed(2);
 
 const site = await serveStatic(OUT, PREFIX);
-const host = await serveRanges(dirname(SHARD), '/data/');
-const shardUrl = `${host.url}${encodeURIComponent(basename(SHARD))}/`;
+const hosts = await Promise.all(SHARDS.map((x) => serveRanges(dirname(x.dir), '/data/')));
 
-async function round(): Promise<Round> {
+async function round(shard: Shard, host: (typeof hosts)[number]): Promise<Round> {
+  const shardUrl = `${host.url}${encodeURIComponent(shard.name)}/`;
   const profile = mkdtempSync(join(tmpdir(), 'loupe-first-dense-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
@@ -106,9 +128,9 @@ async function round(): Promise<Round> {
     page.on('pageerror', (e) => console.error('page error:', e.message));
     const params = new URLSearchParams({
       shard: shardUrl,
-      task: TASK,
+      task: shard.task,
       'search-model': argv.model!,
-      q: QUERY,
+      q: shard.query,
     });
     const from = host.log.length;
     const t0 = Date.now();
@@ -158,14 +180,18 @@ async function round(): Promise<Round> {
 
 const load0 = loadavg()[0];
 const started = new Date();
-const rounds: Round[] = [];
+const all: Round[][] = SHARDS.map(() => []);
 try {
-  for (let i = 0; i < ROUNDS; i++) {
-    const r = await round();
-    rounds.push(r);
+  // Alternating: each shard's rounds interleave with the others', so that a change of load over the
+  // run falls on all of them alike.
+  for (let i = 0; i < ROUNDS * SHARDS.length; i++) {
+    const k = i % SHARDS.length;
+    const r = await round(SHARDS[k], hosts[k]);
+    all[k].push(r);
+    console.log(`${SHARDS[k].name}:`);
     const mib = (b: number) => (b / 2 ** 20).toFixed(2);
     console.log(
-      `round ${i + 1}: total ${sec(r.totalMs)} s (open ${sec(r.openMs)} s, query ${sec(r.queryMs)} s), ` +
+      `round ${Math.floor(i / SHARDS.length) + 1}: total ${sec(r.totalMs)} s (open ${sec(r.openMs)} s, query ${sec(r.queryMs)} s), ` +
         `${r.requests} requests: ` +
         Object.entries(r.bytes)
           .map(([k, v]) => `${k} ${mib(v)} MiB`)
@@ -178,44 +204,66 @@ try {
   }
 } finally {
   await site.close();
-  await host.close();
+  for (const h of hosts) await h.close();
 }
 const load1 = loadavg()[0];
 
 const cell = (xs: number[]) => `${sec(median(xs))} (${sec(Math.min(...xs))}–${sec(Math.max(...xs))})`;
-const total = median(rounds.map((r) => r.totalMs));
-const files = [...new Set(rounds.flatMap((r) => Object.keys(r.bytes)))].sort();
-const lines = [
-  `First dense result **${sec(total)} s** median over ${rounds.length} fresh profiles ` +
-    `(target ≤ ${sec(TARGET_MS)} s: ${total <= TARGET_MS ? 'met' : 'missed'} on this loaded machine).`,
-  '',
-  '| step | median s (range) |',
-  '| --- | ---: |',
-  `| open: page load, service worker, manifest, queries, qrels, offsets header (nothing imported; the model loads meanwhile) | ${cell(rounds.map((r) => r.openMs))} |`,
-  `| query: Search pressed → first result's text painted (the model's load if unfinished, encode, packed index, lines by Range) | ${cell(rounds.map((r) => r.queryMs))} |`,
-  `| **total** | ${cell(rounds.map((r) => r.totalMs))} |`,
-  ...[...new Set(rounds.flatMap((r) => Object.keys(r.measures)))]
-    .sort()
-    .map((k) => `| &nbsp;&nbsp;app measure ${k} | ${cell(rounds.map((r) => r.measures[k] ?? 0))} |`),
-  '',
-  '| file on the shard host | MiB sent (first round) |',
-  '| --- | ---: |',
-  ...files.map((f) => `| ${f} | ${((rounds[0].bytes[f] ?? 0) / 2 ** 20).toFixed(2)} |`),
-  '',
-  `Renderers' peak RSS: ${Math.max(...rounds.map((r) => r.rendererPeakMiB)).toFixed(0)} MiB summed ` +
-    `(shared pages counted in each); the largest renderer, the tab: ` +
-    `${Math.max(...rounds.map((r) => r.largestRendererMiB)).toFixed(0)} MiB.`,
-];
+
+/** One shard's report: its steps, the app's own measures, the bytes by file, the tab's memory. */
+function report(shard: Shard, rounds: Round[]): string[] {
+  const total = median(rounds.map((r) => r.totalMs));
+  const files = [...new Set(rounds.flatMap((r) => Object.keys(r.bytes)))].sort();
+  return [
+    `**${shard.name}** (its set declares ${shard.dtypes || 'no'} queries for ${argv.model}): first dense ` +
+      `result **${sec(total)} s** median over ${rounds.length} fresh profiles ` +
+      `(target ≤ ${sec(TARGET_MS)} s: ${total <= TARGET_MS ? 'met' : 'missed'} on this machine).`,
+    '',
+    '| step | median s (range) |',
+    '| --- | ---: |',
+    `| open: page load, service worker, manifest, queries, qrels, offsets header (nothing imported; the model loads meanwhile) | ${cell(rounds.map((r) => r.openMs))} |`,
+    `| query: Search pressed → first result's text painted (the model's load if unfinished, encode, packed index, lines by Range) | ${cell(rounds.map((r) => r.queryMs))} |`,
+    `| **total** | ${cell(rounds.map((r) => r.totalMs))} |`,
+    ...[...new Set(rounds.flatMap((r) => Object.keys(r.measures)))]
+      .sort()
+      .map((k) => `| &nbsp;&nbsp;app measure ${k} | ${cell(rounds.map((r) => r.measures[k] ?? 0))} |`),
+    '',
+    '| file on the shard host | MiB sent (first round) |',
+    '| --- | ---: |',
+    ...files.map((f) => `| ${f} | ${((rounds[0].bytes[f] ?? 0) / 2 ** 20).toFixed(2)} |`),
+    '',
+    `Renderers' peak RSS: ${Math.max(...rounds.map((r) => r.rendererPeakMiB)).toFixed(0)} MiB summed ` +
+      `(shared pages counted in each); the largest renderer, the tab: ` +
+      `${Math.max(...rounds.map((r) => r.largestRendererMiB)).toFixed(0)} MiB.`,
+  ];
+}
+
+const lines = SHARDS.flatMap((x, k) => [...report(x, all[k]), '']);
+if (SHARDS.length > 1) {
+  // Each later shard against the first, round by round (the rounds alternated).
+  for (let k = 1; k < SHARDS.length; k++) {
+    const ratios = all[k].map((r, i) => r.totalMs / all[0][i].totalMs);
+    lines.push(
+      `${SHARDS[k].name} / ${SHARDS[0].name}, total time: ratio of medians ` +
+        `${(median(all[k].map((r) => r.totalMs)) / median(all[0].map((r) => r.totalMs))).toFixed(2)}; ` +
+        `round by round ${ratios.map((x) => x.toFixed(2)).join(', ')}.`,
+    );
+  }
+}
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
 const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
 const header =
   `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
   `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · ` +
-  `\`npm run bench:first-dense-url -- --shard ${basename(SHARD)} --rounds ${ROUNDS}\` · ` +
+  `\`npm run bench:first-dense-url -- --shard ${SHARDS.map((x) => x.name).join(',')} --rounds ${ROUNDS}\` · ` +
   `${argv.model} (generated, **random weights**: real compute for its shape, meaningless rankings), default device.`;
 console.log(`\n${header}\n\n${lines.join('\n')}`);
 writeFileSync(
   join(ROOT, '.test-results/first-dense-url.json'),
-  JSON.stringify({ started, load: [load0, load1], rounds }, null, 2),
+  JSON.stringify(
+    { started, load: [load0, load1], shards: SHARDS.map((x, k) => ({ ...x, rounds: all[k] })) },
+    null,
+    2,
+  ),
 );
 if (argv['write-benchmarks']) writeBenchmarksSection('first-dense-url', `${header}\n\n${lines.join('\n')}`);
