@@ -107,6 +107,8 @@ export interface ImportOptions {
   limits?: Partial<ShardLimits>;
   /** Skip the storage pre-flight: only for fault-injection tests that need a write to hit the quota. */
   skipPreflight?: boolean;
+  /** Tests only: the write fails as on a full disk once this many transactions have committed. */
+  simulateQuotaAfterTx?: number;
   /**
    * The page's note of this import (import-note.ts): with it a streamed import that stops keeps what
    * it wrote to resume (shard-resume.ts); without it (scripts, the test harness) that is swept.
@@ -363,6 +365,7 @@ const api = {
             options.noteId === undefined || parquetFeed
               ? {}
               : { keep: await resumeKeep(descriptor, source, parsed, options.noteId, checkDocs.length > 0) },
+            options.simulateQuotaAfterTx === undefined ? {} : { quotaAfterTx: options.simulateQuotaAfterTx },
           )
         : await store.put(parsed, images, source.label, report);
       const precomputed = await storePrecomputed(store, source, parsed, checkDocs, parquetSets, descriptor);

@@ -64,6 +64,8 @@ export interface ImportOptions {
   parquet?: ParquetMapping;
   /** Skip the storage pre-flight (to let a write run into the quota). */
   skipPreflight?: boolean;
+  /** The write fails as on a full disk once this many transactions have committed. */
+  simulateQuotaAfterTx?: number;
   /** Reload the page when a progress tick of this kind arrives (`store`: once `done >= minDone`). */
   reloadOn?: Progress['kind'];
 }
@@ -125,6 +127,7 @@ async function run(desc: SourceDescriptor, opts: ImportOptions = {}): Promise<Ou
       onProgress,
       parquet: opts.parquet,
       skipPreflight: opts.skipPreflight,
+      simulateQuotaAfterTx: opts.simulateQuotaAfterTx,
     });
     return { ...r, progress };
   } catch (e) {

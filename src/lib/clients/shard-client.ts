@@ -70,6 +70,8 @@ export interface ImportShardOptions extends JobOptions {
   limits?: Partial<ShardLimits>;
   /** Tests only: let the write run into the quota instead of refusing up front. */
   skipPreflight?: boolean;
+  /** Tests only: the write fails as on a full disk once this many transactions have committed. */
+  simulateQuotaAfterTx?: number;
   /** The page's note of this import (import-note.ts), kept with a streamed import that may resume. */
   noteId?: string;
 }
@@ -88,14 +90,20 @@ function limitsFromPage(): { limits: ShardLimits; issues: ShardIssue[] } {
  * worker, removes whatever it had half-written, then rejects with an AbortError.
  */
 export function importShard(source: SourceDescriptor, opts: ImportShardOptions = {}): Promise<ImportResult> {
-  const { onProgress, parquet, skipPreflight } = opts;
+  const { onProgress, parquet, skipPreflight, simulateQuotaAfterTx } = opts;
   let limits = opts.limits;
   if (!limits) {
     const fromPage = limitsFromPage();
     if (fromPage.issues.length) return Promise.resolve({ ok: false, issues: fromPage.issues });
     limits = fromPage.limits;
   }
-  const options = { limits, skipPreflight, noteId: opts.noteId, ...(parquet ? { parquet } : {}) };
+  const options = {
+    limits,
+    skipPreflight,
+    noteId: opts.noteId,
+    ...(parquet ? { parquet } : {}),
+    ...(simulateQuotaAfterTx !== undefined ? { simulateQuotaAfterTx } : {}),
+  };
   // The shards cached before this import: a cancel that lands after the worker committed the shard
   // (its last progress tick and the commit race the abort) removes it too, so a cancel always leaves
   // nothing behind.

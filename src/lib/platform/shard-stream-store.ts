@@ -54,6 +54,16 @@ export function estimateStreamedBytes(othersBytes: number, corpusBytes: number):
 }
 
 /**
+ * Tests only: a fault the write runs into on purpose. `quotaAfterTx`: once that many transactions
+ * have committed, the next one fails as a full disk does (QuotaExceededError), so that what a failed
+ * import leaves behind is tested deterministically (a real quota refuses at a moment the browser
+ * picks, sometimes before anything is written).
+ */
+export interface StoreFaults {
+  quotaAfterTx?: number;
+}
+
+/**
  * Stores a validated shard whose documents come from `feed` (ParsedShard.streamed says how many).
  * Returns the existing summary, calling nothing, when the hash is already cached. On any failure
  * (the feed throws: a cancel, an issue, a changed file; the quota) everything written is deleted and
@@ -67,6 +77,7 @@ export async function putStreamed(
   sourceLabel: string,
   onProgress?: ProgressFn,
   resumable: { keep?: ResumeKeep; from?: ResumeProgress | null } = {},
+  faults: StoreFaults = {},
 ): Promise<ShardSummary> {
   const streamed = parsed.streamed;
   if (!streamed) throw new Error('putStreamed needs a streamed read (ParsedShard.streamed)');
@@ -77,7 +88,17 @@ export async function putStreamed(
     // Debris of an earlier attempt (we hold the lock), unless this one goes on from it.
     if (resumable.from === undefined) await store.deleteRecords(hash);
     try {
-      return await write(store, parsed, streamed.docCount, feed, images, sourceLabel, onProgress, resumable);
+      return await write(
+        store,
+        parsed,
+        streamed.docCount,
+        feed,
+        images,
+        sourceLabel,
+        onProgress,
+        resumable,
+        faults,
+      );
     } catch (e) {
       // A resumed import that fails only for the network stays resumable.
       if (resumable.from === undefined || discardsResumed(e))
@@ -98,6 +119,7 @@ async function write(
   sourceLabel: string,
   onProgress?: ProgressFn,
   resumable: { keep?: ResumeKeep; from?: ResumeProgress | null } = {},
+  faults: StoreFaults = {},
 ): Promise<ShardSummary> {
   const hash = parsed.hash;
   const db = await store.db();
@@ -145,9 +167,16 @@ async function write(
   };
   // The transaction in flight: the next one starts once it is done (two at most in memory).
   let inFlight: Promise<unknown> = Promise.resolve();
+  let transactions = 0;
   const flush = async () => {
     await inFlight;
     if (batch.length === 0) return;
+    if (faults.quotaAfterTx !== undefined && transactions >= faults.quotaAfterTx)
+      throw new DOMException(
+        `simulated: the storage quota ran out after ${transactions} committed transactions (test hook)`,
+        'QuotaExceededError',
+      );
+    transactions++;
     const writes = batch;
     const units = batchUnits;
     batch = [];
