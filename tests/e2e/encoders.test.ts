@@ -324,6 +324,12 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
     console.log(
       `medquad resume: cancel after ${k1} of ${TOTAL} batches, reload after ${k2}; resumed run reused ${done.reusedBatches}, computed ${done.computedBatches} (${done.ms.toFixed(0)} ms)`,
     );
-    expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+    // The GPU device lost on purpose above ('falls back to WASM…') may have its failed run logged by
+    // transformers.js late, whenever the dying worker's console reaches the page: expected, not this
+    // test's. Any other error fails it.
+    const lostOnPurpose = /Device was lost|Inputs given to model/;
+    expect(
+      pageErrors(page).filter((e) => !/Failed to load resource/.test(e) && !lostOnPurpose.test(e)),
+    ).toEqual([]);
   });
 });
