@@ -12,6 +12,7 @@ import {
   PRECOMPUTED_INDEX,
   parsePrecomputedIndex,
   readPrecomputed,
+  type PrecomputedEntry,
   type RemoteIvfSet,
 } from '../core/shard/precomputed';
 import { ShardReadContext } from '../core/shard/read-context';
@@ -24,10 +25,7 @@ import type { ShardSummary } from './shard-store';
 import { urlSource } from './sources';
 
 /** A set embeddings/index.json lists: its model and the dtype of the queries it was made for. */
-export interface RemoteFirstSetName {
-  model_id: string;
-  dtype: string;
-}
+export type RemoteFirstSetName = Pick<PrecomputedEntry, 'model_id' | 'dtype'>;
 
 /** What the page needs to show a shard opened remote-first. */
 export interface RemoteShardHead {
@@ -163,11 +161,7 @@ export async function openRemoteShard(
   try {
     const bytes = await readWhole(source, PRECOMPUTED_INDEX);
     held.set(PRECOMPUTED_INDEX, bytes);
-    if (bytes)
-      named = parsePrecomputedIndex(JSON.parse(new TextDecoder().decode(bytes))).map((e) => ({
-        model_id: e.model_id,
-        dtype: e.dtype,
-      }));
+    if (bytes) named = parsePrecomputedIndex(JSON.parse(new TextDecoder().decode(bytes)));
   } catch (e) {
     if ((e as Error)?.name === 'AbortError') throw e;
     // Unreadable here: readPrecomputed below reads it again and says what is wrong.

@@ -5,6 +5,7 @@
 // then. A shard that is imported keeps the first query's story of loading the model.
 import type { Dtype } from '../core/retrieval/models';
 import type { Device } from '../platform/backend';
+import type { RemoteFirstSetName } from '../platform/remote-shard';
 import type { Retrievers } from './retrievers.svelte';
 import type { SearchState } from './search.svelte';
 import type { View } from './view-url';
@@ -18,7 +19,7 @@ export function preloadSearchModel(
   app: { readonly retrievers: Retrievers; readonly search: SearchState },
   v: Pick<View, 'searchModel' | 'device' | 'dtype'>,
   /** The models and dtypes of the shard's sets: at dtype auto, the model loads at its set's dtype. */
-  sets: readonly { model_id: string; dtype: string }[] = [],
+  sets: readonly RemoteFirstSetName[] = [],
 ): void {
   if (!v.searchModel || v.searchModel === 'bm25') return;
   const r = app.retrievers;

@@ -12,6 +12,7 @@ import { describeChunking, isChunked } from '../core/retrieval/chunking';
 import type { OpenedDicom } from '../platform/dicom-image';
 import { modelSpec } from './retrievers.svelte';
 import { denseLoadOptions, setDtypesOf, shardSetDtypes } from './set-dtypes';
+import type { RemoteFirstSetName } from '../platform/remote-shard';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import { hubFallback } from './hub-fallback';
 import { beginQuery, resultsSet, timeStage } from '../platform/query-timing';
@@ -210,13 +211,12 @@ export class SearchState {
    * nothing) with the options a query passes, so that a query finds it loaded: a shard opening by URL
    * waits on the network, and so does the model's download (issue 19).
    */
-  preload(modelId: string, sets: readonly { model_id: string; dtype: string }[] = []): void {
+  preload(modelId: string, sets: readonly RemoteFirstSetName[] = []): void {
     const spec = modelSpec(modelId, this.app.retrievers.customModels);
     if (!spec || !this.app.storage.offered(spec)) return;
     this.preloading = spec.id;
     const t0 = performance.now();
-    const r = this.app.retrievers;
-    void preloadEncoder(spec, denseLoadOptions(r, r.dtype === 'auto' ? setDtypesOf(sets, spec) : []))
+    void preloadEncoder(spec, denseLoadOptions(this.app.retrievers, setDtypesOf(sets, spec)))
       .catch(() => undefined)
       .finally(() => {
         performance.measure('loupe:preload:model', { start: t0, end: performance.now() });

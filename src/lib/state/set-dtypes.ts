@@ -7,6 +7,7 @@ import type { Dtype, ModelSpec } from '../core/retrieval/models';
 import { PRECOMPUTED_KIND, REMOTE_IVF_KIND } from '../core/shard/precomputed';
 import type { LoadOptions } from '../clients/encoder-client';
 import type { Device } from '../platform/backend';
+import type { RemoteFirstSetName } from '../platform/remote-shard';
 import { openShardStore } from '../platform/shard-store';
 import { remoteFirstSets } from './remote-first';
 
@@ -14,12 +15,12 @@ import { remoteFirstSets } from './remote-first';
  * The dtypes of `spec` among sets named `model|dtype|part` (precomputedKey; stored pieces carry a
  * `#…` suffix and are skipped), in the model's own order, each once; only dtypes the model offers.
  */
-export function setDtypesOf(sets: readonly { model_id: string; dtype: string }[], spec: ModelSpec): Dtype[] {
+export function setDtypesOf(sets: readonly RemoteFirstSetName[], spec: ModelSpec): Dtype[] {
   return spec.dtypes.filter((d) => sets.some((s) => s.model_id === spec.id && s.dtype === d));
 }
 
 /** `model|dtype|part` keys as model and dtype (pieces, `key#rows3`, are skipped). */
-export function parseSetKeys(keys: readonly string[]): { model_id: string; dtype: string }[] {
+export function parseSetKeys(keys: readonly string[]): RemoteFirstSetName[] {
   return keys.flatMap((k) => {
     if (k.includes('#')) return [];
     const parts = k.split('|');
