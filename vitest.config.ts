@@ -20,7 +20,12 @@ export default defineConfig({
           globalSetup: ['tests/e2e/global-setup.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
-          fileParallelism: false,
+          // Two files at a time: one file alone keeps a 2-core machine about 75 % busy (page loads,
+          // range servers and workers wait on each other), two keep it 98 % busy and finish the
+          // suite 1.2× sooner (1,090 s → 904 s here). Every file has its own browser profile, ports
+          // and temporary folders; they share only the Vite dev server.
+          fileParallelism: true,
+          maxWorkers: 2,
         },
       },
     ],

@@ -129,11 +129,23 @@ async function run(desc: SourceDescriptor, opts: ImportOptions = {}): Promise<Ou
       skipPreflight: opts.skipPreflight,
       simulateQuotaAfterTx: opts.simulateQuotaAfterTx,
     });
+    await progressDelivered();
     return { ...r, progress };
   } catch (e) {
     const err = e as Error;
+    await progressDelivered();
     return { ok: false, error: { name: err?.name ?? 'Error', message: err?.message ?? String(e) }, progress };
   }
+}
+
+/**
+ * Progress comes over the callback's own message port, the outcome over the worker's: a tick posted
+ * just before a failure can arrive after it (a full e2e run saw the first commit's tick missing
+ * from a failed import's list). Tests read the list once the call settles, so the ticks already
+ * posted are let in first.
+ */
+function progressDelivered(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 100));
 }
 
 /** Record counts per store, for one hash or over the whole database. */
