@@ -61,6 +61,10 @@ function batchRecords(records: Result<'embRecords'>, key: string) {
   return records.filter((r) => r.key.startsWith(`${key}#`) && r.batchNo !== null);
 }
 
+/** ONNX Runtime's wasm files as fetched (not the dev server's `?url` module requests). */
+const PLAIN_WASM = /\/ort-wasm-simd-threaded(-[\w-]+)?\.wasm$/;
+const ASYNCIFY_WASM = /\/ort-wasm-simd-threaded\.asyncify(-[\w-]+)?\.wasm$/;
+
 describe('neural encoders in a worker (Chromium, offline)', () => {
   let session: Session;
   let context: BrowserContext;
@@ -110,7 +114,11 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
     expect(modelFiles.some((u) => u.endsWith('clip-tiny-random/onnx/vision_model_quantized.onnx'))).toBe(
       true,
     );
-    expect(requests.some((u) => /ort-wasm-simd-threaded\.asyncify\.wasm/.test(u))).toBe(true);
+    // No hardware WebGPU here: the worker runs ONNX Runtime's plain WASM build, not the asyncify one.
+    expect(bert.info.ortBuild).toBe('plain');
+    expect(clip.info.ortBuild).toBe('plain');
+    expect(requests.some((u) => PLAIN_WASM.test(u))).toBe(true);
+    expect(requests.some((u) => ASYNCIFY_WASM.test(u))).toBe(false);
     const outside = requests.filter((u) => !/^(http:\/\/127\.0\.0\.1[:/]|blob:|data:)/.test(u));
     expect(outside).toEqual([]);
   });
@@ -123,11 +131,16 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
       const gpu = loaded(await call(page, 'load', id, { device: 'webgpu', dtype: 'fp32', ...OFFLINE }));
       expect(gpu.info.device, gpu.info.fallbackReason).toBe('webgpu');
       expect(gpu.info.dtype).toBe('fp32');
+      // The worker of the test above ran the plain build, which has no WebGPU: the load went to a
+      // fresh worker on the asyncify build, and the WASM loads below run there too.
+      expect(gpu.info.ortBuild).toBe('asyncify');
+      expect(requests.some((u) => ASYNCIFY_WASM.test(u))).toBe(true);
       const gpuText = await call(page, 'embedTexts', TEXTS, 'document', 3);
       const gpuImg = id === CLIP ? await call(page, 'embedShardImages', 'vqa-rad', IMAGES, 2) : [];
 
       const cpu = loaded(await call(page, 'load', id, { device: 'wasm', dtype: 'fp32', ...OFFLINE }));
       expect(cpu.info.device).toBe('wasm');
+      expect(cpu.info.ortBuild).toBe('asyncify');
       const cpuText = await call(page, 'embedTexts', TEXTS, 'document', 3);
       const cpuImg = id === CLIP ? await call(page, 'embedShardImages', 'vqa-rad', IMAGES, 2) : [];
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   chooseBackend,
+  ortBuildFor,
   softwareAdapter,
   wasmThreads,
   type BackendProbe,
@@ -25,6 +26,19 @@ const noGpu: BackendProbe = {
 const HUB = ['q8', 'fp32', 'fp16'] as const;
 
 describe('backend choice', () => {
+  it('runs ONNX Runtime on the plain WASM build only where auto can never put a model on WebGPU', () => {
+    const swiftShader = { ...gpu, fallbackAdapter: true, software: 'SwiftShader' };
+    // No WebGPU, or only a software adapter: WASM loads take the plain build…
+    expect(ortBuildFor('wasm', noGpu)).toBe('plain');
+    expect(ortBuildFor('wasm', swiftShader)).toBe('plain');
+    expect(ortBuildFor('wasm', { ...gpu, fallbackAdapter: true })).toBe('plain');
+    // …a hardware adapter keeps asyncify for WASM too (a WebGPU load may follow in the same worker),
+    // and WebGPU always needs it, a software adapter asked for explicitly included.
+    expect(ortBuildFor('wasm', gpu)).toBe('asyncify');
+    expect(ortBuildFor('webgpu', gpu)).toBe('asyncify');
+    expect(ortBuildFor('webgpu', swiftShader)).toBe('asyncify');
+  });
+
   it('uses WebGPU with fp16 only when the adapter has shader-f16', () => {
     expect(chooseBackend(gpu, { available: [...HUB] })).toMatchObject({ device: 'webgpu', dtype: 'fp16' });
     const noF16 = chooseBackend({ ...gpu, shaderF16: false }, { available: [...HUB] });

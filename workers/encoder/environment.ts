@@ -3,12 +3,58 @@
 // failed, a WebGPU failure).
 /// <reference types="vite/client" />
 import { env } from '@huggingface/transformers';
-// transformers.js 4.3 imports `onnxruntime-web/webgpu` (ort.webgpu.bundle.min.mjs), whose WASM and
-// WebGPU execution providers both run on the asyncify build: these two files are all it loads.
-import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
-import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
-import { MODEL_FETCH_FAILED, WEBGPU_FAILED, type ModelSpec } from '../../src/lib/core/retrieval/models';
-import { wasmThreads } from '../../src/lib/platform/backend';
+// transformers.js 4.3 imports `onnxruntime-web/webgpu` (ort.webgpu.bundle.min.mjs). Its WebGPU
+// execution provider needs the asyncify WASM build; its WASM execution provider runs on that build
+// or on the plain one, which is half the size and starts sooner. A worker loads one pair of files
+// (see ortBuildFor); never the JSEP build, which gives wrong q8 vectors.
+import asyncifyWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
+import asyncifyMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
+import plainWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.wasm?url';
+import plainMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.mjs?url';
+import {
+  MODEL_FETCH_FAILED,
+  ORT_BUILD_RESTART,
+  WEBGPU_FAILED,
+  type ModelSpec,
+} from '../../src/lib/core/retrieval/models';
+import { wasmThreads, type OrtBuild } from '../../src/lib/platform/backend';
+
+const ORT_FILES: Record<OrtBuild, { wasm: string; mjs: string }> = {
+  plain: { wasm: plainWasmUrl, mjs: plainMjsUrl },
+  asyncify: { wasm: asyncifyWasmUrl, mjs: asyncifyMjsUrl },
+};
+
+/** The build this worker's ONNX Runtime runs; null until its first session is about to be created. */
+let ortBuild: OrtBuild | null = null;
+
+function setOrtFiles(build: OrtBuild): void {
+  const wasm = env.backends.onnx.wasm!;
+  // Mutate the object ORT reads; replacing env.backends.onnx.wasm would detach it from ORT.
+  wasm.wasmPaths = {
+    wasm: new URL(ORT_FILES[build].wasm, self.location.href).href,
+    mjs: new URL(ORT_FILES[build].mjs, self.location.href).href,
+  };
+}
+
+/**
+ * Settles the ORT build before a session is created: the first call picks `want`; later calls keep
+ * it. The asyncify build runs WASM sessions too, so only a plain worker asked for asyncify (a WebGPU
+ * load) cannot go on: that throws ORT_BUILD_RESTART, and the client loads again in a fresh worker.
+ */
+export function claimOrtBuild(want: OrtBuild, modelId: string): OrtBuild {
+  if (ortBuild === null) {
+    ortBuild = want;
+    setOrtFiles(want);
+  } else if (ortBuild === 'plain' && want === 'asyncify') {
+    const e = new Error(
+      `${modelId}: this encoder worker runs ONNX Runtime's plain WASM build, which has no WebGPU; ` +
+        'loading in a fresh worker on the asyncify build',
+    );
+    e.name = ORT_BUILD_RESTART;
+    throw e;
+  }
+  return ortBuild;
+}
 
 // Any WebGPU failure leaves this worker unusable: transformers.js chains every session creation and
 // every run of a realm on one promise, and a rejected link rejects all later ones, WASM included.
@@ -44,11 +90,9 @@ export function configureEnv(allowRemoteModels: boolean, base?: string, allowLoc
   if (!configured) {
     const wasm = env.backends.onnx.wasm;
     if (!wasm) throw new Error('onnxruntime-web has no WASM backend in this build');
-    // Mutate the object ORT reads; replacing env.backends.onnx.wasm would detach it from ORT.
-    wasm.wasmPaths = {
-      wasm: new URL(ortWasmUrl, self.location.href).href,
-      mjs: new URL(ortMjsUrl, self.location.href).href,
-    };
+    // Self-hosted files from the start (transformers.js's default is a CDN); claimOrtBuild may still
+    // switch to the plain build before the first session.
+    setOrtFiles('asyncify');
     // Only read before the first session is created.
     wasm.numThreads = wasmThreads();
     // Otherwise transformers.js copies ORT's .mjs into the Cache API and imports it from a blob: URL,

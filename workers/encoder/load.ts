@@ -19,6 +19,7 @@ import {
 import { isCrossEncoder, modelPath, type Dtype, type ModelSpec } from '../../src/lib/core/retrieval/models';
 import {
   chooseBackend,
+  ortBuildFor,
   probeBackend,
   wasmThreads,
   type BackendProbe,
@@ -26,6 +27,7 @@ import {
 } from '../../src/lib/platform/backend';
 import { afterParityFailure, applyDevicePolicy } from '../../src/lib/platform/device-policy';
 import {
+  claimOrtBuild,
   configureEnv,
   errorText,
   evictCachedModelFiles,
@@ -224,6 +226,8 @@ export async function load(
       choice = { ...choice, device: 'wasm', dtype: next.dtype };
     }
   }
+  // The ORT build, before the first session: a WebGPU load in a plain worker goes to a fresh one.
+  const ortBuild = claimOrtBuild(ortBuildFor(choice.device, probe), spec.id);
   if (choice.device === 'webgpu') {
     try {
       // Fails where session creation would, before any cached WebGPU session is reused.
@@ -295,6 +299,7 @@ export async function load(
     dtype: enc.dtype,
     threads: enc.threads,
     dim: enc.dim,
+    ortBuild,
     ...(fallbackReason ? { fallbackReason } : {}),
     deviceReason,
     reason: fallbackReason

@@ -3,7 +3,7 @@
 import type { PreTrainedModel, PreTrainedTokenizer, Processor } from '@huggingface/transformers';
 import type { Dtype, ModelSpec } from '../../src/lib/core/retrieval/models';
 import type { Progress } from '../../src/lib/core/types';
-import type { Device } from '../../src/lib/platform/backend';
+import type { Device, OrtBuild } from '../../src/lib/platform/backend';
 import type { DeviceVerdict, ParityVerdict, QueryDeviceChoice } from '../../src/lib/platform/device-policy';
 
 /** A progress callback (proxied from the page). */
@@ -63,6 +63,8 @@ export interface LoadedEncoder {
   /** ORT WASM threads. */
   threads: number;
   dim: number;
+  /** The onnxruntime-web WASM build this worker runs (backend.ts, ortBuildFor). */
+  ortBuild: OrtBuild;
   /** Why the model is not on WebGPU although WebGPU was tried (it runs on WASM instead). */
   fallbackReason?: string;
   /**

@@ -6,7 +6,8 @@
 // device) as a WEBGPU_FAILED error and is then unusable (transformers.js keeps a rejected promise
 // in the chain every later session and run waits on). This client terminates it, loads the model
 // again on WASM in a fresh worker, and repeats the call there; the reason is returned as
-// `fallbackReason`.
+// `fallbackReason`. The worker runs ONNX Runtime's plain WASM build where no hardware WebGPU adapter
+// exists (backend.ts, ortBuildFor); a WebGPU load asked of such a worker is loaded in a fresh one.
 //
 // Cross-encoders (rerankers) load through the same worker and model cache; `rerankPairs` scores a
 // query's candidate documents with one, with the same WebGPU → WASM fallback.
@@ -23,6 +24,7 @@ import type {
 } from '../../../workers/encoder.worker';
 import {
   MODEL_FETCH_FAILED,
+  ORT_BUILD_RESTART,
   WEBGPU_FAILED,
   isCrossEncoder,
   modelPath,
@@ -142,8 +144,19 @@ async function load(
   if (lastLoad && lastLoad.key === key && lastLoad.generation === client.generation && isActive(spec))
     return { ...lastLoad.info, cached: true, loadMs: 0 };
   lastLoad = null;
+  const inWorker = () =>
+    client.run((r) => r.load(spec, withVerdicts(opts), proxyProgress(onProgress)), signal);
   try {
-    const info = await client.run((r) => r.load(spec, withVerdicts(opts), proxyProgress(onProgress)), signal);
+    let info: LoadedEncoder;
+    try {
+      info = await inWorker();
+    } catch (e) {
+      if ((e as { name?: string } | null)?.name !== ORT_BUILD_RESTART) throw e;
+      // A WebGPU load in a worker on ONNX Runtime's plain build: the same load in a fresh worker,
+      // whose first session takes the asyncify build (so this cannot happen twice).
+      client.terminate();
+      info = await inWorker();
+    }
     remember(info);
     active = { spec, opts, dtype: info.dtype };
     lastLoad = { key, generation: client.generation, info };

@@ -39,6 +39,28 @@ export interface BackendChoice {
   probe: BackendProbe;
 }
 
+/**
+ * The onnxruntime-web WASM build an encoder worker runs: `plain` (ort-wasm-simd-threaded.wasm, 14 MB)
+ * or `asyncify` (ort-wasm-simd-threaded.asyncify.wasm, 27 MB), which the WebGPU execution provider
+ * needs. A worker picks one before its first session and keeps it (ONNX Runtime initialises once).
+ * On a fresh visit here the plain build made the first dense result 4.16 s → 2.95 s: it compiles in
+ * half the time, and the query's own work ran without the asyncify build's load on the CPU
+ * (BENCHMARKS.md, first dense result).
+ */
+export type OrtBuild = 'plain' | 'asyncify';
+
+/**
+ * The build for a worker whose first session goes to `device`: asyncify for WebGPU, and for WASM
+ * wherever `auto` could later put a model on WebGPU in the same worker (a hardware adapter); plain
+ * where it cannot (no WebGPU, or only a software adapter). A later explicit WebGPU load in a plain
+ * worker restarts the worker (ORT_BUILD_RESTART), as a WebGPU failure does.
+ */
+export function ortBuildFor(device: Device, probe: BackendProbe): OrtBuild {
+  if (device === 'webgpu') return 'asyncify';
+  const hardwareGpu = probe.webgpu && !probe.software && !probe.fallbackAdapter;
+  return hardwareGpu ? 'asyncify' : 'plain';
+}
+
 /** MAX_WASM_THREADS: ORT WASM threads at most (more than 2 was slower on 2-core machines). */
 export const MAX_WASM_THREADS = 2;
 

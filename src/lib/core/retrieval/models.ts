@@ -344,6 +344,11 @@ export function rerankScore(
  * creation, warm-up, a run, a lost device); the client then restarts it on WASM.
  */
 export const WEBGPU_FAILED = 'WebGpuFailedError';
+/**
+ * A WebGPU load in an encoder worker that started ONNX Runtime's plain WASM build (which has no
+ * WebGPU): the client starts a fresh worker, which takes the asyncify build, and loads there.
+ */
+export const ORT_BUILD_RESTART = 'OrtBuildRestartError';
 
 /**
  * MODEL_FETCH_FAILED: the error name with which the encoder worker reports that a model file could
