@@ -77,6 +77,9 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
     const run = await firstDenseRun(page, 'shards/medquad/');
     expect(run.counters).toMatchObject({ docsEmbedded: 0, batchesEmbedded: 0, precomputedRows: DOCS });
     console.log(`fresh profile, first dense result with precomputed embeddings: ${run.ms} ms`);
+    // The offline cache waits until the page is quiet (2 s after the run): the visit's model load
+    // and run had the CPU and the connections to themselves. The test after next sees it filled.
+    expect(server.requests.filter((r) => r.endsWith('/sw-precache.json'))).toEqual([]);
     expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
     // The headers came from the service worker (the server sends none).
     const marker = await page.evaluate(async () =>

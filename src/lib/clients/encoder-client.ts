@@ -36,6 +36,7 @@ import type { ProgressFn } from '../core/types';
 import type { DeviceVerdict } from '../platform/device-policy';
 import { MODEL_REGISTRY, RERANKER_REGISTRY, registryModel, rerankerModel } from '../platform/model-registry';
 import { modelFolder, servedModelFolders } from '../platform/model-index';
+import { foreground } from '../platform/activity';
 import { WorkerClient, abortError, isAbortError, proxyProgress, type JobOptions } from './worker-client';
 
 export type { CorpusSink, EmbedCorpusRequest, EmbedCorpusResult, LoadOptions, LoadedEncoder };
@@ -199,7 +200,7 @@ function untilAhead(signal?: AbortSignal): Promise<void> {
  * reports it).
  */
 export function preloadEncoder(spec: ModelSpec, opts: LoadOptions): Promise<LoadedEncoder> {
-  const p = load(spec, opts);
+  const p = foreground(load(spec, opts));
   const settled = p.then(
     () => undefined,
     () => undefined,

@@ -1,6 +1,7 @@
 import type { Progress } from '../core/types';
 import { formatBytes, phaseOf, progressText, type DownloadSample, type JobPhase } from './progress-story';
 import { isAbortError } from '../clients/worker-client';
+import { foreground } from '../platform/activity';
 import type { Messages } from './messages.svelte';
 
 /** A long-running job the UI shows with progress and a cancel button. */
@@ -120,7 +121,7 @@ export class Jobs {
     this.current = job;
     this.messages.clearInfo();
     try {
-      return await fn(job);
+      return await foreground(fn(job));
     } catch (e) {
       if (isAbortError(e)) this.messages.info(opts.cancelled ?? `${what}: cancelled.`);
       else {
