@@ -15,7 +15,8 @@
 //       vs the product worker's length-bucketed batches, in the same browser, in alternating rounds
 //       (plain, Loupe, plain, Loupe, …); the median ratio and its spread. `--corpus-only` runs just it.
 //   (d) a breakdown: raw onnxruntime-web (no transformers.js, pre-tokenized inputs) with the plain
-//       SIMD+threads build and with the asyncify build the product loads, vs native model-only time;
+//       SIMD+threads build (what the product loads without a hardware WebGPU adapter) and with the
+//       asyncify build (what it loads where one is, as WebGPU needs it), vs native model-only time;
 //       CPU use (cores busy) to check that threads are used; the WASM binaries' SIMD features.
 //
 // Every configuration is warmed up first; each figure is the median of --repeats runs. Memory: the
@@ -675,8 +676,8 @@ function markdown(r: {
         b.build === 'native'
           ? 'native onnxruntime-node'
           : b.build === 'plain'
-            ? 'onnxruntime-web, plain SIMD build'
-            : 'onnxruntime-web, asyncify build (what transformers.js loads)';
+            ? 'onnxruntime-web, plain SIMD build (the product without a hardware WebGPU adapter)'
+            : 'onnxruntime-web, asyncify build (the product with one)';
       md.push(
         `| ${name} | ${b.dtype} | ${b.threads} | ${fmt(b.docsPerSecB32)} | ${fmt(b.cores, 2)}${contended(b.threads, b.cores)} | ${native && b.build !== 'native' ? (b.docsPerSecB32 / native.docsPerSecB32).toFixed(2) : ''} |`,
       );

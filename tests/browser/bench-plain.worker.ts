@@ -1,12 +1,16 @@
 // The baseline a transformers.js user would write: `pipeline('feature-extraction')` called on
 // batches of N documents in shard order (each padded to its longest document, truncated at the
-// model's maximum length), mean pooling and normalisation by the pipeline. Same ORT wasm files and
-// thread count as the product's worker. Used by scripts/bench-encode.ts (corpus row); benchmarks only.
+// model's maximum length), mean pooling and normalisation by the pipeline. Same ORT wasm files (the
+// build the product's worker picks for a WASM load on this device, backend.ts ortBuildFor) and thread
+// count as the product's worker. Used by scripts/bench-encode.ts (corpus row); benchmarks only.
 /// <reference types="vite/client" />
 import * as Comlink from 'comlink';
 import { env, pipeline, type FeatureExtractionPipeline } from '@huggingface/transformers';
-import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
-import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
+import asyncifyWasm from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
+import asyncifyMjs from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
+import plainWasm from 'onnxruntime-web/ort-wasm-simd-threaded.wasm?url';
+import plainMjs from 'onnxruntime-web/ort-wasm-simd-threaded.mjs?url';
+import { ortBuildFor, probeBackend } from '../../src/lib/platform/backend';
 
 let extractor: FeatureExtractionPipeline | null = null;
 
@@ -14,9 +18,10 @@ const api = {
   /** Loads the model (`name` as transformers.js takes it) on WASM with `threads` ORT threads. */
   async load(name: string, dtype: 'q8' | 'fp32', threads: number): Promise<void> {
     const wasm = env.backends.onnx.wasm!;
+    const plain = ortBuildFor('wasm', await probeBackend()) === 'plain';
     wasm.wasmPaths = {
-      wasm: new URL(ortWasmUrl, self.location.href).href,
-      mjs: new URL(ortMjsUrl, self.location.href).href,
+      wasm: new URL(plain ? plainWasm : asyncifyWasm, self.location.href).href,
+      mjs: new URL(plain ? plainMjs : asyncifyMjs, self.location.href).href,
     };
     wasm.numThreads = threads;
     env.allowLocalModels = true;
