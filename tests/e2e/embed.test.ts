@@ -292,6 +292,7 @@ describe('the embed: <loupe-search> and embed.html on a course page of another o
       `<!doctype html><html><body>
 <script type="module" src="${loupe.url}loupe-embed.js"></script>
 <loupe-search shard="shards/vqa-rad/" model="bm25" query="effusion" k="3"></loupe-search>
+<div style="height: 3000px"></div>
 <iframe id="f" src="${loupe.url}embed.html?shard=shards/vqa-rad/&amp;model=bm25&amp;query=effusion&amp;k=3"></iframe>
 <script>
   window.raw = [];
@@ -331,9 +332,28 @@ describe('the embed: <loupe-search> and embed.html on a course page of another o
         string | undefined;
       return { h5p, embedly: embedly ? JSON.parse(embedly) : undefined };
     };
-    await expect
-      .poll(async () => (await last()).h5p?.scrollHeight ?? 0, { timeout: 60_000 })
-      .toBeGreaterThan(100);
+    // The pasted frame sits below the fold (as on a course page), and Chromium does not run an
+    // offscreen cross-origin frame's rendering, nor its ResizeObserver, until it is seen: its height
+    // is sent once a reader scrolls to it. (Without the spacer this depended on whether its results
+    // came before the element grew over the fold: a fresh-clone CI once saw 59 px and nothing after.)
+    await page.locator('#f').scrollIntoViewIfNeeded();
+    try {
+      await expect
+        .poll(async () => (await last()).h5p?.scrollHeight ?? 0, { timeout: 60_000 })
+        .toBeGreaterThan(100);
+    } catch (e) {
+      // Say what the pasted frame shows, to tell a slow import from a stuck or failed one.
+      const f = await (await page.$('#f'))?.contentFrame();
+      const shown = f
+        ? await f
+            .evaluate(() => {
+              const el = document.querySelector('[data-testid="embed"]');
+              return `status ${el?.getAttribute('data-status')}, phase ${el?.getAttribute('data-phase')}: ${document.body.innerText.slice(0, 400)}`;
+            })
+            .catch((x: Error) => `unreadable (${x.message})`)
+        : 'no frame';
+      throw new Error(`${(e as Error).message}; the pasted frame shows: ${shown}`);
+    }
     const { h5p, embedly } = await last();
     expect(h5p!.action).toBe('resize');
     expect(embedly).toMatchObject({ context: 'iframe.resize', height: h5p!.scrollHeight });
