@@ -6,11 +6,8 @@
 /// <reference types="vite/client" />
 import * as Comlink from 'comlink';
 import { env, pipeline, type FeatureExtractionPipeline } from '@huggingface/transformers';
-import asyncifyWasm from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
-import asyncifyMjs from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
-import plainWasm from 'onnxruntime-web/ort-wasm-simd-threaded.wasm?url';
-import plainMjs from 'onnxruntime-web/ort-wasm-simd-threaded.mjs?url';
 import { ortBuildFor, probeBackend } from '../../src/lib/platform/backend';
+import { setOrtFiles } from '../../workers/encoder/environment';
 
 let extractor: FeatureExtractionPipeline | null = null;
 
@@ -18,11 +15,7 @@ const api = {
   /** Loads the model (`name` as transformers.js takes it) on WASM with `threads` ORT threads. */
   async load(name: string, dtype: 'q8' | 'fp32', threads: number): Promise<void> {
     const wasm = env.backends.onnx.wasm!;
-    const plain = ortBuildFor('wasm', await probeBackend()) === 'plain';
-    wasm.wasmPaths = {
-      wasm: new URL(plain ? plainWasm : asyncifyWasm, self.location.href).href,
-      mjs: new URL(plain ? plainMjs : asyncifyMjs, self.location.href).href,
-    };
+    setOrtFiles(ortBuildFor('wasm', await probeBackend()));
     wasm.numThreads = threads;
     env.allowLocalModels = true;
     env.allowRemoteModels = false;

@@ -27,7 +27,8 @@ const ORT_FILES: Record<OrtBuild, { wasm: string; mjs: string }> = {
 /** The build this worker's ONNX Runtime runs; null until its first session is about to be created. */
 let ortBuild: OrtBuild | null = null;
 
-function setOrtFiles(build: OrtBuild): void {
+/** Points transformers.js's ONNX Runtime at this build's self-hosted files (read at its first session). */
+export function setOrtFiles(build: OrtBuild): void {
   const wasm = env.backends.onnx.wasm!;
   // Mutate the object ORT reads; replacing env.backends.onnx.wasm would detach it from ORT.
   wasm.wasmPaths = {
