@@ -5,6 +5,7 @@
 //
 // This file only wires the modules in workers/encoder/ and exposes their calls:
 //   environment.ts  transformers.js set-up, model-download failures, the WebGPU-failure error
+//   model-cache.ts  the browser cache of model files, written once a load is over
 //   load.ts         backend probe, model loading and warm-up, the WebGPU → WASM rule
 //   parity.ts       WebGPU vs WASM parity check and single-query timing at load (device policy)
 //   session.ts      the model cache and the active model every call runs on
@@ -19,6 +20,7 @@ import { corpusCounters, embedCorpus } from './encoder/corpus';
 import { embedQuery, embedTexts } from './encoder/embed';
 import { embedImages } from './encoder/image';
 import { load } from './encoder/load';
+import { flushModelCache } from './encoder/model-cache';
 import { rerank } from './encoder/rerank';
 import { activeBackend, simulateDeviceLoss, unloadAll } from './encoder/session';
 import type { LoadOptions, LoadedEncoder, OnProgress } from './encoder/types';
@@ -50,6 +52,10 @@ const api = {
   chunkTexts,
   /** Scores (query, document) pairs with the active cross-encoder (loaded for that spec); transferred. */
   rerank,
+  /** Writes the model files this worker downloaded to the browser cache (model-cache.ts); resolves when written. */
+  flushModelCache(): Promise<void> {
+    return flushModelCache();
+  },
   /** Frees every loaded model. */
   unload(): Promise<void> {
     return unloadAll();

@@ -5,6 +5,7 @@ import { importShard } from '../../src/lib/clients/shard-client';
 import { DB_NAME, hashRange } from '../../src/lib/platform/shard-store';
 import {
   MODEL_REGISTRY,
+  cacheModelFiles,
   embedCorpus,
   embedImages,
   embedTextChunks,
@@ -340,9 +341,38 @@ const encoderHarness = {
   backend: () => encoderBackend(),
   loseGpuDevice: () => simulateGpuDeviceLoss(),
 
-  stop() {
-    stopEncoder();
+  /** Ends the encoder worker on purpose (its downloaded model files are cached first). */
+  stop: () => stopEncoder(),
+
+  /** Cancels a call as a user would (its worker is terminated at once, queued cache writes and all). */
+  async cancelEmbed(): Promise<string> {
+    const ctl = new AbortController();
+    const p = embedTexts(['cancelled'], 'query', { signal: ctl.signal });
+    ctl.abort();
+    return p.then(
+      () => 'finished',
+      (e: unknown) => (e as Error)?.name ?? 'error',
+    );
   },
+
+  /** Writes the worker's queued model files now. */
+  cacheModelFiles: () => cacheModelFiles(),
+
+  /** transformers.js's cache entries of a model (`part` of their URL): path and body size. */
+  async cachedModelFiles(part: string): Promise<{ path: string; bytes: number }[]> {
+    if (!(await caches.has('transformers-cache'))) return [];
+    const cache = await caches.open('transformers-cache');
+    const out: { path: string; bytes: number }[] = [];
+    for (const req of await cache.keys()) {
+      if (!req.url.includes(part)) continue;
+      const res = await cache.match(req);
+      out.push({ path: new URL(req.url).pathname, bytes: (await res!.arrayBuffer()).byteLength });
+    }
+    return out.sort((a, b) => a.path.localeCompare(b.path));
+  },
+
+  /** Empties transformers.js's cache (a fresh profile's state for model files). */
+  clearModelCache: () => caches.delete('transformers-cache'),
 };
 
 export type EncoderHarness = typeof encoderHarness;

@@ -140,6 +140,22 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
     );
     await phase(page, 'ready');
     await imageQuery();
+    // The model's files reach the browser cache once the page is quiet after the query (not while the
+    // visitor waits on it): a visitor who stays half a second has them offline.
+    await expect
+      .poll(
+        () =>
+          page.evaluate(async () => {
+            if (!(await caches.has('transformers-cache'))) return [];
+            const keys = await (await caches.open('transformers-cache')).keys();
+            return keys
+              .map((r) => r.url)
+              .filter((u) => u.includes('/clip-tiny-random/onnx/'))
+              .map((u) => u.split('/').pop());
+          }),
+        { timeout: 60_000 },
+      )
+      .toEqual(expect.arrayContaining(['text_model.onnx', 'vision_model.onnx']));
 
     await context.setOffline(true);
     try {

@@ -2,7 +2,9 @@
 // WebGPU (SwiftShader) and WASM give the same vectors, a WebGPU failure falls back to WASM with its
 // reason, the vqa-rad and medquad corpora embed through the worker, and an interrupted corpus run
 // resumes from its stored batches without recomputing them.
-import type { BrowserContext, Page } from 'playwright-core';
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { BrowserContext, Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { EncoderHarness } from '../browser/encoder-harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
@@ -344,5 +346,62 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
     expect(
       pageErrors(page).filter((e) => !/Failed to load resource/.test(e) && !lostOnPurpose.test(e)),
     ).toEqual([]);
+  });
+
+  it('caches model files once the load is over, whole; a cancelled worker leaves none behind', async () => {
+    const ONNX = 'bert-tiny-random/onnx/model.onnx';
+    const size = statSync(
+      resolve(import.meta.dirname, '../../models/generated/loupe-test/bert-tiny-random/onnx/model.onnx'),
+    ).size;
+    // Requests for the file (transformers.js also asks for a file it does not hold to learn its
+    // size, before it downloads it).
+    const asked: string[] = [];
+    const onRequest = (r: Request) => {
+      if (r.url().endsWith(`/${ONNX}`)) asked.push(r.url());
+    };
+    context.on('request', onRequest);
+    const downloads = () => asked.length;
+    const load = { device: 'wasm', dtype: 'fp32', ...OFFLINE } as const;
+    // A fresh worker and an empty model cache, as on a first visit.
+    await call(page, 'stop');
+    await call(page, 'clearModelCache');
+    const n0 = downloads();
+    const first = loaded(await call(page, 'load', BERT, load));
+    expect(downloads()).toBeGreaterThan(n0);
+    const n1 = downloads();
+    // The session was built from the downloaded bytes; their copy into the cache waits for the page
+    // to be quiet (half a second after the load here).
+    expect(first.info.cacheQueued).toBeGreaterThanOrEqual(1);
+    expect(await call(page, 'cachedModelFiles', ONNX)).toEqual([]);
+    await expect
+      .poll(() => call(page, 'cachedModelFiles', ONNX), { timeout: 30_000 })
+      .toEqual([{ path: expect.stringMatching(new RegExp(`/${ONNX}$`)), bytes: size }]);
+    // A fresh worker loads it from the cache, not from the network, and embeds the same.
+    const v1 = await call(page, 'embedTexts', TEXTS, 'query');
+    await call(page, 'stop');
+    const second = loaded(await call(page, 'load', BERT, load));
+    expect(second.info.cacheQueued).toBe(0);
+    expect(downloads()).toBe(n1);
+    const v2 = await call(page, 'embedTexts', TEXTS, 'query');
+    v2.forEach((v, i) => expect(cosine(v, v1[i])).toBeGreaterThan(0.99999));
+
+    // A cancel right after a load terminates its worker with the files still queued: nothing of them
+    // is in the cache (not even part of one), and the next load downloads them again.
+    await call(page, 'stop');
+    await call(page, 'clearModelCache');
+    loaded(await call(page, 'load', BERT, load));
+    expect(await call(page, 'cancelEmbed')).toBe('AbortError');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await call(page, 'cachedModelFiles', ONNX)).toEqual([]);
+    const n2 = downloads();
+    const third = loaded(await call(page, 'load', BERT, load));
+    expect(downloads()).toBeGreaterThan(n2);
+    expect(third.info.cacheQueued).toBeGreaterThanOrEqual(1);
+    // Ended on purpose (not a cancel): the files are written before the worker goes.
+    await call(page, 'stop');
+    expect(await call(page, 'cachedModelFiles', ONNX)).toEqual([
+      { path: expect.stringMatching(new RegExp(`/${ONNX}$`)), bytes: size },
+    ]);
+    context.off('request', onRequest);
   });
 });

@@ -41,6 +41,7 @@ import {
 } from '../../src/lib/core/retrieval/packed-ids';
 import { decode, embedImageBatch } from './image';
 import { load } from './load';
+import { flushModelCache } from './model-cache';
 import { phased } from './progress';
 import { PieceWriter, type CorpusSink, type CorpusStreamRequest } from './stream';
 import { current, onActive } from './session';
@@ -189,11 +190,15 @@ export async function embedCorpus(
   const corpus = await corpusDocs(db, shardHash, part);
   const docIds = corpus.ids;
   // With req.loaded, the model is loaded only before the first batch that must be embedded.
+  // A long job: the model's files go to the browser cache before it starts (model-cache.ts), rather
+  // than being held queued through it.
   let loaded = req.loaded ?? (await load(spec, req.load, onProgress));
+  if (!req.loaded) await flushModelCache();
   let modelLoaded = !req.loaded;
   const model = async () => {
     if (modelLoaded) return;
     const l = await load(spec, req.load, onProgress);
+    await flushModelCache();
     if (l.dim !== loaded.dim || l.dtype !== loaded.dtype)
       throw new Error(
         `${spec.id} loaded again as ${l.dtype}, ${l.dim} dimensions; the run began with ${loaded.dtype}, ${loaded.dim}`,

@@ -18,6 +18,7 @@ import {
   type ModelSpec,
 } from '../../src/lib/core/retrieval/models';
 import { wasmThreads, type OrtBuild } from '../../src/lib/platform/backend';
+import { dropQueuedModelFiles, modelCache } from './model-cache';
 
 const ORT_FILES: Record<OrtBuild, { wasm: string; mjs: string }> = {
   plain: { wasm: plainWasmUrl, mjs: plainMjsUrl },
@@ -99,6 +100,10 @@ export function configureEnv(allowRemoteModels: boolean, base?: string, allowLoc
     // Otherwise transformers.js copies ORT's .mjs into the Cache API and imports it from a blob: URL,
     // which the site's Content-Security-Policy (script-src 'self') refuses; the files are self-hosted.
     env.useWasmCache = false;
+    // Model files go to the same Cache Storage (env.cacheKey) through model-cache.ts, which writes
+    // them once the load is over instead of before the session is built.
+    env.useCustomCache = true;
+    env.customCache = modelCache;
     // A path, not a URL: with a full URL the tokenizer files silently fail to load. Hub ids
     // (`owner/name`) are looked up here first, so a hub model can also be self-hosted under /models/.
     env.localModelPath = modelsBase;
@@ -128,6 +133,7 @@ export function errorText(e: unknown): string {
 
 /** Deletes a model's files from transformers.js's Cache API (best effort). */
 export async function evictCachedModelFiles(modelId: string): Promise<void> {
+  dropQueuedModelFiles(`/${modelId}/`);
   if (typeof caches === 'undefined') return;
   try {
     const cache = await caches.open(env.cacheKey);

@@ -37,6 +37,7 @@ import {
   resetFetchFailures,
   webGpuFailed,
 } from './environment';
+import { flushModelCache, queuedModelFiles } from './model-cache';
 import { WARMUP_IMAGE_SIZE, embedImageBatch } from './image';
 import { phased, progressCallback } from './progress';
 import { checkWebGpu, knownVerdict } from './parity';
@@ -242,6 +243,9 @@ export async function load(
       // A file that could not be downloaded is not WebGPU's fault: no WASM retry, the real reason.
       if (fetchFailures.length) throw modelFetchError(spec, e);
       console.warn(`loupe: ${spec.id}: WebGPU failed (${errorText(e)})`);
+      // The client retires this worker: the files it downloaded are written first, so that the WASM
+      // load in the fresh worker finds them in the cache.
+      await flushModelCache();
       throw webGpuFailed(errorText(e));
     }
     // Parity with WASM and the faster device for one text query, once per (model, dtype, adapter).
@@ -310,5 +314,6 @@ export async function load(
     ...verdictInfo,
     loadMs: cached ? 0 : performance.now() - t0,
     cached,
+    cacheQueued: queuedModelFiles(),
   };
 }

@@ -81,6 +81,8 @@ export interface LoadedEncoder {
   /** Load + warm-up time in ms (0 when it came from this worker's cache). */
   loadMs: number;
   cached: boolean;
+  /** Model files this worker downloaded and has not written to the browser cache yet (model-cache.ts). */
+  cacheQueued: number;
 }
 
 /** Loaded model files. Pooling, prefixes and lengths come from the spec of each call, not from here. */

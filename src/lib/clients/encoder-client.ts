@@ -36,7 +36,7 @@ import type { ProgressFn } from '../core/types';
 import type { DeviceVerdict } from '../platform/device-policy';
 import { MODEL_REGISTRY, RERANKER_REGISTRY, registryModel, rerankerModel } from '../platform/model-registry';
 import { modelFolder, servedModelFolders } from '../platform/model-index';
-import { foreground } from '../platform/activity';
+import { foreground, whenQuiet } from '../platform/activity';
 import { WorkerClient, abortError, isAbortError, proxyProgress, type JobOptions } from './worker-client';
 
 export type { CorpusSink, EmbedCorpusRequest, EmbedCorpusResult, LoadOptions, LoadedEncoder };
@@ -155,23 +155,65 @@ async function load(
       if ((e as { name?: string } | null)?.name !== ORT_BUILD_RESTART) throw e;
       // A WebGPU load in a worker on ONNX Runtime's plain build: the same load in a fresh worker,
       // whose first session takes the asyncify build (so this cannot happen twice).
-      client.terminate();
+      await retire();
       info = await inWorker();
     }
+    cacheWhenQuiet(info);
     remember(info);
     active = { spec, opts, dtype: info.dtype };
     lastLoad = { key, generation: client.generation, info };
     return info;
   } catch (e) {
     if (!isWebGpuFailure(e)) throw await withOfflineChoices(e, spec);
+    // The worker wrote its downloaded files before it reported the failure (load.ts).
     client.terminate();
     const retry = wasmRetry(opts, e.message);
     const info = await client
       .run((r) => r.load(spec, retry, proxyProgress(onProgress)), signal)
       .catch(async (e2: unknown) => Promise.reject(await withOfflineChoices(e2, spec)));
+    cacheWhenQuiet(info);
     active = { spec, opts: retry, dtype: info.dtype };
     return info;
   }
+}
+
+/** How long the page must be quiet before a model's downloaded files are written to the browser cache. */
+const MODEL_CACHE_QUIET_MS = 500;
+
+/**
+ * After a load that downloaded files, the worker writes them to the browser cache once the page is
+ * quiet (no job and no model loading for half a second; workers/encoder/model-cache.ts), so that a
+ * first query neither waits on that copy nor shares the CPU with it: a link's first query is answered,
+ * then its model is cached. A worker gone by then (a cancel, the page closed) took its files with it:
+ * the next load downloads them again.
+ */
+function cacheWhenQuiet(info: LoadedEncoder): void {
+  if (!info.cacheQueued) return;
+  const generation = client.generation;
+  void whenQuiet(MODEL_CACHE_QUIET_MS).then(() =>
+    client.generation === generation ? flushWorker() : undefined,
+  );
+}
+
+/** Writes the worker's queued model files now (nothing when no worker runs). */
+function flushWorker(): Promise<void> {
+  if (client.generation === 0) return Promise.resolve();
+  return client
+    .run((r) => r.flushModelCache())
+    .catch((e: unknown) => {
+      if (!isAbortError(e)) console.warn(`loupe: model files not cached: ${(e as Error)?.message ?? e}`);
+    });
+}
+
+/** Writes the model files the encoder worker downloaded to the browser cache now; resolves when they are. */
+export function cacheModelFiles(): Promise<void> {
+  return flushWorker();
+}
+
+/** Ends the worker on purpose (not a cancel): its downloaded model files are written first. */
+async function retire(): Promise<void> {
+  await flushWorker();
+  client.terminate();
 }
 
 /** A load started by preloadEncoder, until it settles (never rejects). */
@@ -420,8 +462,11 @@ export function unloadEncoders(): Promise<void> {
   return client.run((r) => r.unload());
 }
 
-/** Terminates the encoder worker (calls in flight reject; the next call starts a fresh one). */
-export function stopEncoder(): void {
+/**
+ * Ends the encoder worker to free its memory (the next call starts a fresh one), once the model files
+ * it downloaded are in the browser cache.
+ */
+export async function stopEncoder(): Promise<void> {
   active = null;
-  client.terminate();
+  await retire();
 }

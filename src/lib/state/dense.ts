@@ -133,7 +133,7 @@ async function queriesFirst(
     return undefined;
   if ((args.docCount ?? 0) < stream.fromDocs) return undefined;
   const q = await embedQueries(args, plan.queryParts, encoder.dim, new Map(), null, null);
-  stopEncoder();
+  await stopEncoder();
   plan.notes.push(
     'the query model was stopped once the queries were embedded, to keep its memory out of the corpus search (the next search loads it again)',
   );
