@@ -9,15 +9,28 @@
 //   total   page.goto → the first result's text painted
 // and the bytes the shard's host sent, by file.
 //
-//   npm run bench:first-dense-url -- --shard DIR[,DIR…] [--model ID] [--rounds 2] [--no-build] [--write-benchmarks]
+//   npm run bench:first-dense-url -- --shard DIR[,DIR…] [--model ID] [--rounds 2] [--against REV]
+//                                    [--no-build] [--write-benchmarks]
 //
 // Several shards (e.g. the same vectors with their set declared for fp32 and for q8 queries) are
 // measured in alternating rounds, each `--rounds` times, and compared by the ratio of their totals.
+// `--against REV` also builds the site of git revision REV (a temporary worktree beside the repo,
+// sharing its node_modules and, hard-linked, its generated models) and runs it in the same rounds, alternating with the
+// working tree's build (REV first), so that a change is measured against the code before it on the
+// same machine at the same time; the report gives the ratio of the two, round by round.
 // DIR is a shard packed with --index ivf --offsets (for 1M: `npm run pack-ivf` and
 // `npm run pack-shard -- --shard DIR --offsets` over a make-scale-shard --vectors random shard). The
 // generated models have random weights: real compute for their shape, meaningless rankings.
-import { execSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, execSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -40,6 +53,7 @@ const { values: argv } = parseArgs({
     model: { type: 'string', default: 'loupe-test/minilm-l6-random' },
     rounds: { type: 'string', default: '2' },
     'no-build': { type: 'boolean', default: false },
+    against: { type: 'string' },
     'write-benchmarks': { type: 'boolean', default: false },
   },
 });
@@ -86,6 +100,43 @@ if (!argv['no-build'] || !existsSync(join(OUT, 'index.html'))) {
   buildSite(OUT);
 }
 
+/** `--against`: the revision, its commit and the folder its site is built into. */
+const against = argv.against ? buildAgainst(argv.against) : null;
+
+/**
+ * Builds the site of revision `rev` from a temporary git worktree beside the repository (removed
+ * again): its node_modules and models/generated are the working tree's, so its package-lock.json must
+ * be the same.
+ */
+function buildAgainst(rev: string): { rev: string; commit: string; out: string } {
+  const git = (...a: string[]) => execFileSync('git', a, { cwd: ROOT, encoding: 'utf8' }).trim();
+  const commit = git('rev-parse', '--verify', `${rev}^{commit}`);
+  if (git('diff', commit, '--', 'package-lock.json') !== '') {
+    console.error(
+      `--against ${rev}: its package-lock.json differs from the working tree's (node_modules is shared)`,
+    );
+    process.exit(1);
+  }
+  const out = `${OUT}-against`;
+  const tree = resolve(ROOT, '..', `.loupe-against-${commit.slice(0, 12)}`);
+  rmSync(tree, { recursive: true, force: true });
+  git('worktree', 'prune');
+  git('worktree', 'add', '--detach', tree, commit);
+  try {
+    symlinkSync(join(ROOT, 'node_modules'), join(tree, 'node_modules'));
+    mkdirSync(join(tree, 'models'), { recursive: true });
+    // Hard links, not a symlink: the build copies the folders it finds under models/ (a symlink is
+    // not one).
+    if (existsSync(join(ROOT, 'models/generated')))
+      execFileSync('cp', ['-al', join(ROOT, 'models/generated'), join(tree, 'models/generated')]);
+    console.log(`building ${rev} (${commit.slice(0, 12)})…`);
+    buildSite(out, tree);
+  } finally {
+    git('worktree', 'remove', '--force', tree);
+  }
+  return { rev, commit, out };
+}
+
 interface Round {
   openMs: number;
   queryMs: number;
@@ -101,9 +152,10 @@ interface Round {
 const sec = (ms: number) => (ms / 1000).toFixed(2);
 
 const site = await serveStatic(OUT, PREFIX);
+const againstSite = against ? await serveStatic(against.out, PREFIX) : null;
 const hosts = await Promise.all(SHARDS.map((x) => serveRanges(dirname(x.dir), '/data/')));
 
-async function round(shard: Shard, host: (typeof hosts)[number]): Promise<Round> {
+async function round(shard: Shard, host: (typeof hosts)[number], at = site): Promise<Round> {
   const shardUrl = `${host.url}${encodeURIComponent(shard.name)}/`;
   const profile = mkdtempSync(join(tmpdir(), 'loupe-first-dense-'));
   const context = await chromium.launchPersistentContext(profile, {
@@ -134,7 +186,7 @@ async function round(shard: Shard, host: (typeof hosts)[number]): Promise<Round>
     });
     const from = host.log.length;
     const t0 = Date.now();
-    await page.goto(`${site.url}?${params}#/search`);
+    await page.goto(`${at.url}?${params}#/search`);
     await page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 10 * 60_000 });
     await page.waitForSelector('[data-testid="search-input"]');
     const t1 = Date.now();
@@ -181,11 +233,21 @@ async function round(shard: Shard, host: (typeof hosts)[number]): Promise<Round>
 const load0 = loadavg()[0];
 const started = new Date();
 const all: Round[][] = SHARDS.map(() => []);
+/** `--against`: the revision's rounds, by shard. */
+const base: Round[][] = SHARDS.map(() => []);
 try {
-  // Alternating: each shard's rounds interleave with the others', so that a change of load over the
-  // run falls on all of them alike.
+  // Alternating: each shard's rounds interleave with the others' (and the revision's with the working
+  // tree's), so that a change of load over the run falls on all of them alike.
   for (let i = 0; i < ROUNDS * SHARDS.length; i++) {
     const k = i % SHARDS.length;
+    if (againstSite) {
+      const b = await round(SHARDS[k], hosts[k], againstSite);
+      base[k].push(b);
+      console.log(
+        `${SHARDS[k].name} at ${against!.rev}: round ${Math.floor(i / SHARDS.length) + 1}: total ${sec(b.totalMs)} s ` +
+          `(open ${sec(b.openMs)} s, query ${sec(b.queryMs)} s)`,
+      );
+    }
     const r = await round(SHARDS[k], hosts[k]);
     all[k].push(r);
     console.log(`${SHARDS[k].name}:`);
@@ -204,6 +266,7 @@ try {
   }
 } finally {
   await site.close();
+  await againstSite?.close();
   for (const h of hosts) await h.close();
 }
 const load1 = loadavg()[0];
@@ -238,7 +301,21 @@ function report(shard: Shard, rounds: Round[]): string[] {
   ];
 }
 
-const lines = SHARDS.flatMap((x, k) => [...report(x, all[k]), '']);
+/** `--against`: the revision's total against the working tree's, for one shard. */
+function comparison(shard: Shard, k: number): string[] {
+  if (!against) return [];
+  const b = base[k].map((r) => r.totalMs);
+  const n = all[k].map((r) => r.totalMs);
+  return [
+    `Against ${against.rev} (${against.commit.slice(0, 12)}), same rounds, alternating (${against.rev} first): ` +
+      `${shard.name} total ${sec(median(b))} s (${sec(Math.min(...b))}–${sec(Math.max(...b))}) at ${against.rev}, ` +
+      `${sec(median(n))} s (${sec(Math.min(...n))}–${sec(Math.max(...n))}) now; ratio of medians ` +
+      `${(median(n) / median(b)).toFixed(2)}, round by round ${n.map((x, i) => (x / b[i]).toFixed(2)).join(', ')}.`,
+    '',
+  ];
+}
+
+const lines = SHARDS.flatMap((x, k) => [...report(x, all[k]), '', ...comparison(x, k)]);
 if (SHARDS.length > 1) {
   // Each later shard against the first, round by round (the rounds alternated).
   for (let k = 1; k < SHARDS.length; k++) {
@@ -255,13 +332,23 @@ const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
 const header =
   `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
   `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · ` +
-  `\`npm run bench:first-dense-url -- --shard ${SHARDS.map((x) => x.name).join(',')} --rounds ${ROUNDS}\` · ` +
+  `\`npm run bench:first-dense-url -- --shard ${SHARDS.map((x) => x.name).join(',')} --rounds ${ROUNDS}` +
+  `${against ? ` --against ${against.rev}` : ''}\` · ` +
   `${argv.model} (generated, **random weights**: real compute for its shape, meaningless rankings), default device.`;
 console.log(`\n${header}\n\n${lines.join('\n')}`);
 writeFileSync(
   join(ROOT, '.test-results/first-dense-url.json'),
   JSON.stringify(
-    { started, load: [load0, load1], shards: SHARDS.map((x, k) => ({ ...x, rounds: all[k] })) },
+    {
+      started,
+      load: [load0, load1],
+      ...(against ? { against: { rev: against.rev, commit: against.commit } } : {}),
+      shards: SHARDS.map((x, k) => ({
+        ...x,
+        rounds: all[k],
+        ...(against ? { againstRounds: base[k] } : {}),
+      })),
+    },
     null,
     2,
   ),

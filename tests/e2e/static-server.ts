@@ -6,10 +6,10 @@ import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { extname, resolve, sep } from 'node:path';
 
-/** `npm run build` into `outDir` (a production build: vitest sets NODE_ENV=test). */
-export function buildSite(outDir: string): void {
-  execFileSync('npx', ['vite', 'build', '--outDir', outDir, '--emptyOutDir', '--logLevel', 'warn'], {
-    cwd: resolve(import.meta.dirname, '../..'),
+/** `npm run build` into `outDir` (a production build: vitest sets NODE_ENV=test), of the checkout at `root`. */
+export function buildSite(outDir: string, root = resolve(import.meta.dirname, '../..')): void {
+  execFileSync('npx', ['vite', 'build', '--outDir', resolve(outDir), '--emptyOutDir', '--logLevel', 'warn'], {
+    cwd: root,
     stdio: 'pipe',
     env: { ...process.env, NODE_ENV: 'production' },
   });
