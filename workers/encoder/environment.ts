@@ -19,6 +19,8 @@ import {
 } from '../../src/lib/core/retrieval/models';
 import { wasmThreads, type OrtBuild } from '../../src/lib/platform/backend';
 import { dropQueuedModelFiles, modelCache } from './model-cache';
+import { PREPARING } from './progress';
+import type { OnProgress } from './types';
 
 const ORT_FILES: Record<OrtBuild, { wasm: string; mjs: string }> = {
   plain: { wasm: plainWasmUrl, mjs: plainMjsUrl },
@@ -78,6 +80,50 @@ export let modelsBase = new URL('../models/', self.location.href).pathname;
 /** Network failures of model files during the current load (offline, host unreachable). */
 export let fetchFailures: { url: string; message: string }[] = [];
 
+/**
+ * Where the downloads of weight files (`.onnx`, `.onnx_data`) are reported while a model's sessions are
+ * loaded (load.ts sets it around them). transformers.js is given no progress callback for the model
+ * itself: with one, it first asks for every weight file to learn its size, and for a file under
+ * models/ that is a whole GET it never reads (on the 1M shard's fresh visit, 60 of a 90 MB file's MB
+ * came over for nothing, beside the real download). The bytes are counted here instead, as they are read.
+ */
+let weightReport: OnProgress | null = null;
+
+/** Reports weight-file downloads to `report` until called again (null: not at all). */
+export function reportWeightDownloads(report: OnProgress | null): void {
+  weightReport = report;
+}
+
+const WEIGHT_FILE = /\.onnx(_data(_\d+)?)?$/;
+
+/** A weight file's name as transformers.js gives it: its path below the model folder (`onnx/…`). */
+function weightName(url: string): string {
+  const parts = new URL(url, self.location.href).pathname.split('/');
+  const at = parts.lastIndexOf('onnx');
+  return decodeURIComponent(at >= 0 ? parts.slice(at).join('/') : parts.at(-1)!);
+}
+
+/** The response with its body counted as it is read: "Loading", download ticks, then "Preparing". */
+function counted(res: Response, url: string, report: OnProgress): Response {
+  const file = weightName(url);
+  const total = Number(res.headers.get('content-length')) || undefined;
+  let loaded = 0;
+  report({ kind: 'status', message: `Loading ${file}` });
+  const body = res.body!.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, out) {
+        loaded += chunk.byteLength;
+        report({ kind: 'download', file, loaded, total });
+        out.enqueue(chunk);
+      },
+      flush() {
+        report({ kind: 'status', message: PREPARING });
+      },
+    }),
+  );
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+}
+
 /** Forgets the download failures of an earlier load (called as a load starts). */
 export function resetFetchFailures(): void {
   fetchFailures = [];
@@ -112,7 +158,17 @@ export function configureEnv(allowRemoteModels: boolean, base?: string, allowLoc
     const plainFetch = globalThis.fetch.bind(globalThis);
     env.fetch = async (input: string | URL, init?: RequestInit) => {
       try {
-        return await plainFetch(input, init);
+        const res = await plainFetch(input, init);
+        const url = String(input);
+        const report = weightReport;
+        const ranged = init?.headers !== undefined && new Headers(init.headers).has('Range');
+        return report &&
+          res.status === 200 &&
+          res.body &&
+          !ranged &&
+          WEIGHT_FILE.test(new URL(url, self.location.href).pathname)
+          ? counted(res, url, report)
+          : res;
       } catch (e) {
         fetchFailures.push({ url: String(input), message: errorText(e) });
         throw e;

@@ -34,6 +34,7 @@ import {
   fetchFailures,
   modelFetchError,
   modelsBase,
+  reportWeightDownloads,
   resetFetchFailures,
   webGpuFailed,
 } from './environment';
@@ -67,7 +68,10 @@ async function createEncoder(
   const name = modelPath(spec, modelsBase);
   const progress_callback = progressCallback(report);
   const common = { revision: spec.revision, progress_callback };
-  const modelOpts = { ...common, dtype, device };
+  // No progress callback for the sessions: their weight files' downloads are reported by the fetch
+  // hook (environment.ts, reportWeightDownloads), which spares transformers.js's size requests.
+  const modelOpts = { revision: spec.revision, dtype, device };
+  reportWeightDownloads(report);
   // The tokenizer's files download while the weights do (a fresh visit's first query waits on both).
   const tokenizing = AutoTokenizer.from_pretrained(name, common);
   tokenizing.catch(() => undefined);
@@ -99,6 +103,8 @@ async function createEncoder(
     // The tokenizer's own failure, if any, is the one to report (it was asked for first).
     await tokenizing;
     throw e;
+  } finally {
+    reportWeightDownloads(null);
   }
   let tokenizer: Awaited<typeof tokenizing>;
   try {
