@@ -9,6 +9,7 @@ import {
   type IvfRemoteRequest,
   type IvfRemoteResult,
 } from '../../src/lib/clients/index-client';
+import { listIvfCache } from '../../src/lib/platform/ivf-cache';
 
 type Outcome = { ok: true; result: IvfRemoteResult } | { ok: false; error: string };
 
@@ -28,6 +29,10 @@ const ivfHarness = {
   },
   async clearCache(): Promise<void> {
     await clearRemoteIvfCache();
+  },
+  /** Files in the packed-index cache (OPFS), all indexes together. */
+  async cachedFiles(): Promise<number> {
+    return [...(await listIvfCache()).values()].reduce((n, f) => n + f.files, 0);
   },
 };
 

@@ -184,6 +184,27 @@ describe('packed IVF-int8 index read with HTTP Range from a static host under a 
     expect(out.ok).toBe(false);
   });
 
+  it('writes a search’s header, lists and rows to OPFS once it is over, not during it', async () => {
+    const host = await serveRanges(dir, PREFIX);
+    try {
+      await call(page, 'clearCache');
+      const at = { url: `${host.url}${SET}ivf-text.bin`, vectorsUrl: `${host.url}${SET}text.npy`, k: K };
+      const out = await call(page, 'search', at, Array.from(queries.subarray(4 * DIM, 5 * DIM)));
+      if (!out.ok) throw new Error(out.error);
+      const q = out.result.perQuery[0];
+      expect(q.listsFetched).toBeGreaterThan(0);
+      expect(q.rowsFetched).toBeGreaterThan(0);
+      // Just answered: nothing is written yet (the caller is still showing the documents).
+      expect(await call(page, 'cachedFiles')).toBe(0);
+      // A moment later every file is there, whole: the header, each list and each row.
+      await expect
+        .poll(() => call(page, 'cachedFiles'), { timeout: 15_000 })
+        .toBe(1 + q.listsFetched + q.rowsFetched);
+    } finally {
+      await host.close();
+    }
+  });
+
   it('refuses a host that ignores Range, naming the file', async () => {
     const plain = await serveRanges(dir, PREFIX, { ranges: false });
     try {

@@ -117,15 +117,48 @@ class OpfsCache implements ByteCache {
 /** OPFS folder of the cache. */
 export const OPFS_DIR = IVF_CACHE_DIR;
 
-/** Starts a cache write without waiting for it; a failed write only means a later fetch. */
+/**
+ * Cache writes wait while a search runs and for a moment after it: its caller then reads and shows
+ * the documents, and a first query's hundred-odd OPFS files written beside its Range requests made
+ * the search itself 0.1 s slower on the 1M shard here (BENCHMARKS.md, first dense result). Opened
+ * by a timer once no search runs, or at once by a flush.
+ */
+export const WRITES_AFTER_MS = 1000;
+let searching = 0;
+let gate: { promise: Promise<void>; open: () => void } | null = null;
+let gateTimer: ReturnType<typeof setTimeout> | undefined;
+
+function holdWrites(): void {
+  searching++;
+  clearTimeout(gateTimer);
+  if (gate) return;
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  gate = { promise, open };
+}
+
+function releaseWrites(): void {
+  searching--;
+  if (searching === 0) gateTimer = setTimeout(openGate, WRITES_AFTER_MS);
+}
+
+function openGate(): void {
+  clearTimeout(gateTimer);
+  const g = gate;
+  gate = null;
+  g?.open();
+}
+
 /**
  * Queues a cache write without waiting for it (a result never waits for the disk). Writes run one
- * at a time (an OPFS file takes one writer), and what is queued is read from memory meanwhile.
+ * at a time (an OPFS file takes one writer), not while a search runs, and what is queued is read
+ * from memory meanwhile. A failed write only means a later fetch.
  */
 function store(r: Remote, name: string, bytes: Uint8Array): void {
   if (r.forgotten || r.writing.has(name)) return;
   r.writing.set(name, bytes);
   r.queue = r.queue
+    .then(() => gate?.promise)
     // A cache cleared meanwhile (the Storage panel) takes no write from a search that was under way.
     .then(() => (r.forgotten ? undefined : r.cache.put(name, bytes)))
     .catch((e) => console.warn(`loupe: could not cache ${name} of ${r.url}: ${(e as Error)?.message ?? e}`))
@@ -312,6 +345,15 @@ export async function ivfRemoteSearch(
   req: IvfRemoteRequest,
   queries: Float32Array,
 ): Promise<IvfRemoteResult> {
+  holdWrites();
+  try {
+    return await searchQueries(req, queries);
+  } finally {
+    releaseWrites();
+  }
+}
+
+async function searchQueries(req: IvfRemoteRequest, queries: Float32Array): Promise<IvfRemoteResult> {
   const key = `${req.url}\n${req.vectorsUrl}`;
   let r = remotes.get(key);
   if (!r) {
@@ -378,6 +420,7 @@ export async function ivfRemoteSearch(
 
 /** Waits for every cache write started so far (before a worker is stopped on purpose). */
 export async function ivfRemoteFlush(): Promise<void> {
+  openGate();
   for (const r of remotes.values()) while (r.writing.size) await r.queue;
 }
 
