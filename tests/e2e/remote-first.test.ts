@@ -92,7 +92,11 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     const modelFiles: string[] = [];
     let asked!: () => void;
     const modelAsked = new Promise<void>((r) => (asked = r));
+    // The order in which the encoder worker's script and the shard's sets index were asked for.
+    const order: string[] = [];
     const onRequest = (req: Request) => {
+      if (/encoder\.worker/.test(req.url())) order.push('encoder worker');
+      if (req.url().endsWith('/embeddings/index.json')) order.push('sets index');
       if (!req.url().includes(`/${MODEL}/`)) return;
       modelFiles.push(req.url());
       asked();
@@ -115,6 +119,9 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
       s.context.off('request', onRequest);
     }
     expect(qrelsHeld).toEqual({ askedFirst: true });
+    // The link names the Search view's model: its worker starts as the shard opens, before the sets
+    // say which dtype to load, so its scripts load meanwhile.
+    expect(order.slice(0, 2)).toEqual(['encoder worker', 'sets index']);
     // Opening read only small parts: the offsets file's first 16 KiB by one Range request (its
     // header and top level; the queries and qrels are the ones pack-shard checked, so no id is
     // looked up), and a sidecar that names the corpus order instead of listing every id.

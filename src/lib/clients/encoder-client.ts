@@ -216,6 +216,14 @@ async function retire(): Promise<void> {
   client.terminate();
 }
 
+/**
+ * Starts the encoder worker ahead of its first call (its scripts, transformers.js and ONNX Runtime's
+ * JavaScript, load meanwhile); a no-op when it runs.
+ */
+export function startEncoderWorker(): void {
+  void client.remote;
+}
+
 /** A load started by preloadEncoder, until it settles (never rejects). */
 let ahead: Promise<void> | null = null;
 

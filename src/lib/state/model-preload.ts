@@ -4,11 +4,20 @@
 // wait on the network, so pressing Search finds the model loaded instead of starting its download
 // then. A shard that is imported keeps the first query's story of loading the model.
 import type { Dtype } from '../core/retrieval/models';
+import { startEncoderWorker } from '../clients/encoder-client';
 import type { Device } from '../platform/backend';
 import type { RemoteFirstSetName } from '../platform/remote-shard';
 import type { Retrievers } from './retrievers.svelte';
 import type { SearchState } from './search.svelte';
 import type { View } from './view-url';
+
+/**
+ * Starts the encoder worker for the Search view's model a link names while its shard opens, so that
+ * the worker's scripts load beside the shard's manifest rather than after it.
+ */
+export function startSearchModelWorker(v: Pick<View, 'searchModel'>): void {
+  if (v.searchModel && v.searchModel !== 'bm25') startEncoderWorker();
+}
 
 /**
  * Starts loading the Search view's model a link names, with the device and dtype the link names (set

@@ -21,7 +21,7 @@ import type { DemoShard, Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
 import type { Retrievers } from './retrievers.svelte';
 import type { SearchState } from './search.svelte';
-import { preloadSearchModel } from './model-preload';
+import { preloadSearchModel, startSearchModelWorker } from './model-preload';
 
 /** What the URL is derived from and restored into (the App). */
 export interface UrlHost {
@@ -111,7 +111,10 @@ export async function openLinkShard(app: UrlHost, s: ViewShard, v?: View): Promi
     else {
       // Opened remote-first when it is packed: the Search view's model loads meanwhile (an import
       // keeps the first query's story of loading it).
-      if (v) lib.onRemoteFirst = (_url, sets) => preloadSearchModel(app, v, sets);
+      if (v) {
+        lib.onRemoteFirst = (_url, sets) => preloadSearchModel(app, v, sets);
+        startSearchModelWorker(v);
+      }
       try {
         await app.importFrom({ kind: 'url', url: s.url });
       } finally {
