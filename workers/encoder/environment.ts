@@ -18,7 +18,7 @@ import {
   type ModelSpec,
 } from '../../src/lib/core/retrieval/models';
 import { wasmThreads, type OrtBuild } from '../../src/lib/platform/backend';
-import { dropQueuedModelFiles, modelCache } from './model-cache';
+import { forgetModelFiles, modelCache } from './model-cache';
 import { PREPARING } from './progress';
 import type { OnProgress } from './types';
 
@@ -187,13 +187,10 @@ export function errorText(e: unknown): string {
   return (e as Error)?.message ?? String(e);
 }
 
-/** Deletes a model's files from transformers.js's Cache API (best effort). */
+/** Deletes a model's files from the browser cache and its write queue (best effort). */
 export async function evictCachedModelFiles(modelId: string): Promise<void> {
-  dropQueuedModelFiles(`/${modelId}/`);
-  if (typeof caches === 'undefined') return;
   try {
-    const cache = await caches.open(env.cacheKey);
-    for (const req of await cache.keys()) if (req.url.includes(`/${modelId}/`)) await cache.delete(req);
+    await forgetModelFiles(`/${modelId}/`);
   } catch (e) {
     console.warn(`loupe: could not clear cached files of ${modelId}`, e);
   }

@@ -57,9 +57,14 @@ export function queuedModelFiles(): number {
   return queued.size;
 }
 
-/** Drops the queued files whose key contains `part` (a model that failed to load: nothing to keep). */
-export function dropQueuedModelFiles(part: string): void {
+/**
+ * Forgets the files whose key contains `part`, queued or written (a model that failed to load: a
+ * truncated file must not be served from the cache forever).
+ */
+export async function forgetModelFiles(part: string): Promise<void> {
   for (const k of [...queued.keys()]) if (k.includes(part)) queued.delete(k);
+  const cache = await openCache();
+  for (const req of (await cache?.keys()) ?? []) if (req.url.includes(part)) await cache!.delete(req);
 }
 
 /**
