@@ -395,6 +395,9 @@ const api = {
         };
       throw e;
     } finally {
+      // A failure's outcome follows the last tick held back by the throttle (the commits it counted
+      // before the failure), as a success's does.
+      report.flush();
       await store.close();
     }
   },
@@ -433,6 +436,7 @@ const api = {
         };
       throw e;
     } finally {
+      report.flush();
       await store.close();
     }
   },

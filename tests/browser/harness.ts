@@ -140,9 +140,9 @@ async function run(desc: SourceDescriptor, opts: ImportOptions = {}): Promise<Ou
 
 /**
  * Progress comes over the callback's own message port, the outcome over the worker's: a tick posted
- * just before a failure can arrive after it (a full e2e run saw the first commit's tick missing
- * from a failed import's list). Tests read the list once the call settles, so the ticks already
- * posted are let in first.
+ * just before a failure can arrive after it. Tests read the list once the call settles, so the ticks
+ * already posted are let in first. (A failed import also used to drop the tick its throttle held:
+ * the commits counted before the failure; the worker now sends it before the outcome.)
  */
 function progressDelivered(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 100));
