@@ -123,7 +123,7 @@ export const OPFS_DIR = IVF_CACHE_DIR;
  * the search itself 0.1 s slower on the 1M shard here (BENCHMARKS.md, first dense result). Opened
  * by a timer once no search runs, or at once by a flush.
  */
-export const WRITES_AFTER_MS = 1000;
+const WRITES_AFTER_MS = 1000;
 let searching = 0;
 let gate: { promise: Promise<void>; open: () => void } | null = null;
 let gateTimer: ReturnType<typeof setTimeout> | undefined;

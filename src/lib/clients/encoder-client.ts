@@ -191,12 +191,15 @@ function cacheWhenQuiet(info: LoadedEncoder): void {
   if (!info.cacheQueued) return;
   const generation = client.generation;
   void whenQuiet(MODEL_CACHE_QUIET_MS).then(() =>
-    client.generation === generation ? flushWorker() : undefined,
+    client.generation === generation ? cacheModelFiles() : undefined,
   );
 }
 
-/** Writes the worker's queued model files now (nothing when no worker runs). */
-function flushWorker(): Promise<void> {
+/**
+ * Writes the model files the encoder worker downloaded to the browser cache now; resolves when they
+ * are (at once when no worker runs).
+ */
+export function cacheModelFiles(): Promise<void> {
   if (client.generation === 0) return Promise.resolve();
   return client
     .run((r) => r.flushModelCache())
@@ -205,14 +208,9 @@ function flushWorker(): Promise<void> {
     });
 }
 
-/** Writes the model files the encoder worker downloaded to the browser cache now; resolves when they are. */
-export function cacheModelFiles(): Promise<void> {
-  return flushWorker();
-}
-
 /** Ends the worker on purpose (not a cancel): its downloaded model files are written first. */
 async function retire(): Promise<void> {
-  await flushWorker();
+  await cacheModelFiles();
   client.terminate();
 }
 
