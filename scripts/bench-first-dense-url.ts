@@ -1,6 +1,7 @@
 // A fresh visit's first dense result on a packed shard opened by URL (issue 19 item 2): a fresh browser
-// profile opens the static build (served under a sub-path, no COOP/COEP headers) with `?shard=<URL>` of a
-// shard packed with `pack-shard --index ivf --offsets` on another plain static host that honours Range
+// profile, once the browser has finished its own start-up (settleBrowser), opens the static build
+// (served under a sub-path, no COOP/COEP headers) with `?shard=<URL>` of a shard packed with
+// `pack-shard --index ivf --offsets` on another plain static host that honours Range
 // (tests/e2e/range-server.ts, which logs the bytes of every response), and runs a dense query in the
 // Search view. The shard opens remote-first (nothing imported); it times, each round:
 //   open    page.goto → the Search view ready (service worker, manifest, queries, qrels, offsets file)
@@ -39,7 +40,7 @@ import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 import { buildSite, serveStatic } from '../tests/e2e/static-server';
 import { serveRanges } from '../tests/e2e/range-server';
 import { median } from '../src/lib/core/eval/stats';
-import { chromiumProcs, renderers } from './lib/bench-browser';
+import { chromiumProcs, renderers, settleBrowser } from './lib/bench-browser';
 import { writeBenchmarksSection } from './lib/benchmarks-md';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -147,6 +148,8 @@ interface Round {
   largestRendererMiB: number;
   /** The app's own measures (loupe:phase:* and loupe:* stages), ms summed by name. */
   measures: Record<string, number>;
+  /** The wait for the fresh browser's own start-up work before the visit (settleBrowser). */
+  settle: { ms: number; cpuSeconds: number; settled: boolean };
 }
 
 const sec = (ms: number) => (ms / 1000).toFixed(2);
@@ -178,6 +181,8 @@ async function round(shard: Shard, host: (typeof hosts)[number], at = site): Pro
   try {
     const page = context.pages()[0] ?? (await context.newPage());
     page.on('pageerror', (e) => console.error('page error:', e.message));
+    // A visit happens in a browser that is already running: its start-up work is not the page's.
+    const settle = await settleBrowser(profile);
     const params = new URLSearchParams({
       shard: shardUrl,
       task: shard.task,
@@ -222,6 +227,7 @@ async function round(shard: Shard, host: (typeof hosts)[number], at = site): Pro
       rendererPeakMiB: peak / 2 ** 20,
       largestRendererMiB: largest / 2 ** 20,
       measures,
+      settle,
     };
   } finally {
     clearInterval(sampler);
@@ -254,6 +260,7 @@ try {
     const mib = (b: number) => (b / 2 ** 20).toFixed(2);
     console.log(
       `round ${Math.floor(i / SHARDS.length) + 1}: total ${sec(r.totalMs)} s (open ${sec(r.openMs)} s, query ${sec(r.queryMs)} s), ` +
+        `after ${sec(r.settle.ms)} s of the browser's own start-up (${r.settle.cpuSeconds.toFixed(2)} CPU-s${r.settle.settled ? '' : ', not settled'}), ` +
         `${r.requests} requests: ` +
         Object.entries(r.bytes)
           .map(([k, v]) => `${k} ${mib(v)} MiB`)

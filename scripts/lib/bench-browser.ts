@@ -156,3 +156,40 @@ export function busySeconds(procs: ChromiumProc[]): number {
     .filter((p) => p.type === 'renderer' || p.type === 'gpu-process')
     .reduce((s, p) => s + p.cpuSeconds, 0);
 }
+
+/**
+ * Waits until the browser launched on `profileDir` has finished its own start-up work: Chromium
+ * builds its address bar's WebUI popup in a renderer of its own just after launch, about 0.7
+ * CPU-seconds here, which on a 2-core machine would otherwise share the CPU with the first page a
+ * benchmark times (a real visit happens in a browser that is already running). Settled means the
+ * whole process tree used under `idleShare` of one core over the last `windowMs`; gives up after
+ * `maxMs`. Returns how long it waited and the CPU-seconds the browser used meanwhile.
+ */
+export async function settleBrowser(
+  profileDir: string,
+  opts: { windowMs?: number; idleShare?: number; maxMs?: number } = {},
+): Promise<{ ms: number; cpuSeconds: number; settled: boolean }> {
+  const { windowMs = 400, idleShare = 0.05, maxMs = 10_000 } = opts;
+  const step = 100;
+  const t0 = Date.now();
+  // Per-process CPU, so that a process that exits does not count as negative time.
+  const read = () => new Map(chromiumProcs(profileDir).map((p) => [p.pid, p.cpuSeconds]));
+  const first = read();
+  const samples: { at: number; cpu: Map<number, number> }[] = [{ at: t0, cpu: first }];
+  const used = (from: Map<number, number>, to: Map<number, number>) => {
+    let s = 0;
+    for (const [pid, c] of to) s += Math.max(0, c - (from.get(pid) ?? 0));
+    return s;
+  };
+  for (;;) {
+    await new Promise((r) => setTimeout(r, step));
+    const now = Date.now();
+    const cpu = read();
+    samples.push({ at: now, cpu });
+    const base = samples.find((s) => s.at >= now - windowMs - step / 2) ?? samples[0];
+    const spanMs = now - base.at;
+    if (spanMs >= windowMs && used(base.cpu, cpu) <= (idleShare * spanMs) / 1000)
+      return { ms: now - t0, cpuSeconds: used(first, cpu), settled: true };
+    if (now - t0 >= maxMs) return { ms: now - t0, cpuSeconds: used(first, cpu), settled: false };
+  }
+}
