@@ -3,8 +3,9 @@
 //    every same-origin response is re-served with those headers, so the page, once reloaded under
 //    this worker, is cross-origin isolated and ONNX Runtime can use WASM threads.
 // 2. Offline after one visit: the app shell (index.html, assets/, manifest) and the ONNX Runtime wasm
-//    are cached; hashed assets are served cache-first, the rest network-first with the cache as a
-//    fallback. Shards, runs and embeddings live in IndexedDB and model files in transformers.js's
+//    are cached by the precache (asked for by the page once it is quiet), and what later visits fetch
+//    is added to that cache; hashed assets are served cache-first, the rest network-first with the
+//    cache as a fallback. Shards, runs and embeddings live in IndexedDB and model files in transformers.js's
 //    own browser cache, so shards/ and models/ are not cached here (except shards/index.json and models/index.json).
 // Plain JavaScript on purpose: public/ is copied verbatim, at a fixed URL, for every host.
 /* eslint-env serviceworker */
@@ -43,9 +44,16 @@ function inScope(url) {
   return url.pathname.slice(scope.pathname.length);
 }
 
+/**
+ * The newest app-shell cache, or null before the first precache has made one. A first visit keeps
+ * nothing as it goes: the precache, once the page is quiet, fetches every shell file into a new
+ * versioned cache and drops any other, so copies kept during the visit would only be work (a clone
+ * and a Cache Storage write of each asset, the 14 MB ONNX Runtime wasm among them) while the visitor
+ * waits for the first result.
+ */
 async function shellCache() {
   const names = (await caches.keys()).filter((n) => n.startsWith(SHELL_PREFIX)).sort();
-  return caches.open(names.at(-1) || SHELL_PREFIX + 'runtime');
+  return names.length ? caches.open(names.at(-1)) : null;
 }
 
 /** Whether a response for this path is worth keeping for offline use. */
@@ -80,13 +88,10 @@ async function handle(req, rel) {
     if (hit) return isolate(hit);
   }
   try {
+    const keep = req.method === 'GET' && cacheable(rel, req) ? shellCache().catch(() => null) : null;
     const res = await fetch(req);
-    if (res.ok && req.method === 'GET' && cacheable(rel, req)) {
-      const copy = res.clone();
-      shellCache()
-        .then((c) => c.put(req, copy))
-        .catch(() => undefined);
-    }
+    const cache = res.ok && keep ? await keep : null;
+    if (cache) cache.put(req, res.clone()).catch(() => undefined);
     return isolate(res);
   } catch (e) {
     if (req.method === 'GET' || req.method === 'HEAD') {

@@ -78,8 +78,14 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
     expect(run.counters).toMatchObject({ docsEmbedded: 0, batchesEmbedded: 0, precomputedRows: DOCS });
     console.log(`fresh profile, first dense result with precomputed embeddings: ${run.ms} ms`);
     // The offline cache waits until the page is quiet (2 s after the run): the visit's model load
-    // and run had the CPU and the connections to themselves. The test after next sees it filled.
+    // and run had the CPU and the connections to themselves, and the service worker kept no copy of
+    // what it passed on meanwhile (the precache fetches the shell whole). The test after next sees it
+    // filled.
+    const shellCaches = page.evaluate(async () =>
+      (await caches.keys()).filter((n) => n.startsWith('loupe-shell-')),
+    );
     expect(server.requests.filter((r) => r.endsWith('/sw-precache.json'))).toEqual([]);
+    expect(await shellCaches).toEqual([]);
     expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
     // The headers came from the service worker (the server sends none).
     const marker = await page.evaluate(async () =>
