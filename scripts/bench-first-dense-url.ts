@@ -40,7 +40,7 @@ import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 import { buildSite, serveStatic } from '../tests/e2e/static-server';
 import { serveRanges } from '../tests/e2e/range-server';
 import { median } from '../src/lib/core/eval/stats';
-import { chromiumProcs, renderers, settleBrowser } from './lib/bench-browser';
+import { chromiumProcs, cpuProbe, renderers, settleBrowser } from './lib/bench-browser';
 import { writeBenchmarksSection } from './lib/benchmarks-md';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -241,11 +241,14 @@ const started = new Date();
 const all: Round[][] = SHARDS.map(() => []);
 /** `--against`: the revision's rounds, by shard. */
 const base: Round[][] = SHARDS.map(() => []);
+/** cpuProbe before each round (the machine idle between visits). */
+const probes: number[] = [];
 try {
   // Alternating: each shard's rounds interleave with the others' (and the revision's with the working
   // tree's), so that a change of load over the run falls on all of them alike.
   for (let i = 0; i < ROUNDS * SHARDS.length; i++) {
     const k = i % SHARDS.length;
+    probes.push(cpuProbe());
     if (againstSite) {
       const b = await round(SHARDS[k], hosts[k], againstSite);
       base[k].push(b);
@@ -256,7 +259,7 @@ try {
     }
     const r = await round(SHARDS[k], hosts[k]);
     all[k].push(r);
-    console.log(`${SHARDS[k].name}:`);
+    console.log(`${SHARDS[k].name} (CPU probe ${probes.at(-1)!.toFixed(0)} ms):`);
     const mib = (b: number) => (b / 2 ** 20).toFixed(2);
     console.log(
       `round ${Math.floor(i / SHARDS.length) + 1}: total ${sec(r.totalMs)} s (open ${sec(r.openMs)} s, query ${sec(r.queryMs)} s), ` +
@@ -339,6 +342,8 @@ const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
 const header =
   `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
   `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · ` +
+  `CPU probe (a fixed single-thread loop, before each round; lower is faster) ${median(probes).toFixed(0)} ms ` +
+  `(${Math.min(...probes).toFixed(0)}–${Math.max(...probes).toFixed(0)}) · ` +
   `\`npm run bench:first-dense-url -- --shard ${SHARDS.map((x) => x.name).join(',')} --rounds ${ROUNDS}` +
   `${against ? ` --against ${against.rev}` : ''}\` · ` +
   `${argv.model} (generated, **random weights**: real compute for its shape, meaningless rankings), default device.`;
@@ -349,6 +354,7 @@ writeFileSync(
     {
       started,
       load: [load0, load1],
+      cpuProbeMs: probes,
       ...(against ? { against: { rev: against.rev, commit: against.commit } } : {}),
       shards: SHARDS.map((x, k) => ({
         ...x,

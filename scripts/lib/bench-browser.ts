@@ -193,3 +193,22 @@ export async function settleBrowser(
     if (now - t0 >= maxMs) return { ms: now - t0, cpuSeconds: used(first, cpu), settled: false };
   }
 }
+
+/**
+ * Milliseconds of a fixed single-threaded integer workload (a xorshift loop) in this Node process:
+ * how fast the machine is at that moment. A shared VM's speed drifts by 10–20 % over an hour here,
+ * so a benchmark that reports absolute times (against a target) takes this between its rounds, and
+ * runs of different hours can be told apart by it.
+ */
+export function cpuProbe(iterations = 40_000_000): number {
+  const t0 = performance.now();
+  let x = 0x9e3779b9 | 0;
+  for (let i = 0; i < iterations; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+  }
+  const ms = performance.now() - t0;
+  // The result is used, so the loop cannot be dropped.
+  return x === 0 ? ms + 0 : ms;
+}
