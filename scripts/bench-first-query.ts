@@ -1,14 +1,16 @@
 // The first query as a new visitor meets it: a fresh browser profile opens the static build (served
 // by a plain static server under a sub-path, no COOP/COEP headers: the service worker makes the page
 // isolated with one reload), once the browser has finished its own start-up (settleBrowser), with
-// vqa-rad and its corpus embeddings packed for the generated CLIP tiny model, and asks an image + text question in the Search view. It times, each round:
+// vqa-rad packed by pack-shard with its corpus embeddings for the generated CLIP tiny model and its
+// images in one zip (`--images`), and asks an image + text question in the Search view. It times,
+// each round:
 //   open      page.goto → the shard imported and the Search view ready (service worker, import)
 //   query     Search pressed → the results painted, and within it each phase of the progress line
 //             (loupe:phase:* measures: load, download, compile, precomputed or embed…) and the
 //             query's stages (tokenize, preprocess, encode, search…)
 //   total     page.goto → the first image + text result painted
-// Rounds alternate the packed shard with the same shard without embeddings (its corpus embedded on
-// the first query), each in a fresh profile. Prints medians and ranges; --write-benchmarks replaces
+// Rounds alternate the packed shard with the same shard without embeddings (its images packed too;
+// its corpus embedded on the first query), each in a fresh profile. Prints medians and ranges; --write-benchmarks replaces
 // the bench:first-query section of BENCHMARKS.md.
 //
 //   npm run bench:first-query [-- --rounds 5] [--no-build] [--write-benchmarks]
@@ -56,14 +58,33 @@ function packInto(dir: string) {
   cpSync(join(DATA_DIR, 'vqa-rad'), dir, { recursive: true });
   execFileSync(
     'npx',
-    ['tsx', 'scripts/pack-shard.ts', '--shard', join(DATA_DIR, 'vqa-rad'), '--model', MODEL, '--out', dir],
+    [
+      'tsx',
+      'scripts/pack-shard.ts',
+      '--shard',
+      join(DATA_DIR, 'vqa-rad'),
+      '--model',
+      MODEL,
+      '--images',
+      '--out',
+      dir,
+    ],
     { cwd: ROOT, stdio: 'inherit' },
   );
 }
-if (!existsSync(join(OUT, 'shards-packed/vqa-rad/embeddings/index.json')))
-  packInto(join(OUT, 'shards-packed/vqa-rad'));
-if (!existsSync(join(OUT, 'shards-plain/vqa-rad/shard.json')))
-  cpSync(join(DATA_DIR, 'vqa-rad'), join(OUT, 'shards-plain/vqa-rad'), { recursive: true });
+if (!existsSync(join(OUT, 'shards-packed/vqa-rad/images.zip'))) packInto(join(OUT, 'shards-packed/vqa-rad'));
+// The same shard with its image pack but no embeddings: the pair differs only in the corpus's
+// embedding on the first query.
+if (!existsSync(join(OUT, 'shards-plain/vqa-rad/images.zip'))) {
+  const dir = join(OUT, 'shards-plain/vqa-rad');
+  rmSync(dir, { recursive: true, force: true });
+  cpSync(join(DATA_DIR, 'vqa-rad'), dir, { recursive: true });
+  execFileSync(
+    'npx',
+    ['tsx', 'scripts/pack-shard.ts', '--shard', join(DATA_DIR, 'vqa-rad'), '--images', '--out', dir],
+    { cwd: ROOT, stdio: 'inherit' },
+  );
+}
 
 interface Round {
   shard: 'packed' | 'plain';

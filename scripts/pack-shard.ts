@@ -10,6 +10,11 @@
 //                               instead of `doc_ids` in sidecars whose rows are the corpus order: with
 //                               --index ivf, the app opens the shard by URL reading a few kilobytes
 //   npm run pack-shard -- --shard DIR --offsets   (no --model: only corpus.offsets.bin)
+//   … --images                  also writes the shard's images into images.zip (stored; split over
+//                               images-1.zip, images-2.zip… past 60,000 images or 2 GiB) and names it in
+//                               shard.json (`images_pack`): a shard imported by URL then reads its images
+//                               with one request per pack, not one per image (scripts/lib/pack-images.ts)
+//   npm run pack-shard -- --shard DIR --images    (no --model: only the image packs)
 //
 // The corpus is embedded by the app's own encoder worker in headless Chromium (the same code,
 // model files and pooling as a visitor's browser; WASM), then written as
@@ -26,6 +31,8 @@ import { startDevServer } from './lib/bench-browser';
 import { shardsToCopy } from './lib/demo-shards';
 import { packIvf } from './lib/pack-ivf';
 import { writeDocOffsets } from './lib/pack-offsets';
+import { packImages } from './lib/pack-images';
+import { ShardValidationError, issueLocation } from '../src/lib/core/shard/source';
 import type { PackHarness } from './lib/pack-harness';
 import {
   PRECOMPUTED_FORMAT,
@@ -48,6 +55,7 @@ const { values: args } = parseArgs({
     index: { type: 'string' },
     nlist: { type: 'string' },
     offsets: { type: 'boolean', default: false },
+    images: { type: 'boolean', default: false },
   },
 });
 
@@ -85,15 +93,19 @@ if (args.demo) {
       models: hasImages ? [DEMO_IMAGE_MODEL] : [DEMO_TEXT_MODEL],
     };
   });
-} else if (args.shard && args.offsets && !args.model?.length) {
-  // Only the document offsets (no embedding, no browser): e.g. a shard whose vectors were made elsewhere.
+} else if (args.shard && (args.offsets || args.images) && !args.model?.length) {
+  // Only the document offsets and/or the image packs (no embedding, no browser): e.g. a shard whose
+  // vectors were made elsewhere.
   const dir = resolve(args.shard);
   if (!existsSync(join(dir, 'corpus.jsonl'))) fail(`${dir} has no corpus.jsonl`);
   const t = performance.now();
-  const r = await writeDocOffsets(dir, resolve(args.out ?? dir));
-  console.log(
-    `${basename(dir)}: ${r.docs} document offsets (${r.bytes} bytes) → ${r.file} (${((performance.now() - t) / 1000).toFixed(1)} s)`,
-  );
+  if (args.offsets) {
+    const r = await writeDocOffsets(dir, resolve(args.out ?? dir));
+    console.log(
+      `${basename(dir)}: ${r.docs} document offsets (${r.bytes} bytes) → ${r.file} (${((performance.now() - t) / 1000).toFixed(1)} s)`,
+    );
+  }
+  if (args.images) await writeImagePacks(dir, resolve(args.out ?? dir));
   process.exit(0);
 } else {
   if (!args.shard || !args.model?.length)
@@ -125,6 +137,25 @@ function declareEmbeddings(job: Job): void {
   const manifest = JSON.parse(text) as Record<string, unknown>;
   if (manifest.embeddings === PRECOMPUTED_INDEX) return;
   writeFileSync(file, JSON.stringify({ ...manifest, embeddings: PRECOMPUTED_INDEX }, null, 2) + '\n');
+}
+
+/** `--images`: the image packs, reported (a shard without images gets none, and says so). */
+async function writeImagePacks(dir: string, out: string): Promise<void> {
+  const t = performance.now();
+  try {
+    const r = await packImages(dir, out);
+    console.log(
+      r.packs.length
+        ? `${basename(dir)}: ${r.images} images (${(r.bytes / 2 ** 20).toFixed(1)} MiB) → ${r.packs.join(', ')} (${((performance.now() - t) / 1000).toFixed(1)} s)`
+        : `${basename(dir)}: no images to pack`,
+    );
+  } catch (e) {
+    if (e instanceof ShardValidationError)
+      fail(
+        `${dir} is not a valid shard, nothing packed: ${e.issues.map((i) => `${issueLocation(i)}: ${i.message}`).join('; ')}`,
+      );
+    fail((e as Error).message);
+  }
 }
 
 const call = harnessCaller<PackHarness>('packHarness');
@@ -199,6 +230,7 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
         const r = await writeDocOffsets(job.dir, job.out);
         console.log(`${name}: ${r.docs} document offsets (${r.bytes} bytes) → ${r.file}`);
       }
+      if (args.images) await writeImagePacks(job.dir, job.out);
     }
   } finally {
     await context.close().catch(() => undefined);

@@ -11,12 +11,8 @@ import { readShard } from '../src/lib/core/shard/read-shard';
 import { ShardValidationError, type ShardIssue } from '../src/lib/core/shard/source';
 import { throttle } from '../src/lib/core/throttle';
 import type { ParsedShard, Progress, ProgressFn } from '../src/lib/core/types';
-import {
-  listHubDataset,
-  parseHubDatasetUrl,
-  sourceFromDescriptor,
-  type SourceDescriptor,
-} from '../src/lib/platform/sources';
+import { sourceFromDescriptor, type SourceDescriptor } from '../src/lib/platform/sources';
+import { listHubDataset, parseHubDatasetUrl } from '../src/lib/platform/hub-dataset';
 import type { ParquetMapping } from '../src/lib/core/media/parquet/mapping';
 import type { ParquetInspection } from '../src/lib/core/media/parquet/read-parquet';
 import { isParquetSource } from '../src/lib/core/media/parquet/detect';

@@ -14,7 +14,7 @@ import {
   parseModality,
   type ParquetFileInfo,
 } from '../../src/lib/core/media/parquet/mapping';
-import { parseHubDatasetUrl } from '../../src/lib/platform/sources';
+import { parseHubDatasetUrl } from '../../src/lib/platform/hub-dataset';
 import { recallParquetMapping, rememberParquetMapping } from '../../src/lib/platform/parquet-mappings';
 import { inspectParquet, readParquetShard } from '../../src/lib/core/media/parquet/read-parquet';
 import { readShard } from '../../src/lib/core/shard/read-shard';

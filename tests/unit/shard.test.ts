@@ -585,6 +585,87 @@ describe('defects: exact file, line and code', () => {
     ]);
   });
 
+  it('shard.json: images_pack names zip files inside the shard', async () => {
+    const manifestOf = async (pack: unknown) =>
+      (
+        await readShard(
+          new MemorySource(
+            withFiles(tiny(), { 'shard.json': JSON.stringify({ ...MANIFEST, images_pack: pack }) }),
+          ),
+        )
+      ).manifest.imagesPack;
+    expect(await manifestOf('images.zip')).toEqual(['images.zip']);
+    expect(await manifestOf(['images-1.zip', 'packs/images-2.zip'])).toEqual([
+      'images-1.zip',
+      'packs/images-2.zip',
+    ]);
+    expect((await readShard(new MemorySource(tiny()))).manifest.imagesPack).toBeUndefined();
+    for (const [pack, code, quoted] of [
+      [7, 'wrong-type', '7'],
+      [[], 'wrong-type', ''],
+      ['images.tar', 'wrong-value', '"images.tar"'],
+      [['ok.zip', '../other/images.zip'], 'wrong-value', '"../other/images.zip"'],
+      ['/images.zip', 'wrong-value', '"/images.zip"'],
+    ] as const) {
+      const text = JSON.stringify({ ...MANIFEST, images_pack: pack }, null, 2);
+      const [i] = await expectIssues(withFiles(tiny(), { 'shard.json': text }), [
+        {
+          file: 'shard.json',
+          line: text.split('\n').findIndex((l) => l.includes('"images_pack"')) + 1,
+          code,
+        },
+      ]);
+      expect(i.message).toContain('"images_pack"');
+      if (quoted) expect(i.message).toContain(quoted);
+    }
+  });
+
+  it('a source that reads image packs is asked to, once, before the images; others read the files', async () => {
+    const files = withFiles(tiny(), {
+      'shard.json': JSON.stringify({ ...MANIFEST, images_pack: 'images.zip' }),
+    });
+    // A remote source (like a URL) with usePacks: asked for the declared packs, then for the images.
+    const asked: string[] = [];
+    const remote = new MemorySource(files, { listable: false });
+    const open = remote.open.bind(remote);
+    const withPacks: ShardSource = {
+      label: remote.label,
+      remote: true,
+      list: () => remote.list(),
+      size: (p) => remote.size(p),
+      open: (p) => {
+        asked.push(p);
+        return open(p);
+      },
+      usePacks: async (names) => void asked.push(`usePacks:${names.join(',')}`),
+    };
+    const shard = await readShard(withPacks);
+    expect(shard.images).toEqual(['images/a.jpg', 'images/b.png']);
+    const at = asked.indexOf('usePacks:images.zip');
+    expect(at).toBeGreaterThan(asked.indexOf('corpus.jsonl'));
+    expect(asked.filter((p) => p.startsWith('usePacks:'))).toHaveLength(1);
+    expect(asked.indexOf('images/a.jpg')).toBeGreaterThan(at);
+    // A pack that cannot be read fails the read, with the source's issue.
+    const failing: ShardSource = {
+      ...withPacks,
+      usePacks: async () => {
+        throw new ShardValidationError([
+          { file: 'images.zip', code: 'missing-image-pack', message: 'images.zip is missing' },
+        ]);
+      },
+    };
+    const err = await readShard(failing).catch((e) => e);
+    expect(err).toBeInstanceOf(ShardValidationError);
+    expect((err as ShardValidationError).issues[0]).toMatchObject({
+      file: 'images.zip',
+      code: 'missing-image-pack',
+    });
+    // A folder (listable, no usePacks) reads the loose files, whatever shard.json says.
+    const folder = new MemorySource(files);
+    expect((await readShard(folder)).images).toEqual(['images/a.jpg', 'images/b.png']);
+    expect(folder.opens.get('images/a.jpg')).toBe(1);
+  });
+
   it('a line over the limit', async () => {
     const big = JSON.stringify({ _id: 'd4', title: '', text: 'x'.repeat(5000) });
     const [i] = await expectIssues(

@@ -37,6 +37,12 @@ export interface ShardManifest {
    * shard.json, written by pack-shard): a shard read over HTTP asks for that file only then.
    */
   embeddings?: string;
+  /**
+   * Zip files in the shard that hold its images (`images_pack` in shard.json, one name or a list,
+   * written by `pack-shard --images`): a shard read over HTTP gets its images with one request per
+   * pack instead of one per image. The loose image files stay beside them for every other reader.
+   */
+  imagesPack?: string[];
   tasks: TaskInfo[];
 }
 

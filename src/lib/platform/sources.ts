@@ -423,7 +423,7 @@ async function readCentralDirectory(blob: Blob): Promise<ZipEntry[]> {
  * a time, with its CRC-32 and size checked at the end. A file that is not a zip, or a damaged
  * entry, throws ShardValidationError naming the zip or the entry.
  */
-export function zipSource(file: Blob, label?: string): ShardSource {
+export function zipSource(file: Blob, label?: string, opts: { keepPaths?: boolean } = {}): ShardSource {
   const name = label ?? ((file as File).name || 'archive.zip');
   let index: Promise<Map<string, ZipEntry>> | undefined;
   const issue = (path: string, code: string, message: string) =>
@@ -443,7 +443,8 @@ export function zipSource(file: Blob, label?: string): ShardSource {
         const path = cleanPath(e.name);
         if (path && !isJunk(path)) files.push({ path, e });
       }
-      const top = commonFolder(files.map((f) => f.path));
+      // An image pack's entries are shard paths already (`images/…`): nothing to strip.
+      const top = opts.keepPaths ? '' : commonFolder(files.map((f) => f.path));
       return new Map(files.map((f) => [f.path.slice(top.length), f.e] as const));
     })());
 
@@ -611,11 +612,37 @@ export function urlSource(baseUrl: string, files?: string[]): ShardSource {
     return Number.isFinite(n) ? n : undefined;
   };
 
+  /** The image packs read by usePacks: zips over their downloaded bytes, asked first by open(). */
+  let packs: ShardSource[] = [];
+
   return {
     label: base.href,
     list: async () => (files ? [...files] : null),
     remote: !files,
+    usePacks: async (names) => {
+      const read: ShardSource[] = [];
+      for (const name of names) {
+        const res = await request(name, 'GET');
+        if (!res)
+          throw new ShardValidationError([
+            {
+              file: name,
+              code: 'missing-image-pack',
+              message: `${name} is named in shard.json ("images_pack") but the shard has no such file: run pack-shard --images again, or remove "images_pack" from shard.json`,
+            },
+          ]);
+        const pack = zipSource(await res.blob(), name, { keepPaths: true });
+        // Its central directory now: a damaged pack fails here, named, before any image is read.
+        await pack.list();
+        read.push(pack);
+      }
+      packs = read;
+    },
     open: async (path) => {
+      for (const p of packs) {
+        const s = await p.open(path);
+        if (s) return s;
+      }
       const res = await request(path, 'GET');
       if (!res) return null;
       if (!res.body) return (async function* () {})();
@@ -644,57 +671,4 @@ export function urlSource(baseUrl: string, files?: string[]): ShardSource {
       };
     },
   };
-}
-
-/** A Hugging Face dataset URL split into repository, revision and folder, or null for another URL. */
-export function parseHubDatasetUrl(
-  url: string,
-): { repo: string; revision: string; folder: string; resolveBase: string } | null {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return null;
-  }
-  if (u.hostname !== 'huggingface.co') return null;
-  const m = /^\/datasets\/([^/]+\/[^/]+)(?:\/(?:resolve|tree|blob)\/([^/]+)(?:\/(.*?))?)?\/?$/.exec(
-    u.pathname,
-  );
-  if (!m) return null;
-  const repo = m[1];
-  const revision = decodeURIComponent(m[2] ?? 'main');
-  const folder = (m[3] ?? '').replace(/\/+$/, '');
-  const rev = encodeURIComponent(revision);
-  return {
-    repo,
-    revision,
-    folder,
-    resolveBase: `https://huggingface.co/datasets/${repo}/resolve/${rev}/${folder ? `${folder}/` : ''}`,
-  };
-}
-
-/**
- * The files of a Hugging Face dataset (or of one folder of it, e.g. `refs/convert/parquet`'s) through
- * the hub's tree API, relative to the folder: what a `{ kind: 'url', url, files }` descriptor needs.
- * Fetches only huggingface.co, the host the user chose.
- */
-export async function listHubDataset(url: string): Promise<{ url: string; files: string[] }> {
-  const hub = parseHubDatasetUrl(url);
-  if (!hub) throw new Error(`${url} is not a Hugging Face dataset URL`);
-  const files: string[] = [];
-  let next: string | null =
-    `https://huggingface.co/api/datasets/${hub.repo}/tree/${encodeURIComponent(hub.revision)}` +
-    `${hub.folder ? `/${hub.folder.split('/').map(encodeURIComponent).join('/')}` : ''}?recursive=true`;
-  while (next) {
-    const res: Response = await fetch(next, { credentials: 'omit' });
-    if (!res.ok) throw new Error(`HTTP ${res.status} listing ${hub.repo} at ${hub.revision}`);
-    for (const e of (await res.json()) as { type: string; path: string }[]) {
-      if (e.type !== 'file') continue;
-      const rel = hub.folder ? e.path.slice(hub.folder.length + 1) : e.path;
-      if (/\.parquet$/i.test(rel) || rel === 'README.md') files.push(rel);
-    }
-    // The tree API pages with a Link: <…>; rel="next" header.
-    next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('Link') ?? '')?.[1] ?? null;
-  }
-  return { url: hub.resolveBase, files };
 }

@@ -14,6 +14,15 @@ export async function readImages(ctx: ShardReadContext): Promise<string[]> {
   const paths = [...ctx.imageRefs.keys()].sort();
   const images: string[] = [];
   let done = 0;
+  // Over HTTP, a packed shard's images come in one request per pack (shard.json's images_pack).
+  const packs = ctx.manifest?.imagesPack;
+  if (packs && paths.length && ctx.source.usePacks) {
+    ctx.progress(true, {
+      kind: 'status',
+      message: `Reading ${paths.length} images from ${packs.length === 1 ? packs[0] : `${packs.length} packs`}`,
+    });
+    await ctx.source.usePacks(packs);
+  }
   // Over HTTP each image is a request: the next few are asked for while one is checked, so the
   // import waits for one round trip per window, not per image. Local sources read one at a time.
   const ahead = ctx.source.remote ? READ_AHEAD : 1;

@@ -129,6 +129,10 @@ export async function readManifest(ctx: ShardReadContext): Promise<void> {
     embeddings = undefined;
   }
 
+  const imagesPack = readImagesPack(m.images_pack, (code, message) =>
+    ctx.issue({ file, line: at('"images_pack"'), code, message }),
+  );
+
   const tasks: TaskInfo[] = [];
   if (!Array.isArray(m.tasks) || m.tasks.length === 0) {
     ctx.issue({
@@ -246,11 +250,40 @@ export async function readManifest(ctx: ShardReadContext): Promise<void> {
       source: optString('source'),
       relevance,
       embeddings,
+      imagesPack,
     }),
   };
   ctx.counts = m.counts;
   // Without a sound task list every query would be misjudged; stop at the manifest's own issues.
   if (ctx.issues.length > 0) throw new ShardValidationError(ctx.issues);
+}
+
+/**
+ * shard.json's `images_pack`: a zip file name in the shard, or a list of them (pack-shard splits a
+ * large image set over several), each a plain relative path ending in `.zip`.
+ */
+function readImagesPack(v: unknown, issue: (code: string, message: string) => void): string[] | undefined {
+  if (v === undefined) return undefined;
+  const names = typeof v === 'string' ? [v] : v;
+  if (!Array.isArray(names) || names.length === 0 || !names.every((n) => typeof n === 'string')) {
+    issue('wrong-type', `"images_pack" must be a zip file name or a list of them, found ${describe(v)}`);
+    return undefined;
+  }
+  const bad = names.find(
+    (n) =>
+      !/\.zip$/i.test(n) ||
+      n.startsWith('/') ||
+      n.includes('\\') ||
+      n.split('/').some((seg) => seg === '' || seg === '.' || seg === '..'),
+  );
+  if (bad !== undefined) {
+    issue(
+      'wrong-value',
+      `"images_pack" names ${JSON.stringify(bad)}: each pack must be a .zip file inside the shard, named by a relative path`,
+    );
+    return undefined;
+  }
+  return [...new Set(names)];
 }
 
 /** shard.json `counts` are informative: a mismatch is a warning, the files win. */

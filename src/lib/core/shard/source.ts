@@ -21,6 +21,13 @@ export interface ShardSource {
    * without it are read whole into memory by the Parquet reader.
    */
   openRandom?(path: string): Promise<RandomAccessFile | null>;
+  /**
+   * Reads the shard's image packs (zips named by shard.json's `images_pack`) now, each with one
+   * request, and serves the images they hold from them from then on (others are read as before).
+   * Only sources for which one request per image is the cost implement it (a URL). Throws a
+   * ShardValidationError naming the pack when one is missing or is not a readable zip.
+   */
+  usePacks?(files: string[]): Promise<void>;
 }
 
 /** A file read by byte ranges (hyparquet's AsyncBuffer): a Blob, a stored zip entry, an HTTP range. */
