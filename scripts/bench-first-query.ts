@@ -28,7 +28,7 @@ import { buildSite, serveStatic } from '../tests/e2e/static-server';
 import { DATA_DIR } from '../tests/paths';
 import { median } from '../src/lib/core/eval/stats';
 import { writeBenchmarksSection } from './lib/benchmarks-md';
-import { settleBrowser } from './lib/bench-browser';
+import { cpuProbe, settleBrowser } from './lib/bench-browser';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT = join(ROOT, '.test-results/first-query-dist');
@@ -165,9 +165,12 @@ const server = await serveStatic(OUT, PREFIX);
 const load0 = loadavg()[0];
 const started = new Date();
 const rounds: Round[] = [];
+/** cpuProbe before each round: the machine's speed at the time (BENCHMARKS.md compares hours by it). */
+const probes: number[] = [];
 try {
   for (let i = 0; i < ROUNDS; i++)
     for (const shard of ['packed', 'plain'] as const) {
+      probes.push(cpuProbe());
       const r = await round(server.url, shard);
       rounds.push(r);
       console.log(
@@ -213,7 +216,10 @@ const cpu = cpus()[0]?.model ?? 'unknown CPU';
 const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
 const header =
   `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
-  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · \`npm run bench:first-query -- --rounds ${ROUNDS}\`. ` +
+  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · ` +
+  `CPU probe (a fixed single-thread loop, before each round; lower is faster) ${median(probes).toFixed(0)} ms ` +
+  `(${Math.min(...probes).toFixed(0)}–${Math.max(...probes).toFixed(0)}) · ` +
+  `\`npm run bench:first-query -- --rounds ${ROUNDS}\`. ` +
   `${MODEL} (generated, **random weights**: real compute for its shape, meaningless rankings), WASM.`;
 console.log(`\n${header}\n\n${lines.join('\n')}`);
 writeFileSync(
