@@ -2,6 +2,7 @@ import { defineConfig, type Plugin } from 'vite';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
 import { createHash } from 'node:crypto';
 import {
+  chmodSync,
   cpSync,
   createReadStream,
   existsSync,
@@ -54,6 +55,13 @@ function servedShards(): string[] {
   return readdirSync(dir, { withFileTypes: true })
     .filter((d) => d.isDirectory() && isShardFolder(join(dir, d.name)))
     .map((d) => d.name);
+}
+
+/** Adds the owner's write permission to a copied tree (cpSync keeps the source's read-only modes). */
+function ownWritable(path: string): void {
+  const st = statSync(path);
+  chmodSync(path, st.mode | 0o200);
+  if (st.isDirectory()) for (const e of readdirSync(path)) ownWritable(join(path, e));
 }
 
 /**
@@ -120,7 +128,12 @@ function demoShards(): Plugin {
       const out = resolve(options.dir ?? 'dist', 'shards');
       const names = shardsToCopy(dataDir(), process.env.LOUPE_DEMO_SHARDS);
       mkdirSync(out, { recursive: true });
-      for (const n of names) cpSync(join(dataDir(), n), join(out, n), { recursive: true });
+      for (const n of names) {
+        cpSync(join(dataDir(), n), join(out, n), { recursive: true });
+        // The copy is the build's own: writable even when the data folder is read-only, so that
+        // build:demo's pack-shard can add to it and the next build can empty dist/.
+        ownWritable(join(out, n));
+      }
       writeFileSync(join(out, 'index.json'), JSON.stringify({ shards: shardList(names) }, null, 2) + '\n');
     },
   };

@@ -3,7 +3,7 @@
 // works offline (cached shard, BM25, a dense query with a generated model) and says what to do when
 // a hub model cannot be downloaded.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { cpSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DATA_DIR } from '../paths';
 import type { Page } from 'playwright-core';
@@ -59,6 +59,11 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
     writeSubset(join(DATA_DIR, 'medquad'), served, { docs: DOCS });
     cpSync(served, join(OUT, 'shards-plain/medquad'), { recursive: true });
     packShard(served, ['--model', MODEL]);
+    // vqa-rad's images in one zip, as npm run build:demo packs them (into the build's own copy, which
+    // is writable even though the data folder is not).
+    const vqa = join(OUT, 'shards/vqa-rad');
+    expect(statSync(join(vqa, 'shard.json')).mode & 0o200).toBe(0o200);
+    packShard(vqa, ['--images']);
     server = await serveStatic(OUT, PREFIX);
     s = await launch();
   }, 480_000);
@@ -145,6 +150,10 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
       `${server.url}?shard=shards/vqa-rad/&task=image-question-to-passage&search-model=loupe-test/clip-tiny-random&device=wasm&dtype=fp32#/search`,
     );
     await phase(page, 'ready');
+    // Its images came in one request, through the static host under the sub-path.
+    const vqaRequests = server.requests.filter((r) => r.includes('/shards/vqa-rad/'));
+    expect(vqaRequests.filter((r) => r.endsWith('/images.zip'))).toHaveLength(1);
+    expect(vqaRequests.filter((r) => r.includes('/shards/vqa-rad/images/'))).toEqual([]);
     await imageQuery();
     // The model's files reach the browser cache once the page is quiet after the query (not while the
     // visitor waits on it): a visitor who stays half a second has them offline.
