@@ -122,6 +122,28 @@ describe('a shard imported by URL reads its images from its pack', () => {
     expect(pageErrors(page)).toEqual([]);
   }, 300_000);
 
+  test('the progress line names the pack while it downloads, and a cancel then leaves nothing', async () => {
+    const fresh = await launch();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    server.hold = (path) => (path.endsWith('/packed/images.zip') ? held : undefined);
+    try {
+      const { page } = fresh;
+      await importUrl(page, `${server.url}packed/`);
+      const job = page.locator('[data-testid="job"] .text');
+      await expect.poll(() => job.textContent(), { timeout: 120_000 }).toContain('images.zip');
+      await page.click('[data-testid="cancel"]');
+      release();
+      await page.waitForSelector('[data-testid="job"]', { state: 'detached', timeout: 120_000 });
+      expect(await idbCounts(page)).toEqual(ZERO);
+      expect(pageErrors(page)).toEqual([]);
+    } finally {
+      server.hold = undefined;
+      release();
+      await fresh.dispose();
+    }
+  }, 300_000);
+
   test('a pack named in shard.json but missing, or damaged: the import fails naming it, nothing cached', async () => {
     const fresh = await launch();
     try {

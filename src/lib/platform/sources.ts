@@ -3,6 +3,7 @@
 // (`corpus.jsonl`, `images/a.jpg`) to streams of bytes; the core parser only sees ShardSource.
 import { Inflate } from 'fflate';
 import { ShardValidationError, type RandomAccessFile, type ShardSource } from '../core/shard/source';
+import { missingPack, receivePack } from './image-packs';
 
 /** A file with the shard-relative path it was found at (drag-and-drop, or attached by the caller). */
 export interface PathedFile {
@@ -619,19 +620,12 @@ export function urlSource(baseUrl: string, files?: string[]): ShardSource {
     label: base.href,
     list: async () => (files ? [...files] : null),
     remote: !files,
-    usePacks: async (names) => {
+    usePacks: async (names, opts = {}) => {
       const read: ShardSource[] = [];
       for (const name of names) {
         const res = await request(name, 'GET');
-        if (!res)
-          throw new ShardValidationError([
-            {
-              file: name,
-              code: 'missing-image-pack',
-              message: `${name} is named in shard.json ("images_pack") but the shard has no such file: run pack-shard --images again, or remove "images_pack" from shard.json`,
-            },
-          ]);
-        const pack = zipSource(await res.blob(), name, { keepPaths: true });
+        if (!res) throw missingPack(name);
+        const pack = zipSource(await receivePack(res, name, opts), name, { keepPaths: true });
         // Its central directory now: a damaged pack fails here, named, before any image is read.
         await pack.list();
         read.push(pack);

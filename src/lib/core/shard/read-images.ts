@@ -21,7 +21,11 @@ export async function readImages(ctx: ShardReadContext): Promise<string[]> {
       kind: 'status',
       message: `Reading ${paths.length} images from ${packs.length === 1 ? packs[0] : `${packs.length} packs`}`,
     });
-    await ctx.source.usePacks(packs);
+    await ctx.source.usePacks(packs, {
+      onBytes: (file, bytes, totalBytes) =>
+        ctx.progress(false, { kind: 'read', file, bytes, ...(totalBytes ? { totalBytes } : {}) }),
+      checkCancelled: () => ctx.checkCancelled(),
+    });
   }
   // Over HTTP each image is a request: the next few are asked for while one is checked, so the
   // import waits for one round trip per window, not per image. Local sources read one at a time.

@@ -27,7 +27,15 @@ export interface ShardSource {
    * Only sources for which one request per image is the cost implement it (a URL). Throws a
    * ShardValidationError naming the pack when one is missing or is not a readable zip.
    */
-  usePacks?(files: string[]): Promise<void>;
+  usePacks?(files: string[], opts?: PackReadOptions): Promise<void>;
+}
+
+/** How a source reports and stops the download of image packs (the read's progress and cancel). */
+export interface PackReadOptions {
+  /** Bytes of `file` received so far, and its size when known. */
+  onBytes?(file: string, bytes: number, totalBytes?: number): void;
+  /** Throws (an AbortError) when the read was cancelled; called between received chunks. */
+  checkCancelled?(): void;
 }
 
 /** A file read by byte ranges (hyparquet's AsyncBuffer): a Blob, a stored zip entry, an HTTP range. */
