@@ -40,7 +40,7 @@ import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
 import { buildSite, serveStatic } from '../tests/e2e/static-server';
 import { serveRanges } from '../tests/e2e/range-server';
 import { median } from '../src/lib/core/eval/stats';
-import { chromiumProcs, cpuProbe, renderers, settleBrowser } from './lib/bench-browser';
+import { chromiumProcs, cpuProbe, probeSummary, renderers, settleBrowser } from './lib/bench-browser';
 import { writeBenchmarksSection } from './lib/benchmarks-md';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -342,8 +342,7 @@ const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
 const header =
   `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
   `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · ` +
-  `CPU probe (a fixed single-thread loop, before each round; lower is faster) ${median(probes).toFixed(0)} ms ` +
-  `(${Math.min(...probes).toFixed(0)}–${Math.max(...probes).toFixed(0)}) · ` +
+  `${probeSummary(probes)} · ` +
   `\`npm run bench:first-dense-url -- --shard ${SHARDS.map((x) => x.name).join(',')} --rounds ${ROUNDS}` +
   `${against ? ` --against ${against.rev}` : ''}\` · ` +
   `${argv.model} (generated, **random weights**: real compute for its shape, meaningless rankings), default device.`;

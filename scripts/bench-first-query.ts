@@ -10,8 +10,8 @@
 //             query's stages (tokenize, preprocess, encode, search…)
 //   total     page.goto → the first image + text result painted
 // Rounds alternate the packed shard with the same shard without embeddings (its images packed too;
-// its corpus embedded on the first query), each in a fresh profile. Prints medians and ranges; --write-benchmarks replaces
-// the bench:first-query section of BENCHMARKS.md.
+// its corpus embedded on the first query), each in a fresh profile. Prints medians and ranges;
+// --write-benchmarks replaces the bench:first-query section of BENCHMARKS.md.
 //
 //   npm run bench:first-query [-- --rounds 5] [--no-build] [--write-benchmarks]
 //
@@ -28,7 +28,7 @@ import { buildSite, serveStatic } from '../tests/e2e/static-server';
 import { DATA_DIR } from '../tests/paths';
 import { median } from '../src/lib/core/eval/stats';
 import { writeBenchmarksSection } from './lib/benchmarks-md';
-import { cpuProbe, settleBrowser } from './lib/bench-browser';
+import { cpuProbe, probeSummary, settleBrowser } from './lib/bench-browser';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT = join(ROOT, '.test-results/first-query-dist');
@@ -52,39 +52,25 @@ if (!argv['no-build'] || !existsSync(join(OUT, 'index.html'))) {
   console.log('building the site…');
   buildSite(OUT);
 }
-// The packed copy is the build's own (pack-shard --out would write beside the data otherwise).
-function packInto(dir: string) {
+// Both copies are the build's own (pack-shard --out would write beside the data otherwise): the packed
+// one with its corpus embeddings and its image pack, the plain one with only the image pack, so the
+// pair differs only in the corpus's embedding on the first query.
+function packInto(dir: string, args: string[]) {
   rmSync(dir, { recursive: true, force: true });
   cpSync(join(DATA_DIR, 'vqa-rad'), dir, { recursive: true });
   execFileSync(
     'npx',
-    [
-      'tsx',
-      'scripts/pack-shard.ts',
-      '--shard',
-      join(DATA_DIR, 'vqa-rad'),
-      '--model',
-      MODEL,
-      '--images',
-      '--out',
-      dir,
-    ],
-    { cwd: ROOT, stdio: 'inherit' },
+    ['tsx', 'scripts/pack-shard.ts', '--shard', join(DATA_DIR, 'vqa-rad'), ...args, '--out', dir],
+    {
+      cwd: ROOT,
+      stdio: 'inherit',
+    },
   );
 }
-if (!existsSync(join(OUT, 'shards-packed/vqa-rad/images.zip'))) packInto(join(OUT, 'shards-packed/vqa-rad'));
-// The same shard with its image pack but no embeddings: the pair differs only in the corpus's
-// embedding on the first query.
-if (!existsSync(join(OUT, 'shards-plain/vqa-rad/images.zip'))) {
-  const dir = join(OUT, 'shards-plain/vqa-rad');
-  rmSync(dir, { recursive: true, force: true });
-  cpSync(join(DATA_DIR, 'vqa-rad'), dir, { recursive: true });
-  execFileSync(
-    'npx',
-    ['tsx', 'scripts/pack-shard.ts', '--shard', join(DATA_DIR, 'vqa-rad'), '--images', '--out', dir],
-    { cwd: ROOT, stdio: 'inherit' },
-  );
-}
+if (!existsSync(join(OUT, 'shards-packed/vqa-rad/images.zip')))
+  packInto(join(OUT, 'shards-packed/vqa-rad'), ['--model', MODEL, '--images']);
+if (!existsSync(join(OUT, 'shards-plain/vqa-rad/images.zip')))
+  packInto(join(OUT, 'shards-plain/vqa-rad'), ['--images']);
 
 interface Round {
   shard: 'packed' | 'plain';
@@ -217,8 +203,7 @@ const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
 const header =
   `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
   `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · ` +
-  `CPU probe (a fixed single-thread loop, before each round; lower is faster) ${median(probes).toFixed(0)} ms ` +
-  `(${Math.min(...probes).toFixed(0)}–${Math.max(...probes).toFixed(0)}) · ` +
+  `${probeSummary(probes)} · ` +
   `\`npm run bench:first-query -- --rounds ${ROUNDS}\`. ` +
   `${MODEL} (generated, **random weights**: real compute for its shape, meaningless rankings), WASM.`;
 console.log(`\n${header}\n\n${lines.join('\n')}`);

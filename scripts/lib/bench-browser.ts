@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { createServer, type ViteDevServer } from 'vite';
 import type { BenchHarness } from '../../tests/browser/bench-harness';
+import { median } from '../../src/lib/core/eval/stats';
 import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../../tests/e2e/browser';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -208,7 +209,16 @@ export function cpuProbe(iterations = 40_000_000): number {
     x ^= x >>> 17;
     x ^= x << 5;
   }
-  const ms = performance.now() - t0;
-  // The result is used, so the loop cannot be dropped.
-  return x === 0 ? ms + 0 : ms;
+  // The result is kept, so the loop cannot be dropped.
+  probeSink ^= x;
+  return performance.now() - t0;
+}
+let probeSink = 0;
+
+/** The probes of a run as a benchmark header says them: median and range. */
+export function probeSummary(probes: number[]): string {
+  return (
+    `CPU probe (a fixed single-thread loop, before each round; lower is faster) ${median(probes).toFixed(0)} ms ` +
+    `(${Math.min(...probes).toFixed(0)}–${Math.max(...probes).toFixed(0)})`
+  );
 }
