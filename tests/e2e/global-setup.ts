@@ -7,7 +7,10 @@ let server: ViteDevServer | undefined;
 export async function setup(project: TestProject) {
   server = await createServer({
     configFile: 'vite.config.ts',
-    server: { port: 0, host: '127.0.0.1', strictPort: false },
+    // No HMR and no file watching: e2e files run two at a time, and a file that builds the site
+    // (deploy, embed, url-state…) writes index.html into its output folder, on which a watching
+    // server sent every open page a full reload: the other file's page lost its import mid-way.
+    server: { port: 0, host: '127.0.0.1', strictPort: false, hmr: false, watch: null },
     logLevel: 'warn',
   });
   await server.listen();
