@@ -3,8 +3,10 @@
 // over HTTP then gets its images with one request per pack, not one per image: 315 requests for
 // vqa-rad, six at a time, took 1.4 s of a first visit on the bench machine (BENCHMARKS.md).
 //
-// The shard is read and checked first by the importer's own reader (readShard), so only a valid
-// shard is packed and every image a record references goes in, by its shard path. The loose files
+// The shard is read and checked by the importer's own reader (readShard), and each image goes into the
+// pack as that read hands it over (onImage, in path order): one read of every image, every image a
+// record references in, by its shard path, and nothing written unless the whole shard is valid (the
+// packs are written under temporary names and renamed only then). The loose files
 // stay: folder and zip imports, and a remote-first shard's images shown one by one, read them.
 // A pack holds at most PACK_MAX_FILES entries and PACK_MAX_BYTES bytes (a classic zip, no ZIP64);
 // a larger image set is split over images-1.zip, images-2.zip…
@@ -15,7 +17,6 @@ import {
   readFileSync,
   renameSync,
   rmSync,
-  statSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
@@ -47,66 +48,89 @@ export async function packImages(
   const manifestFile = join(out, 'shard.json');
   if (!existsSync(manifestFile))
     throw new Error(`${out} has no shard.json: an image pack is named there ("images_pack")`);
-  // Documents streamed past (onDoc), not held: only the image paths are wanted.
-  const shard = await readShard(new FsSource(dir), {
-    loadDicomCodecs: loadNodeDicomCodecs,
-    onDoc: () => undefined,
-  });
-  const paths = [...shard.images].sort();
-  const groups: string[][] = [];
-  let size = Infinity;
-  for (const p of paths) {
-    const n = statSync(join(dir, p)).size;
-    if (groups.length === 0 || groups.at(-1)!.length >= maxFiles || size + n > maxBytes) {
-      groups.push([]);
-      size = 0;
-    }
-    groups.at(-1)!.push(p);
-    size += n;
+  const packs: PackWriter[] = [];
+  let images = 0;
+  try {
+    // Documents streamed past (onDoc), not held; each image written as it is read and checked.
+    await readShard(new FsSource(dir), {
+      loadDicomCodecs: loadNodeDicomCodecs,
+      onDoc: () => undefined,
+      onImage: (path, bytes) => {
+        let pack = packs.at(-1);
+        if (!pack || pack.files >= maxFiles || pack.imageBytes + bytes.byteLength > maxBytes) {
+          pack?.end();
+          pack = new PackWriter(join(out, `images-${packs.length + 1}.zip.partial`));
+          packs.push(pack);
+        }
+        pack.add(path, bytes);
+        images++;
+      },
+    });
+    packs.at(-1)?.end();
+  } catch (e) {
+    for (const p of packs) p.discard();
+    throw e;
   }
-  const names = groups.length === 1 ? ['images.zip'] : groups.map((_, i) => `images-${i + 1}.zip`);
+  const names = packs.length === 1 ? ['images.zip'] : packs.map((_, i) => `images-${i + 1}.zip`);
   const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as Record<string, unknown>;
   // Packs of an earlier run that this one does not write again go (shard.json will not name them).
   const earlier = manifest.images_pack;
   for (const old of typeof earlier === 'string' ? [earlier] : Array.isArray(earlier) ? earlier : [])
     if (typeof old === 'string' && /^[\w.-]+\.zip$/.test(old) && !names.includes(old))
       rmSync(join(out, old), { force: true });
-  let bytes = 0;
-  for (const [i, group] of groups.entries()) bytes += writePack(dir, join(out, names[i]), group);
+  for (const [i, p] of packs.entries()) renameSync(p.file, join(out, names[i]));
   const { images_pack: _earlier, ...rest } = manifest;
   const next = names.length ? { ...rest, images_pack: names.length === 1 ? names[0] : names } : rest;
   writeFileSync(manifestFile, JSON.stringify(next, null, 2) + '\n');
-  return { packs: names, images: paths.length, bytes };
+  return { packs: names, images, bytes: packs.reduce((s, p) => s + p.written, 0) };
 }
 
-/** One stored zip of `paths` (read from `dir`) at `file`, written through a temporary name. */
-function writePack(dir: string, file: string, paths: string[]): number {
-  const tmp = `${file}.partial`;
-  const fd = openSync(tmp, 'w');
-  let written = 0;
-  let failed: Error | null = null;
-  try {
-    const zip = new Zip((err, chunk) => {
-      if (err) failed = err;
+/** One stored zip written at `file` as entries are added (fflate's streaming Zip). */
+class PackWriter {
+  files = 0;
+  /** Bytes of the images added (the limit counts these). */
+  imageBytes = 0;
+  /** Bytes of the zip written. */
+  written = 0;
+  private readonly fd: number;
+  private readonly zip: Zip;
+  private failed: Error | null = null;
+  private open = true;
+
+  constructor(readonly file: string) {
+    this.fd = openSync(file, 'w');
+    this.zip = new Zip((err, chunk) => {
+      if (err) this.failed = err;
       else {
-        writeSync(fd, chunk);
-        written += chunk.byteLength;
+        writeSync(this.fd, chunk);
+        this.written += chunk.byteLength;
       }
     });
-    for (const p of paths) {
-      const entry = new ZipPassThrough(p);
-      zip.add(entry);
-      entry.push(readFileSync(join(dir, p)), true);
-      if (failed) throw failed;
-    }
-    zip.end();
-    if (failed) throw failed;
-  } catch (e) {
-    closeSync(fd);
-    rmSync(tmp, { force: true });
-    throw e;
   }
-  closeSync(fd);
-  renameSync(tmp, file);
-  return written;
+
+  add(path: string, bytes: Uint8Array): void {
+    const entry = new ZipPassThrough(path);
+    this.zip.add(entry);
+    entry.push(bytes, true);
+    if (this.failed) throw this.failed;
+    this.files++;
+    this.imageBytes += bytes.byteLength;
+  }
+
+  end(): void {
+    this.zip.end();
+    this.close();
+    if (this.failed) throw this.failed;
+  }
+
+  /** Closes and removes the file (the shard failed its read, or a write failed). */
+  discard(): void {
+    this.close();
+    rmSync(this.file, { force: true });
+  }
+
+  private close(): void {
+    if (this.open) closeSync(this.fd);
+    this.open = false;
+  }
 }

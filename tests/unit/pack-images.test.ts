@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packImages } from '../../scripts/lib/pack-images';
 import { zipSource } from '../../src/lib/platform/sources';
+import { ShardValidationError } from '../../src/lib/core/shard/source';
 import { DATA_DIR } from '../paths';
 
 const work = mkdtempSync(join(tmpdir(), 'loupe-pack-images-'));
@@ -65,6 +66,19 @@ describe('pack-shard --images', () => {
     await packImages(dir);
     expect(readdirSync(dir).filter((f) => f.endsWith('.zip'))).toEqual(['images.zip']);
     expect(JSON.parse(readFileSync(join(dir, 'shard.json'), 'utf8')).images_pack).toBe('images.zip');
+  });
+
+  it('packs nothing from an invalid shard: no pack, no partial file, shard.json as it was', async () => {
+    const dir = copyShard('invalid');
+    const image = imagesOf(dir).at(-1)!;
+    chmodSync(join(dir, 'images'), 0o755);
+    rmSync(join(dir, image));
+    const before = readFileSync(join(dir, 'shard.json'), 'utf8');
+    const err = await packImages(dir, dir, { maxFiles: 100 }).catch((e) => e);
+    expect(err).toBeInstanceOf(ShardValidationError);
+    expect((err as ShardValidationError).issues[0]).toMatchObject({ code: 'missing-image' });
+    expect(readdirSync(dir).filter((f) => f.includes('.zip'))).toEqual([]);
+    expect(readFileSync(join(dir, 'shard.json'), 'utf8')).toBe(before);
   });
 
   it('writes into --out, never into the shard read', async () => {
