@@ -12,3 +12,7 @@ export const GOLDEN_DIR = resolve(
 export const GOLDEN_EXTRA_DIR = resolve(
   process.env.LOUPE_GOLDEN_EXTRA_DIR ?? resolve(GOLDEN_DIR, '../metrics-extra'),
 );
+/** Folder of R's golden values for comparing many runs (ANOVA, Tukey HSD, ptukey). Override with LOUPE_GOLDEN_STATS_MULTI_DIR. */
+export const GOLDEN_STATS_MULTI_DIR = resolve(
+  process.env.LOUPE_GOLDEN_STATS_MULTI_DIR ?? resolve(GOLDEN_DIR, '../stats-multi'),
+);

@@ -1,0 +1,366 @@
+// Comparing N runs at once: the studentized range distribution, the two-way ANOVA and Tukey's HSD
+// against R 4.2.2 (../shared/golden/stats-multi, made by its generate.R), plus checks that do not
+// depend on R: the studentized range of two means against Student's t, the range of normals against a
+// direct quadrature, rank intervals and tied groups on constructed cases.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  fUpperTail,
+  pairIndex,
+  runGroups,
+  tukeyHsd,
+  twoWayAnova,
+  type PairComparison,
+} from '../../src/lib/core/eval/multi-compare';
+import { pairedTTest, studentTTwoSided } from '../../src/lib/core/eval/stats';
+import {
+  normalCdf,
+  normalRangeCdf,
+  ptukey,
+  qtukey,
+  qtukeyPrecise,
+} from '../../src/lib/core/eval/studentized-range';
+import { GOLDEN_STATS_MULTI_DIR } from '../paths';
+
+const TOL = 1e-9;
+
+interface GoldenCase {
+  case: string;
+  runs: string[];
+  queries: string[];
+  scores_by_run: Record<string, number[]>;
+  means: number[];
+  anova: Record<
+    | 'df_run'
+    | 'df_query'
+    | 'df_residual'
+    | 'ss_run'
+    | 'ss_query'
+    | 'ss_residual'
+    | 'ms_residual'
+    | 'f_run'
+    | 'p_run',
+    number
+  >;
+  tukey_hsd: { a: string; b: string; diff_b_minus_a: number; lwr: number; upr: number; p_adj: number }[];
+  best: string;
+  p_adj_vs_best: number[];
+  'tied_with_best_at_0.05': string[];
+}
+
+const read = <T>(name: string): T =>
+  JSON.parse(readFileSync(join(GOLDEN_STATS_MULTI_DIR, name), 'utf8')) as T;
+const CASES = [
+  'three-runs',
+  'five-runs-twin-and-ties',
+  'twelve-close-runs',
+  'eight-runs-500-queries',
+  'two-runs',
+];
+const golden = Object.fromEntries(CASES.map((c) => [c, read<GoldenCase>(`${c}.json`)]));
+const grid = read<{
+  ptukey: { q: number; nmeans: number; df: number; p: number }[];
+  qtukey: { p: number; nmeans: number; df: number; q: number }[];
+}>('ptukey.json');
+
+const scoresOf = (g: GoldenCase) => g.runs.map((r) => g.scores_by_run[r]);
+
+/** Collects |actual − expected| > TOL as messages, so one failure lists every bad value. */
+function within(bad: string[], label: string, actual: number | undefined, expected: number, tol = TOL) {
+  if (!(typeof actual === 'number' && Math.abs(actual - expected) <= tol))
+    bad.push(`${label}: got ${actual}, R ${expected}`);
+}
+
+describe('normal distribution and the range of normals', () => {
+  it('Φ matches known values in both tails', () => {
+    // 40-digit mpmath values.
+    const ref: [number, number][] = [
+      [-30, 4.906713927148187e-198],
+      [-8, 6.220960574271784e-16],
+      [-3.5, 0.00023262907903552504],
+      [-1, 0.15865525393145707],
+      [0, 0.5],
+      [1.96, 0.9750021048517795],
+      [6, 0.9999999990134123],
+    ];
+    for (const [x, v] of ref) expect(Math.abs(normalCdf(x) - v) / v).toBeLessThan(1e-13);
+  });
+
+  it('P(range of 2 normals ≤ w) = 2Φ(w/√2) − 1', () => {
+    for (const w of [0.05, 0.5, 1, 2.5, 4, 6, 9]) {
+      expect(normalRangeCdf(w, 2)).toBeCloseTo(2 * normalCdf(w / Math.SQRT2) - 1, 12);
+    }
+  });
+
+  it('P(range of k normals ≤ w) agrees with k∫φ(z)[Φ(z) − Φ(z − w)]^(k−1) dz by Simpson', () => {
+    const phi = (z: number) => Math.exp(-0.5 * z * z) / Math.sqrt(2 * Math.PI);
+    const simpson = (w: number, k: number) => {
+      const n = 4000;
+      const lo = -9;
+      const h = (9 + w - lo) / n;
+      let s = 0;
+      for (let i = 0; i <= n; i++) {
+        const z = lo + i * h;
+        const f = phi(z) * Math.pow(normalCdf(z) - normalCdf(z - w), k - 1);
+        s += (i === 0 || i === n ? 1 : i % 2 ? 4 : 2) * f;
+      }
+      return (k * s * h) / 3;
+    };
+    expect(Math.abs(normalRangeCdf(1, 3) - simpson(1, 3))).toBeLessThan(1e-12);
+    expect(Math.abs(normalRangeCdf(3, 5) - simpson(3, 5))).toBeLessThan(1e-12);
+    // Copenhaver & Holland's 12-point rule (R's) is off by 1.7e-9 here; Simpson is not (same value
+    // with 4 times the points).
+    expect(Math.abs(normalRangeCdf(4.5, 20) - simpson(4.5, 20))).toBeLessThan(3e-9);
+  });
+});
+
+describe('studentized range distribution', () => {
+  it('ptukey matches R at every golden point (q 0.1–12, nmeans 2–50, df 2–5000)', () => {
+    expect(grid.ptukey.length).toBe(539);
+    const bad: string[] = [];
+    for (const e of grid.ptukey)
+      within(bad, `ptukey(${e.q}, ${e.nmeans}, ${e.df})`, ptukey(e.q, e.nmeans, e.df), e.p);
+    expect(bad).toEqual([]);
+  });
+
+  it('qtukey matches R at every golden point (p 0.9, 0.95, 0.99)', () => {
+    expect(grid.qtukey.length).toBe(126);
+    const bad: string[] = [];
+    for (const e of grid.qtukey)
+      within(bad, `qtukey(${e.p}, ${e.nmeans}, ${e.df})`, qtukey(e.p, e.nmeans, e.df), e.q);
+    expect(bad).toEqual([]);
+  });
+
+  it('for two means, P(Q ≤ q) = P(|T| ≤ q/√2) with Student t, tails included', () => {
+    for (const df of [5, 30, 1000])
+      for (const q of [0.01, 0.3, 2, 5, 8, 12]) {
+        const t = studentTTwoSided(q / Math.SQRT2, df);
+        expect(Math.abs(ptukey(q, 2, df) - (1 - t))).toBeLessThan(TOL);
+        expect(Math.abs(ptukey(q, 2, df, false) - t)).toBeLessThan(TOL);
+      }
+    // A tail where the lower probability is tiny, and one where the upper is.
+    expect(ptukey(0.01, 2, 5)).toBeGreaterThan(0);
+    expect(ptukey(0.01, 2, 5)).toBeLessThan(0.01);
+    expect(ptukey(20, 2, 1000, false)).toBeLessThan(1e-12);
+    // Where R's quadrature is known to be coarse (as R's own values are): df = 2, whose χ density
+    // does not vanish at 0 (error 1e-6 at q = 0.01, 3e-4 at q = 20), and far tails of df = 5.
+    const t2 = (q: number) => 1 - studentTTwoSided(q / Math.SQRT2, 2);
+    expect(Math.abs(ptukey(0.01, 2, 2) - t2(0.01))).toBeLessThan(1e-6);
+    expect(Math.abs(ptukey(20, 2, 2) - t2(20))).toBeLessThan(4e-4);
+    expect(Math.abs(ptukey(20, 2, 5, false) - studentTTwoSided(20 / Math.SQRT2, 5))).toBeLessThan(2e-7);
+  });
+
+  it('has the limits of a distribution function at both ends', () => {
+    expect(ptukey(0, 5, 10)).toBe(0);
+    expect(ptukey(-1, 5, 10)).toBe(0);
+    expect(ptukey(Infinity, 5, 10)).toBe(1);
+    expect(ptukey(0, 5, 10, false)).toBe(1);
+    // Lower tail: many means and a small q leave almost no chance that the range stays under q.
+    const lowTail = ptukey(0.5, 50, 30);
+    expect(lowTail).toBeGreaterThanOrEqual(0);
+    expect(lowTail).toBeLessThan(1e-12);
+    // Upper tail with large df: the range of 3 normals exceeds 8 with probability ~ 3·2·Φ(−8/√2)… tiny.
+    expect(ptukey(8, 3, 5000, false)).toBeLessThan(1e-6);
+    expect(ptukey(8, 3, 5000, false)).toBeGreaterThan(0);
+    // Upper tail of few df decays like a power of q: still sizeable at q = 12.
+    expect(ptukey(12, 5, 2, false)).toBeGreaterThan(0.01);
+    // Increasing in q, decreasing in nmeans.
+    let prev = 0;
+    for (const q of [0.2, 1, 2, 3, 4, 6, 9]) {
+      const p = ptukey(q, 8, 20);
+      expect(p).toBeGreaterThan(prev);
+      prev = p;
+    }
+    expect(ptukey(3, 3, 20)).toBeGreaterThan(ptukey(3, 4, 20));
+  });
+
+  it('treats df > 25,000 as infinite df, continuously', () => {
+    for (const [q, k] of [
+      [2, 3],
+      [3.5, 8],
+    ]) {
+      expect(ptukey(q, k, 1e6)).toBe(normalRangeCdf(q, k));
+      expect(ptukey(q, k, Infinity)).toBe(normalRangeCdf(q, k));
+      expect(Math.abs(ptukey(q, k, 20000) - ptukey(q, k, 30000))).toBeLessThan(1e-4);
+    }
+  });
+
+  it('qtukey inverts ptukey to R’s tolerance; qtukeyPrecise to 1e-12', () => {
+    for (const [p, k, df] of [
+      [0.95, 2, 5],
+      [0.99, 20, 2],
+      [0.5, 3, 10],
+    ]) {
+      expect(Math.abs(ptukey(qtukey(p, k, df), k, df) - p)).toBeLessThan(1e-5);
+      expect(Math.abs(ptukey(qtukeyPrecise(p, k, df), k, df) - p)).toBeLessThan(1e-12);
+    }
+    // R's stopping rule leaves qtukey(0.95, 2, 5) 2.7e-7 away from the true quantile, which
+    // qtukeyPrecise finds: √2 · t(0.975, 5) = √2 · 2.5705818356363146.
+    expect(Math.abs(qtukeyPrecise(0.95, 2, 5) - Math.SQRT2 * 2.5705818356363146)).toBeLessThan(1e-11);
+    expect(Math.abs(qtukey(0.95, 2, 5) - Math.SQRT2 * 2.5705818356363146)).toBeGreaterThan(1e-7);
+    expect(qtukey(0, 4, 10)).toBe(0);
+    expect(qtukey(1, 4, 10)).toBe(Infinity);
+  });
+
+  it('rejects arguments outside its domain', () => {
+    expect(() => ptukey(1, 1, 10)).toThrow(RangeError);
+    expect(() => ptukey(1, 3, 1)).toThrow(RangeError);
+    expect(() => qtukey(1.5, 3, 10)).toThrow(RangeError);
+    expect(Number.isNaN(ptukey(NaN, 3, 10))).toBe(true);
+  });
+});
+
+describe('two-way ANOVA and Tukey HSD against R', () => {
+  for (const name of CASES) {
+    it(`${name}: means, ANOVA, every pair (in R's order), best and tied group`, () => {
+      const g = golden[name];
+      const res = tukeyHsd(g.runs, scoresOf(g));
+      const bad: string[] = [];
+      g.means.forEach((m, i) => within(bad, `mean ${g.runs[i]}`, res.means[i], m));
+      const a = res.anova!;
+      const mine: Record<keyof GoldenCase['anova'], number> = {
+        df_run: a.dfRun,
+        df_query: a.dfQuery,
+        df_residual: a.dfResidual,
+        ss_run: a.ssRun,
+        ss_query: a.ssQuery,
+        ss_residual: a.ssResidual,
+        ms_residual: a.msResidual,
+        f_run: a.fRun,
+        p_run: a.pRun,
+      };
+      for (const k of Object.keys(g.anova) as (keyof GoldenCase['anova'])[])
+        within(bad, `anova ${k}`, mine[k], g.anova[k]);
+      expect(res.pairs.map((p) => `${p.a}-${p.b}`)).toEqual(g.tukey_hsd.map((p) => `${p.a}-${p.b}`));
+      g.tukey_hsd.forEach((p, i) => {
+        const q = res.pairs[i];
+        within(bad, `${p.a}-${p.b} diff`, q.diff, p.diff_b_minus_a);
+        within(bad, `${p.a}-${p.b} lwr`, q.lwr, p.lwr);
+        within(bad, `${p.a}-${p.b} upr`, q.upr, p.upr);
+        within(bad, `${p.a}-${p.b} p_adj`, q.pAdj, p.p_adj);
+        expect(q.significant).toBe(p.p_adj < 0.05);
+      });
+      g.p_adj_vs_best.forEach((p, i) => within(bad, `p vs best ${g.runs[i]}`, res.pVsBest[i], p));
+      expect(bad).toEqual([]);
+      expect(res.best).toBe(g.best);
+      expect(res.tiedWithBest).toEqual(g['tied_with_best_at_0.05']);
+      expect(twoWayAnova(scoresOf(g))).toEqual(res.anova);
+    });
+  }
+
+  it('two runs: the Tukey p value is the paired t test’s', () => {
+    const g = golden['two-runs'];
+    const [a, b] = scoresOf(g);
+    const res = tukeyHsd(g.runs, [a, b]);
+    expect(Math.abs(res.pairs[0].pAdj - pairedTTest(a, b).pValue)).toBeLessThan(TOL);
+    // F = t² for one degree of freedom.
+    expect(res.anova!.fRun).toBeCloseTo(pairedTTest(a, b).t ** 2, 10);
+  });
+
+  it('the F upper tail has its closed forms', () => {
+    // d1 = 2: P(F > f) = (1 + 2f/d2)^(−d2/2); F(1, 1) is the square of a Cauchy variable.
+    expect(fUpperTail(3, 2, 10)).toBeCloseTo(1.6 ** -5, 14);
+    expect(fUpperTail(1, 1, 1)).toBeCloseTo(0.5, 12);
+    expect(fUpperTail(0, 3, 9)).toBe(1);
+  });
+});
+
+describe('groups and rank intervals', () => {
+  it('counts the runs significantly better and worse than each run', () => {
+    // Four runs with means 0.1 < 0.2 < 0.3 < 0.4; significant pairs: (A,C), (A,D), (B,D).
+    const runs = ['A', 'B', 'C', 'D'];
+    const means = [0.1, 0.2, 0.3, 0.4];
+    const sig = new Set(['A-C', 'A-D', 'B-D']);
+    const pairs: PairComparison[] = [];
+    for (let i = 0; i < 4; i++)
+      for (let j = i + 1; j < 4; j++) {
+        const s = sig.has(`${runs[i]}-${runs[j]}`);
+        pairs.push({
+          a: runs[i],
+          b: runs[j],
+          diff: means[j] - means[i],
+          pAdj: s ? 0.01 : 0.5,
+          significant: s,
+        });
+      }
+    expect(pairIndex(4, 1, 3)).toBe(4);
+    const g = runGroups(runs, means, pairs, 0.05);
+    expect(g.best).toBe('D');
+    expect(g.rankIntervals).toEqual([
+      [3, 4], // A: C and D are better
+      [2, 4], // B: D is better
+      [1, 3], // C: worse than none significantly better, A significantly worse
+      [1, 2], // D: A and B significantly worse
+    ]);
+    expect(g.pVsBest).toEqual([0.01, 0.01, 0.5, 1]);
+    expect(g.tiedWithBest).toEqual(['C', 'D']);
+  });
+
+  it('Tukey HSD on clearly separated runs ranks them exactly; a twin shares its rank interval', () => {
+    // Query difficulty varies a lot; the runs add 0, 0.3, 0.6 with small noise, and D copies A.
+    const Q = 12;
+    const base = Array.from({ length: Q }, (_, q) => ((q * 7) % 10) / 20);
+    const noise = (q: number, r: number) => (((q * 13 + r * 7) % 5) - 2) * 0.004;
+    const A = base.map((v, q) => v + noise(q, 0));
+    const B = base.map((v, q) => v + 0.3 + noise(q, 1));
+    const C = base.map((v, q) => v + 0.6 + noise(q, 2));
+    const res = tukeyHsd(['A', 'B', 'C', 'D'], [A, B, C, A]);
+    expect(res.best).toBe('C');
+    expect(res.tiedWithBest).toEqual(['C']);
+    expect(res.rankIntervals).toEqual([
+      [3, 4],
+      [2, 2],
+      [1, 1],
+      [3, 4],
+    ]);
+    const ad = res.pairs[pairIndex(4, 0, 3)];
+    expect(ad.diff).toBe(0);
+    expect(ad.pAdj).toBe(1);
+  });
+
+  it('handles runs that differ by a constant on every query (no residual variance)', () => {
+    const a = [0.1, 0.5, 0.9, 0.3];
+    const res = tukeyHsd(['a', 'b', 'c'], [a, a.map((v) => v + 0.25), a]);
+    expect(res.anova!.msResidual).toBeLessThan(1e-30);
+    // P(Q > q) for q → ∞ is 1 − (a quadrature that reaches 1 − 7e-14), as in R.
+    const [ab, ac, bc] = res.pairs.map((p) => p.pAdj);
+    expect(ab).toBeLessThan(1e-12);
+    expect(ac).toBe(1);
+    expect(bc).toBeLessThan(1e-12);
+    expect(res.best).toBe('b');
+  });
+
+  it('rejects inputs it cannot compare', () => {
+    expect(() => tukeyHsd(['a'], [[1, 2]])).toThrow(RangeError);
+    expect(() => tukeyHsd(['a', 'b'], [[1, 2], [1]])).toThrow(RangeError);
+    expect(() =>
+      tukeyHsd(
+        ['a', 'a'],
+        [
+          [1, 2],
+          [1, 3],
+        ],
+      ),
+    ).toThrow(RangeError);
+    expect(() =>
+      tukeyHsd(
+        ['a', 'b'],
+        [
+          [1, NaN],
+          [1, 3],
+        ],
+      ),
+    ).toThrow(RangeError);
+    // (2 − 1)(2 − 1) = 1 residual degree of freedom: ptukey needs 2.
+    expect(() =>
+      tukeyHsd(
+        ['a', 'b'],
+        [
+          [1, 2],
+          [1, 3],
+        ],
+      ),
+    ).toThrow(/residual degrees of freedom/);
+  });
+});
