@@ -9,11 +9,19 @@ import {
   fUpperTail,
   pairIndex,
   runGroups,
+  scoreMatrix,
   tukeyHsd,
   twoWayAnova,
   type PairComparison,
 } from '../../src/lib/core/eval/multi-compare';
-import { pairedTTest, studentTTwoSided } from '../../src/lib/core/eval/stats';
+import {
+  MAX_EXACT_ARRANGEMENTS,
+  allArrangementRanges,
+  exactRandomizedTukeyHsd,
+  permutedRanges,
+  randomizedTukeyHsd,
+} from '../../src/lib/core/eval/randomized-tukey';
+import { exactRandomizationTest, pairedTTest, studentTTwoSided } from '../../src/lib/core/eval/stats';
 import {
   normalCdf,
   normalRangeCdf,
@@ -362,5 +370,112 @@ describe('groups and rank intervals', () => {
         ],
       ),
     ).toThrow(/residual degrees of freedom/);
+  });
+});
+
+describe('randomized Tukey HSD', () => {
+  // 3 runs × 6 queries: 6^6 = 46,656 arrangements.
+  const runs3 = ['a', 'b', 'c'];
+  const scores3 = [
+    [0.1, 0.5, 0.3, 0.8, 0.2, 0.6],
+    [0.3, 0.6, 0.2, 0.9, 0.5, 0.7],
+    [0.5, 0.9, 0.4, 1.0, 0.6, 0.9],
+  ];
+
+  it('exact: enumerates N!^Q arrangements; the Monte Carlo p values fall within 3 standard errors', () => {
+    const exact = exactRandomizedTukeyHsd(runs3, scores3);
+    expect(exact.trials).toBe(46656);
+    expect(exact.exact).toBe(true);
+    const p = exact.pairs.map((x) => x.pAdj);
+    // Not degenerate: one pair clearly different, one not, one in between.
+    expect(p[0]).toBeGreaterThan(0.3);
+    expect(p[1]).toBeLessThan(0.01);
+    // p = count / 46,656.
+    for (const x of exact.pairs)
+      expect(Math.abs(x.pAdj * 46656 - Math.round(x.pAdj * 46656))).toBeLessThan(1e-6);
+    const B = 20000;
+    const mc = randomizedTukeyHsd(runs3, scores3, { trials: B, seed: 7 });
+    expect(mc.exact).toBe(false);
+    mc.pairs.forEach((x, i) => {
+      expect(x.se).toBeCloseTo(Math.sqrt((x.pAdj * (1 - x.pAdj)) / B), 15);
+      const se = Math.sqrt((p[i] * (1 - p[i])) / B);
+      expect(Math.abs(x.pAdj - p[i])).toBeLessThan(3 * se + 1 / (B + 1));
+      // The convention p = (count + 1) / (B + 1).
+      expect(Math.abs(x.pAdj * (B + 1) - Math.round(x.pAdj * (B + 1)))).toBeLessThan(1e-6);
+    });
+    // The whole distribution of the range, not just three tail areas.
+    const all = allArrangementRanges(scoreMatrix(runs3, scores3));
+    const sampled = permutedRanges(scoreMatrix(runs3, scores3), B, 11);
+    for (const t of [0.2, 0.4, 0.6, 0.8]) {
+      const pe = all.filter((r) => r >= t).length / all.length;
+      const ps = sampled.filter((r) => r >= t).length / B;
+      expect(Math.abs(ps - pe)).toBeLessThan(3 * Math.sqrt((pe * (1 - pe)) / B));
+    }
+  });
+
+  it('for two runs, the exact version is the exact paired randomization (sign-flip) test', () => {
+    const a = [0.2, 0.35, 0.5, 0.1, 0.9, 0.45, 0.3, 0.6, 0.05, 0.7];
+    const b = [0.3, 0.3, 0.65, 0.25, 0.85, 0.6, 0.3, 0.75, 0.2, 0.72];
+    const exact = exactRandomizedTukeyHsd(['a', 'b'], [a, b]);
+    expect(exact.trials).toBe(1024);
+    expect(exact.pairs[0].pAdj).toBe(exactRandomizationTest(a, b).pValue);
+    expect(exact.pairs[0].pAdj).toBeLessThan(0.05);
+  });
+
+  it('permutes each query uniformly whatever N (13 runs: two 32-bit draws per query)', () => {
+    // Run 0 scores 1 on the first query and 2 on the second, every other score is 0: the range of
+    // the sums is 3 when both land on the same run (probability 1/13), else 2.
+    const N = 13;
+    const scores = Array.from({ length: N }, (_, r) => (r === 0 ? [1, 2] : [0, 0]));
+    const B = 26000;
+    const ranges = permutedRanges(
+      scoreMatrix(
+        scores.map((_, r) => `r${r}`),
+        scores,
+      ),
+      B,
+      3,
+    );
+    const same = ranges.filter((r) => r === 3).length;
+    expect(ranges.filter((r) => r === 2).length).toBe(B - same);
+    const p = 1 / 13;
+    expect(Math.abs(same / B - p)).toBeLessThan(4 * Math.sqrt((p * (1 - p)) / B));
+  });
+
+  it('is deterministic for a seed, and the seed matters', () => {
+    const g = golden['twelve-close-runs'];
+    const one = randomizedTukeyHsd(g.runs, scoresOf(g), { trials: 200, seed: 42 });
+    const two = randomizedTukeyHsd(g.runs, scoresOf(g), { trials: 200, seed: 42 });
+    expect(two.pairs.map((p) => p.pAdj)).toEqual(one.pairs.map((p) => p.pAdj));
+    expect(two.seed).toBe(42);
+    const m = scoreMatrix(g.runs, scoresOf(g));
+    expect(permutedRanges(m, 50, 1)).not.toEqual(permutedRanges(m, 50, 2));
+    // Its groups agree with Tukey's HSD on this case: every run tied with the best.
+    expect(one.best).toBe(g.best);
+    expect(one.tiedWithBest).toEqual(g.runs);
+  });
+
+  it('gives p = 1 to identical runs and p near 1/(B + 1) to a run far above the others', () => {
+    const base = [0.1, 0.4, 0.2, 0.7, 0.5, 0.3, 0.6, 0.2];
+    const res = randomizedTukeyHsd(['a', 'b', 'c'], [base, base, base.map((v) => v + 0.5)], {
+      trials: 999,
+      seed: 1,
+    });
+    expect(res.pairs[0].pAdj).toBe(1);
+    expect(res.pairs[1].pAdj).toBe(1 / 1000);
+    expect(res.rankIntervals).toEqual([
+      [2, 3],
+      [2, 3],
+      [1, 1],
+    ]);
+  });
+
+  it('refuses what it cannot do', () => {
+    expect(() => randomizedTukeyHsd(runs3, scores3, { trials: 0 })).toThrow(RangeError);
+    expect(() => randomizedTukeyHsd(runs3, scores3, { alpha: 1 })).toThrow(RangeError);
+    // 6^9 = 10,077,696 arrangements.
+    expect(6 ** 9).toBeGreaterThan(MAX_EXACT_ARRANGEMENTS);
+    const nine = runs3.map(() => Array.from({ length: 9 }, (_, i) => i / 9));
+    expect(() => exactRandomizedTukeyHsd(runs3, nine)).toThrow(/arrangements/);
   });
 });
