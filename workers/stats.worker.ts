@@ -1,6 +1,13 @@
-// Statistics worker: paired bootstrap / randomization comparisons, metric@k curves and the range of the
-// measures over tie orders, so thousands of resamples or whole re-evaluations never block the page.
+// Statistics worker: paired bootstrap / randomization comparisons, all pairs of N runs (Tukey's HSD and
+// its randomized version), metric@k curves and the range of the measures over tie orders, so thousands
+// of resamples or whole re-evaluations never block the page.
 import * as Comlink from 'comlink';
+import {
+  allPairs,
+  allPairsAcrossTasks,
+  type AllPairsOptions,
+  type AllPairsRun,
+} from '../src/lib/core/eval/all-pairs';
 import { compareRuns, curveMeans, type CompareInput } from '../src/lib/core/eval/compare';
 import { evaluate, type EvalOptions } from '../src/lib/core/eval/metrics';
 import type { CompareOptions } from '../src/lib/core/eval/stats';
@@ -16,6 +23,24 @@ const api = {
     options?: CompareOptions;
   }) {
     return compareRuns(args);
+  },
+
+  /**
+   * Every pair of runs on one measure, over the queries all runs have: Tukey's HSD after the two-way
+   * ANOVA (default), the randomized Tukey HSD (`options.trials`, `options.seed`) or its exact version
+   * (src/lib/core/eval/all-pairs.ts). Export with `pairsCsv` / `runsCsv` / `multiComparisonJson`.
+   */
+  allPairs(args: { inputs: AllPairsRun[]; measure: string; options?: AllPairsOptions }) {
+    return allPairs(args);
+  },
+
+  /** `allPairs` on each task alone and on all tasks pooled, each (task, query) a block. */
+  allPairsAcrossTasks(args: {
+    tasks: { task: string; inputs: AllPairsRun[] }[];
+    measure: string;
+    options?: AllPairsOptions;
+  }) {
+    return allPairsAcrossTasks(args);
   },
 
   /**

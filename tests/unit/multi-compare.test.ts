@@ -15,6 +15,14 @@ import {
   type PairComparison,
 } from '../../src/lib/core/eval/multi-compare';
 import {
+  allPairs,
+  allPairsAcrossTasks,
+  compareAcrossTasks,
+  multiComparisonJson,
+  pairsCsv,
+  runsCsv,
+} from '../../src/lib/core/eval/all-pairs';
+import {
   MAX_EXACT_ARRANGEMENTS,
   allArrangementRanges,
   exactRandomizedTukeyHsd,
@@ -477,5 +485,211 @@ describe('randomized Tukey HSD', () => {
     expect(6 ** 9).toBeGreaterThan(MAX_EXACT_ARRANGEMENTS);
     const nine = runs3.map(() => Array.from({ length: 9 }, (_, i) => i / 9));
     expect(() => exactRandomizedTukeyHsd(runs3, nine)).toThrow(/arrangements/);
+  });
+});
+
+describe('all pairs across tasks', () => {
+  // Two runs, two tasks. Per-query differences B − A: task T1 (0.2, 0), task T2 (0.1, 0.2, 0.1).
+  // By hand, with the 5 (task, query) blocks: mean A 0.34, mean B 0.46, d̄ = 0.12,
+  // Σ(d − d̄)² = 0.028, so SS_run = 5·2·0.06² = 0.036, SS_residual = 0.028/2 = 0.014 on
+  // (2 − 1)(5 − 1) = 4 df, MSE = 0.0035, F = 0.036/0.0035 = 10.2857… = t² of the paired t test on d.
+  const runs = ['A', 'B'];
+  const T1 = {
+    task: 'T1',
+    scores: [
+      [0.2, 0.6],
+      [0.4, 0.6],
+    ],
+  };
+  const T2 = {
+    task: 'T2',
+    scores: [
+      [0.5, 0.1, 0.3],
+      [0.6, 0.3, 0.4],
+    ],
+  };
+
+  it('pools the queries of all tasks, each (task, query) a block, as computed by hand', () => {
+    const { pooled, perTask } = compareAcrossTasks(runs, [T1, T2]);
+    const a = pooled.anova!;
+    expect(pooled.queries).toBe(5);
+    expect(pooled.means[0]).toBeCloseTo(0.34, 14);
+    expect(pooled.means[1]).toBeCloseTo(0.46, 14);
+    expect(a.dfQuery).toBe(4);
+    expect(a.dfResidual).toBe(4);
+    expect(a.ssRun).toBeCloseTo(0.036, 14);
+    expect(a.ssResidual).toBeCloseTo(0.014, 14);
+    expect(a.msResidual).toBeCloseTo(0.0035, 14);
+    expect(a.fRun).toBeCloseTo(0.036 / 0.0035, 11);
+    const d = [0.2, 0, 0.1, 0.2, 0.1];
+    const t = pairedTTest([0, 0, 0, 0, 0], d);
+    // R's quadrature (ptukey) is 7e-7 off the exact t here, with only 4 df; the F test is exact.
+    expect(pooled.pairs[0].pAdj).toBeCloseTo(t.pValue, 5);
+    expect(a.pRun).toBeCloseTo(t.pValue, 12);
+    // Interval: 0.12 ± t(0.975, 4)·√(0.007/5), t(0.975, 4) = 2.7764451051977987, to qtukey's precision.
+    const half = 2.7764451051977987 * Math.sqrt(0.007 / 5);
+    expect(pooled.pairs[0].lwr!).toBeCloseTo(0.12 - half, 6);
+    expect(pooled.pairs[0].upr!).toBeCloseTo(0.12 + half, 6);
+    expect(pooled.method).toContain('2 tasks pooled, each (task, query) a block');
+    // Per task: T1 alone has (2 − 1)(2 − 1) = 1 residual df, too few for Tukey's HSD; T2 has 2.
+    expect(perTask[0].task).toBe('T1');
+    expect(perTask[0].comparison).toBeUndefined();
+    expect(perTask[0].error).toMatch(/degrees of freedom/);
+    expect(perTask[1].comparison!.anova!.dfResidual).toBe(2);
+    expect(perTask[1].comparison!.means[1]).toBeCloseTo(1.3 / 3, 14);
+  });
+
+  it('a constant added to one task’s scores changes nothing (the blocks absorb it)', () => {
+    const shifted = { task: 'T2', scores: T2.scores.map((s) => s.map((v) => v + 0.3)) };
+    const a = compareAcrossTasks(runs, [T1, T2]).pooled;
+    const b = compareAcrossTasks(runs, [T1, shifted]).pooled;
+    expect(b.pairs[0].pAdj).toBeCloseTo(a.pairs[0].pAdj, 12);
+    expect(b.anova!.ssResidual).toBeCloseTo(a.anova!.ssResidual, 14);
+    expect(b.anova!.ssQuery).not.toBeCloseTo(a.anova!.ssQuery, 3);
+  });
+
+  it('pools the randomized test the same way, and takes runs keyed by id and query id', () => {
+    const toRun = (id: string, r: number, name?: string) => ({
+      id,
+      name,
+      perQuery: new Map(
+        [T1, T2].flatMap((t) => t.scores[r].map((v, q) => [`${t.task}-q${q}`, { ndcg: v }] as const)),
+      ),
+    });
+    const byTask = (r: number) =>
+      [T1, T2].map((t) => ({
+        task: t.task,
+        inputs: runs.map((id, i) => ({
+          id,
+          name: `run ${id}`,
+          perQuery: new Map(t.scores[i].map((v, q) => [`q${q}`, { ndcg: v }] as const)),
+        })),
+      }))[r];
+    const res = allPairsAcrossTasks({
+      tasks: [byTask(0), byTask(1)],
+      measure: 'ndcg',
+      options: { method: 'exact-randomized' },
+    });
+    // 2^5 sign flips of d: exactly the exact paired randomization test on the pooled differences.
+    expect(res.pooled.trials).toBe(32);
+    expect(res.pooled.pairs[0].pAdj).toBe(
+      exactRandomizationTest([0, 0, 0, 0, 0], [0.2, 0, 0.1, 0.2, 0.1]).pValue,
+    );
+    expect(res.pooled.names).toEqual(['run A', 'run B']);
+    expect(res.excludedQueries).toEqual({ T1: 0, T2: 0 });
+    // The same pooled comparison from one set of runs whose query ids carry the task.
+    const flat = allPairs({
+      inputs: [toRun('A', 0), toRun('B', 1)],
+      measure: 'ndcg',
+      options: { method: 'tukey' },
+    });
+    expect(flat.pairs[0].pAdj).toBeCloseTo(compareAcrossTasks(runs, [T1, T2]).pooled.pairs[0].pAdj, 14);
+  });
+
+  it('aligns runs on the queries they all have and refuses mismatched tasks', () => {
+    const a = {
+      id: 'a',
+      perQuery: new Map([
+        ['q1', { m: 0.1 }],
+        ['q2', { m: 0.5 }],
+        ['q3', { m: 0.3 }],
+        ['q4', { m: 0.9 }],
+      ]),
+    };
+    const b = {
+      id: 'b',
+      perQuery: new Map([
+        ['q3', { m: 0.4 }],
+        ['q1', { m: 0.2 }],
+        ['q2', { m: 0.6 }],
+      ]),
+    };
+    const c = {
+      id: 'c',
+      perQuery: new Map([
+        ['q2', { m: 0.9 }],
+        ['q3', { m: 0.7 }],
+        ['q1', { m: 0.5 }],
+        ['q5', { m: 1 }],
+      ]),
+    };
+    const res = allPairs({ inputs: [a, b, c], measure: 'm' });
+    expect(res.queries).toBe(3);
+    expect(res.excludedQueries).toBe(2);
+    expect(res.means[0]).toBeCloseTo(0.3, 14);
+    expect(res.means[2]).toBeCloseTo(0.7, 14);
+    expect(res.names).toBeUndefined();
+    expect(() => allPairs({ inputs: [a, b], measure: 'x' })).toThrow(/no value for 'x'/);
+    expect(() =>
+      allPairsAcrossTasks({
+        tasks: [
+          { task: 't1', inputs: [a, b] },
+          { task: 't2', inputs: [a, c] },
+        ],
+        measure: 'm',
+      }),
+    ).toThrow(/same runs/);
+  });
+});
+
+describe('export', () => {
+  const g = golden['three-runs'];
+
+  it('CSV of pairs and runs opens with the method and holds every value at full precision', () => {
+    const res = tukeyHsd(g.runs, scoresOf(g));
+    const csv = pairsCsv(res).split('\n');
+    expect(csv[0]).toBe('# method: Tukey HSD (two-way ANOVA, queries as blocks), alpha 0.05');
+    const header = csv.findIndex((l) => l.startsWith('a,b,'));
+    expect(csv[header]).toBe('a,b,diff_b_minus_a,lwr,upr,p_adj,se,significant');
+    expect(csv.slice(1, header).every((l) => l.startsWith('# '))).toBe(true);
+    const rows = csv.slice(header + 1, -1).map((l) => l.split(','));
+    expect(rows.length).toBe(3);
+    rows.forEach((r, i) => {
+      const p = g.tukey_hsd[i];
+      expect([r[0], r[1]]).toEqual([p.a, p.b]);
+      expect(Math.abs(Number(r[3]) - p.lwr)).toBeLessThan(TOL);
+      expect(Math.abs(Number(r[5]) - p.p_adj)).toBeLessThan(TOL);
+      expect(r[6]).toBe('');
+    });
+    expect(csv.at(-1)).toBe('');
+    const runsRows = runsCsv(res)
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'));
+    expect(runsRows).toEqual([
+      'run,name,mean,rank_lo,rank_hi,p_adj_vs_best,tied_with_best',
+      `run01,run01,${res.means[0]},3,3,${res.pVsBest[0]},false`,
+      `run02,run02,${res.means[1]},2,2,${res.pVsBest[1]},false`,
+      `run03,run03,${res.means[2]},1,1,1,true`,
+    ]);
+  });
+
+  it('CSV quotes names and says how the randomized p was computed; JSON uses the golden names', () => {
+    const res = randomizedTukeyHsd(
+      ['x,1', 'y "2"'],
+      [
+        [0.1, 0.2, 0.3],
+        [0.2, 0.4, 0.3],
+      ],
+      { trials: 10, seed: 5 },
+    );
+    const csv = pairsCsv(res);
+    expect(csv).toContain('# method: Randomized Tukey HSD (scores permuted within queries), alpha 0.05');
+    expect(csv).toContain('# trials: 10, seed: 5, p = (count + 1) / (trials + 1)');
+    expect(csv).toContain('"x,1","y ""2"""');
+    const json = JSON.parse(multiComparisonJson(tukeyHsd(g.runs, scoresOf(g))));
+    expect(json.method).toBe('Tukey HSD (two-way ANOVA, queries as blocks)');
+    expect(json.anova.f_run).toBeCloseTo(g.anova.f_run, 9);
+    expect(Object.keys(json.pairs[0])).toEqual([
+      'a',
+      'b',
+      'diff_b_minus_a',
+      'lwr',
+      'upr',
+      'p_adj',
+      'significant',
+    ]);
+    expect(json.pairs[1].p_adj).toBeCloseTo(g.tukey_hsd[1].p_adj, 12);
+    expect(json.p_adj_vs_best).toHaveLength(3);
+    expect(json.tied_with_best).toEqual(g['tied_with_best_at_0.05']);
   });
 });
