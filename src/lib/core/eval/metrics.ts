@@ -11,6 +11,7 @@ import {
   SUMMARY_ONLY_MEASURES,
   sortMeasures,
   type ParsedMeasure,
+  type TrecEvalVersion,
 } from './measure-names';
 import { NONPOOL, UNJUDGED, formResRels, iprecAtRecall, ndcgAt, type ResRels } from './res-rels';
 import { binG, gMeasure, ndcgRel, rbp, rbpResidual, rndcg } from './measures-gain';
@@ -49,6 +50,12 @@ export interface EvalOptions extends RankOptions {
    * stops with exit status 4 ("result qid ... not found in qrels").
    */
   missingQueries?: 'skip' | 'error';
+  /**
+   * Whose definition where trec_eval 10.0 and 9.0.8 compute a measure differently: the rank standing
+   * for a recall level in `iprec_at_recall_*` and `11pt_avg` (res-rels.ts `recallCutoff`). Default
+   * '10.0'. (Which measures exist is the caller's business: `trecEvalSets`.)
+   */
+  trecEvalVersion?: TrecEvalVersion;
 }
 
 export interface EvalResult {
@@ -122,6 +129,7 @@ interface Plan {
   measures: readonly ParsedMeasure[];
   /** Recall levels of the requested iprec_at_recall measures, in `measures` order. */
   iprecLevels: number[];
+  version: TrecEvalVersion;
 }
 
 function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, number> {
@@ -131,7 +139,7 @@ function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, nu
   const relAt = new Int32Array(N + 1);
   for (let i = 0; i < N; i++) relAt[i + 1] = relAt[i] + (rels[i] >= level ? 1 : 0);
   const relTop = (k: number) => relAt[Math.min(k, N)];
-  const iprec = plan.iprecLevels.length ? iprecAtRecall(rr, plan.iprecLevels, level) : [];
+  const iprec = plan.iprecLevels.length ? iprecAtRecall(rr, plan.iprecLevels, level, plan.version) : [];
   let iprecIndex = 0;
 
   const out: Record<string, number> = {};
@@ -254,7 +262,7 @@ function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, nu
         out[m.name] = utility(rr);
         break;
       case '11pt_avg':
-        out[m.name] = elevenPointAverage(rr, level);
+        out[m.name] = elevenPointAverage(rr, level, plan.version);
         break;
       case 'binG':
         out[m.name] = binG(rr, level);
@@ -330,6 +338,7 @@ export function evaluate(
   const plan: Plan = {
     measures: parsed,
     iprecLevels: parsed.flatMap((p) => (p.family === 'iprec_at_recall' ? [p.level] : [])),
+    version: opts.trecEvalVersion ?? '10.0',
   };
   const rankOpts: RankOptions = { maxDocs: opts.maxDocs, float32Ties: opts.float32Ties };
 
