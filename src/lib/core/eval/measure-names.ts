@@ -1,6 +1,8 @@
 // Measure names: trec_eval's printed names, their parsing, print order, labels and the UI's measure lists.
 // Split out of metrics.ts; metrics.ts re-exports everything here.
 
+import { expNearest, logNearest } from './log-exp';
+
 type CutFamily = 'P' | 'recall' | 'ndcg_cut' | 'map_cut' | 'success' | 'relative_P' | 'unj';
 type Plain =
   | 'num_q'
@@ -457,13 +459,16 @@ export function allTrecMeasures(version: TrecEvalVersion = '10.0'): string[] {
   return sortMeasures(trecEvalSets(version).all_trec.flatMap(expandMeasureSpec));
 }
 
-/** GMAP of per-query APs: exp of the mean of log(max(AP, GM_EPSILON)) (m_gm_map.c, meas_avg.c); 0 for none. */
+/**
+ * GMAP of per-query APs: exp of the mean of log(max(AP, GM_EPSILON)) (m_gm_map.c, meas_avg.c), summed in
+ * the given order with log and exp rounded to the nearest double (log-exp.ts); 0 for none.
+ */
 export function geometricMeanAp(aps: Iterable<number>): number {
   let sum = 0;
   let n = 0;
   for (const ap of aps) {
-    sum += Math.log(Math.max(ap, GM_EPSILON));
+    sum += logNearest(Math.max(ap, GM_EPSILON));
     n++;
   }
-  return n ? Math.exp(sum / n) : 0;
+  return n ? expNearest(sum / n) : 0;
 }

@@ -13,6 +13,7 @@ import {
   type ParsedMeasure,
   type TrecEvalVersion,
 } from './measure-names';
+import { expNearest, logNearest } from './log-exp';
 import { NONPOOL, UNJUDGED, formResRels, iprecAtRecall, ndcgAt, type ResRels } from './res-rels';
 import { binG, gMeasure, ndcgRel, rbp, rbpResidual, rndcg } from './measures-gain';
 import {
@@ -198,7 +199,7 @@ function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, nu
         }
         const ap = found && R ? sum / R : 0;
         // m_gm_map.c: the per-query value is log(max(AP, epsilon)); `evaluate` averages and exponentiates.
-        out[m.name] = m.family === 'gm_map' ? Math.log(Math.max(ap, GM_EPSILON)) : ap;
+        out[m.name] = m.family === 'gm_map' ? logNearest(Math.max(ap, GM_EPSILON)) : ap;
         break;
       }
       case 'ndcg_cut':
@@ -246,7 +247,7 @@ function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, nu
         }
         const value = R ? v / R : v;
         // m_gm_bpref.c: like gm_map, the per-query value is log(max(bpref, epsilon)).
-        out[m.name] = m.family === 'gm_bpref' ? Math.log(Math.max(value, GM_EPSILON)) : value;
+        out[m.name] = m.family === 'gm_bpref' ? logNearest(Math.max(value, GM_EPSILON)) : value;
         break;
       }
       case 'relative_P':
@@ -370,14 +371,15 @@ export function evaluate(
 
   // meas_avg.c:37-42, 53-60: means divide by the counted queries (with -c, the number of qrels queries);
   // counters are totals and num_q is the number of queries. gm_map: exp of the mean log (every counted
-  // query, a missing one included, contributed log(epsilon) or more).
+  // query, a missing one included, contributed log(epsilon) or more). log and exp are rounded to the
+  // nearest double (log-exp.ts), as glibc's nearly always are: Math.log/Math.exp can be an ulp off.
   const numQ = evaluated.length;
   const all: Record<string, number> = {};
   for (const p of parsed) {
     if (p.family === 'num_q') all[p.name] = numQ;
     else if (COUNTERS.includes(p.family)) all[p.name] = sums[p.name];
     else if (p.family === 'gm_map' || p.family === 'gm_bpref')
-      all[p.name] = numQ ? Math.exp(sums[p.name] / numQ) : 0;
+      all[p.name] = numQ ? expNearest(sums[p.name] / numQ) : 0;
     else all[p.name] = numQ ? sums[p.name] / numQ : 0;
   }
   if (opts.complete && 'num_rel' in all) {
