@@ -3,7 +3,8 @@
 // not always the nearest double; glibc's (2.28 and later) are within 0.52 ulp, i.e. the nearest double
 // except when the exact value lies within 0.02 ulp of a midpoint. A geometric mean sums one log per query
 // and ends in one exp, so single-ulp differences in the logs add up and exp turns an error in its argument
-// into a relative error of the result: with Math.log/Math.exp, gm_map could land 2-3 ulps from trec_eval's.
+// into a relative error of the result: with Math.log/Math.exp, gm_map landed up to 4 ulps from trec_eval
+// 10.0's and 6 from 9.0.8's on random runs (README, Metrics).
 // These compute in double-double arithmetic (about 100 bits) and round once, so they return the nearest
 // double (barring an exact value within ~2^-100 relative of a midpoint), which is glibc's answer in all
 // but those rare near-midpoint cases. Written from the textbook definitions (argument reduction by powers
