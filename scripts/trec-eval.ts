@@ -1,121 +1,22 @@
 // trec_eval replacement for when no binary is around: same measures, same numbers, same output layout.
 //   npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [--semantics S] [-m measure ...] qrels run
 // qrels: TREC (`qid iter docno rel`) or BEIR TSV (`query-id corpus-id score` header), detected.
+// The arguments, measure sets and output are scripts/lib/trec-eval-cli.ts (which the unit tests call).
 import { readFileSync } from 'node:fs';
-import { evaluate, expandMeasureSpec, TREC_EVAL_SETS, type EvalOptions } from '../src/lib/core/eval/metrics';
-import { formatTrecEval, parseQrelsAuto, parseRun } from '../src/lib/core/eval/trec';
-import { SEMANTICS, parseSemantics, type Semantics } from '../src/lib/core/eval/semantics';
+import { CliError, trecEvalCli } from './lib/trec-eval-cli';
 
-const USAGE = `usage: npx tsx scripts/trec-eval.ts [-q] [-c] [-l N] [-M N] [--float32] [--semantics S] [-m measure ...] qrels run
+function read(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new CliError(`cannot read '${path}': ${(e as Error).message}`);
+  }
+}
 
-  -q          print every query's values before the 'all' lines
-  -c          average over every qrels query; a query missing from the run scores 0
-  -l N        relevance level: grade >= N is relevant (default 1; ndcg_cut ignores it)
-  -M N        evaluate only the top N docs of each query
-  --float32   compare scores as float32, like trec_eval 9.x / pytrec_eval / BEIR / MTEB
-              (default: as double, like trec_eval 10.0)
-  --semantics S  10.0-c: trec_eval 10.0 -c (the app's default; same as -c)
-              9.0.8 (or pytrec_eval): trec_eval 9.0.8 / pytrec_eval: queries missing from the run
-              are skipped and scores compared as float32 (same as --float32 without -c)
-  -m MEASURE  trec_eval syntax, repeatable: every measure of trec_eval 10.0's all_trec set:
-              num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank infAP gm_bpref
-              utility 11pt_avg binG G ndcg ndcg_rel Rndcg set_P set_relative_P set_recall set_map
-              set_F[.beta] num_nonrel_judged_ret rbp rbp_resid, iprec_at_recall[.0,.5,1],
-              Rprec_mult[.0.5,2], and the cutoff families P recall ndcg_cut map_cut relative_P
-              success unj (e.g. P.5,10  ndcg_cut.10  unj.5); a family without parameters uses
-              trec_eval's defaults. Sets: official, set, all_trec (relstring and runid are not printed).
-              Loupe extra (not trec_eval): Judged@10 (ir_measures' share of the top k judged)
-
-Without -m (or with -m official): trec_eval's default set without runid: num_q num_ret num_rel
-num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall P. Qrels queries missing from the run
-are skipped (trec_eval 9.0.8; trec_eval 10.0 stops with an error instead). rbp and the gain-based
-measures use trec_eval's default parameters (p = 0.9, gain = grade).
-`;
-
-// trec_eval's 'official' set (measures.c off_names) without runid.
-const DEFAULT_SPECS = TREC_EVAL_SETS.official;
-const UNSUPPORTED_SETS = ['all_prefs', 'prefs', 'qrels_jg'];
-
-function fail(message: string): never {
-  process.stderr.write(`trec-eval: ${message}\n`);
+try {
+  process.stdout.write(trecEvalCli(process.argv.slice(2), read));
+} catch (e) {
+  if (!(e instanceof CliError)) throw e;
+  process.stderr.write(`trec-eval: ${e.message}\n`);
   process.exit(1);
 }
-
-function intArg(flag: string, s: string | undefined): number {
-  if (s === undefined || !/^[+-]?[0-9]+$/.test(s)) fail(`${flag} needs an integer, got '${s ?? ''}'`);
-  return Number(s);
-}
-
-function main(argv: string[]): void {
-  let perQuery = false;
-  const opts: EvalOptions = {};
-  let semantics: Semantics | null = null;
-  const specs: string[] = [];
-  const files: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    // getopt style, as trec_eval: `-l 2` or `-l2`.
-    const takeValue = (flag: string) => (a.length > flag.length ? a.slice(flag.length) : argv[++i]);
-    if (a === '-h' || a === '--help') {
-      process.stdout.write(USAGE);
-      return;
-    } else if (a === '-q') perQuery = true;
-    else if (a === '-c') opts.complete = true;
-    else if (a === '--float32') opts.float32Ties = true;
-    else if (a === '--semantics' || a.startsWith('--semantics=')) {
-      const v = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
-      try {
-        semantics = parseSemantics(v ?? '');
-      } catch (e) {
-        fail((e as Error).message);
-      }
-    } else if (a.startsWith('-l')) opts.relevanceLevel = intArg('-l', takeValue('-l'));
-    else if (a.startsWith('-M')) {
-      opts.maxDocs = intArg('-M', takeValue('-M'));
-      if (opts.maxDocs < 0) fail('-M must be >= 0');
-    } else if (a.startsWith('-m')) {
-      const v = takeValue('-m');
-      if (!v) fail('-m needs a measure');
-      specs.push(v);
-    } else if (a.startsWith('-') && a !== '-') fail(`unknown option '${a}'\n\n${USAGE}`);
-    else files.push(a);
-  }
-  if (semantics) {
-    if (opts.complete && semantics === '9.0.8')
-      fail('--semantics 9.0.8 skips missing queries: it cannot go with -c');
-    Object.assign(opts, SEMANTICS[semantics].options);
-  }
-  if (files.length !== 2) fail(`expected 2 files (qrels run), got ${files.length}\n\n${USAGE}`);
-
-  let measures: string[];
-  try {
-    measures = (specs.length ? specs : DEFAULT_SPECS)
-      .flatMap((s) => {
-        if (UNSUPPORTED_SETS.includes(s))
-          throw new Error(
-            `measure set '${s}' is not supported (preference and qrels_jg measures need other judgment files); list the measures with -m`,
-          );
-        return s in TREC_EVAL_SETS ? TREC_EVAL_SETS[s] : [s];
-      })
-      .flatMap(expandMeasureSpec);
-  } catch (e) {
-    fail((e as Error).message);
-  }
-  const [qrelsFile, runFile] = files;
-  const read = (path: string) => {
-    try {
-      return readFileSync(path, 'utf8');
-    } catch (e) {
-      fail(`cannot read '${path}': ${(e as Error).message}`);
-    }
-  };
-  try {
-    const qrels = parseQrelsAuto(read(qrelsFile), qrelsFile);
-    const run = parseRun(read(runFile), runFile);
-    process.stdout.write(formatTrecEval(evaluate(qrels, run, measures, opts), { perQuery }));
-  } catch (e) {
-    fail((e as Error).message);
-  }
-}
-
-main(process.argv.slice(2));

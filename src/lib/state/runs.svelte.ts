@@ -56,7 +56,8 @@ export class RunStore {
 
   /**
    * Which measures every report computes: the standard ones, plus those for incompletely judged
-   * collections (bpref, infAP, Judged@10…), plus every other measure of `trec_eval -m all_trec`.
+   * collections (bpref, infAP, Judged@10…), plus every other measure of `trec_eval -m all_trec` (of the
+   * semantics' trec_eval version).
    */
   #measureSet = $state<MeasureSet>('standard');
   /** Which trec_eval the numbers follow: the one setting the metrics panel and every export read. */
@@ -66,7 +67,10 @@ export class RunStore {
     const std = standardMeasures(REPORT_KS);
     if (this.#measureSet === 'standard') return std;
     const out = [...std, ...EXTRA_MEASURES];
-    if (this.#measureSet === 'all_trec') for (const m of allTrecMeasures()) if (!out.includes(m)) out.push(m);
+    // The semantics' own all_trec: trec_eval 9.0.8 has no rbp, rbp_resid or unj.
+    const version = SEMANTICS[this.#semantics].options.trecEvalVersion;
+    if (this.#measureSet === 'all_trec')
+      for (const m of allTrecMeasures(version)) if (!out.includes(m)) out.push(m);
     return out;
   }
 

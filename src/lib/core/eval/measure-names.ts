@@ -1,6 +1,8 @@
 // Measure names: trec_eval's printed names, their parsing, print order, labels and the UI's measure lists.
 // Split out of metrics.ts; metrics.ts re-exports everything here.
 
+import { expNearest, logNearest } from './log-exp';
+
 type CutFamily = 'P' | 'recall' | 'ndcg_cut' | 'map_cut' | 'success' | 'relative_P' | 'unj';
 type Plain =
   | 'num_q'
@@ -432,18 +434,41 @@ export const TREC_EVAL_SETS: Readonly<Record<string, readonly string[]>> = {
   ],
 };
 
-/** Every measure `trec_eval -m all_trec` prints (98 names, relstring and runid aside), in its print order. */
-export function allTrecMeasures(): string[] {
-  return sortMeasures(TREC_EVAL_SETS.all_trec.flatMap(expandMeasureSpec));
+/** Which trec_eval's definitions are followed where 10.0 and 9.0.8 differ (see `trecEvalSets`, res-rels.ts). */
+export type TrecEvalVersion = '10.0' | '9.0.8';
+
+/** Measure families trec_eval 10.0 added to `all_trec`: 9.0.8 has none of them. */
+export const ADDED_IN_10: readonly string[] = ['unj', 'rbp', 'rbp_resid'];
+
+/**
+ * A version's measure sets: `TREC_EVAL_SETS` for 10.0; for 9.0.8 the same without rbp, rbp_resid and
+ * unj (9.0.8's measures.c has no such measures; its `official` and `set` sets are 10.0's).
+ */
+export function trecEvalSets(version: TrecEvalVersion = '10.0'): Readonly<Record<string, readonly string[]>> {
+  if (version === '10.0') return TREC_EVAL_SETS;
+  return Object.fromEntries(
+    Object.entries(TREC_EVAL_SETS).map(([k, v]) => [k, v.filter((m) => !ADDED_IN_10.includes(m))]),
+  );
 }
 
-/** GMAP of per-query APs: exp of the mean of log(max(AP, GM_EPSILON)) (m_gm_map.c, meas_avg.c); 0 for none. */
+/**
+ * Every measure `trec_eval -m all_trec` prints (relstring and runid aside), in its print order: 98 names
+ * for trec_eval 10.0, 93 for 9.0.8 (no rbp, rbp_resid, unj_5/10/20).
+ */
+export function allTrecMeasures(version: TrecEvalVersion = '10.0'): string[] {
+  return sortMeasures(trecEvalSets(version).all_trec.flatMap(expandMeasureSpec));
+}
+
+/**
+ * GMAP of per-query APs: exp of the mean of log(max(AP, GM_EPSILON)) (m_gm_map.c, meas_avg.c), summed in
+ * the given order with log and exp rounded to the nearest double (log-exp.ts); 0 for none.
+ */
 export function geometricMeanAp(aps: Iterable<number>): number {
   let sum = 0;
   let n = 0;
   for (const ap of aps) {
-    sum += Math.log(Math.max(ap, GM_EPSILON));
+    sum += logNearest(Math.max(ap, GM_EPSILON));
     n++;
   }
-  return n ? Math.exp(sum / n) : 0;
+  return n ? expNearest(sum / n) : 0;
 }

@@ -3,6 +3,7 @@
 // m_utility.c, m_set_map.c, m_set_rel_P.c, m_rel_P.c, m_Rprec_mult.c, m_unjudged.c and m_11pt_avg.c,
 // with the same arithmetic order. Pure: no DOM, no Node APIs.
 import { iprecAtRecall, type ResRels } from './res-rels';
+import type { TrecEvalVersion } from './measure-names';
 
 /** The 11 recall levels 11pt_avg averages over (m_11pt_avg.c). */
 const ELEVEN_POINTS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
@@ -60,10 +61,11 @@ export function unjudgedAt(rels: readonly number[], k: number): number {
 
 /**
  * 11pt_avg (m_11pt_avg.c): mean interpolated precision at recall 0.0, 0.1, ..., 1.0, summed from the
- * highest level down as trec_eval does. NaN for an empty ranking (-M 0), like trec_eval's -nan.
+ * highest level down as trec_eval does, with the version's recall cutoffs (res-rels.ts `recallCutoff`).
+ * NaN for an empty ranking (-M 0), like trec_eval's -nan (9.0.8 and 10.0 alike).
  */
-export function elevenPointAverage(rr: ResRels, level: number): number {
-  const v = iprecAtRecall(rr, ELEVEN_POINTS, level);
+export function elevenPointAverage(rr: ResRels, level: number, version: TrecEvalVersion = '10.0'): number {
+  const v = iprecAtRecall(rr, ELEVEN_POINTS, level, version);
   let sum = 0;
   for (let i = v.length - 1; i >= 0; i--) sum += v[i];
   return sum / v.length;

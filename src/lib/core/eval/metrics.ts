@@ -11,7 +11,9 @@ import {
   SUMMARY_ONLY_MEASURES,
   sortMeasures,
   type ParsedMeasure,
+  type TrecEvalVersion,
 } from './measure-names';
+import { expNearest, logNearest } from './log-exp';
 import { NONPOOL, UNJUDGED, formResRels, iprecAtRecall, ndcgAt, type ResRels } from './res-rels';
 import { binG, gMeasure, ndcgRel, rbp, rbpResidual, rndcg } from './measures-gain';
 import {
@@ -49,6 +51,12 @@ export interface EvalOptions extends RankOptions {
    * stops with exit status 4 ("result qid ... not found in qrels").
    */
   missingQueries?: 'skip' | 'error';
+  /**
+   * Whose definition where trec_eval 10.0 and 9.0.8 compute a measure differently: the rank standing
+   * for a recall level in `iprec_at_recall_*` and `11pt_avg` (res-rels.ts `recallCutoff`). Default
+   * '10.0'. (Which measures exist is the caller's business: `trecEvalSets`.)
+   */
+  trecEvalVersion?: TrecEvalVersion;
 }
 
 export interface EvalResult {
@@ -122,6 +130,7 @@ interface Plan {
   measures: readonly ParsedMeasure[];
   /** Recall levels of the requested iprec_at_recall measures, in `measures` order. */
   iprecLevels: number[];
+  version: TrecEvalVersion;
 }
 
 function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, number> {
@@ -131,7 +140,7 @@ function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, nu
   const relAt = new Int32Array(N + 1);
   for (let i = 0; i < N; i++) relAt[i + 1] = relAt[i] + (rels[i] >= level ? 1 : 0);
   const relTop = (k: number) => relAt[Math.min(k, N)];
-  const iprec = plan.iprecLevels.length ? iprecAtRecall(rr, plan.iprecLevels, level) : [];
+  const iprec = plan.iprecLevels.length ? iprecAtRecall(rr, plan.iprecLevels, level, plan.version) : [];
   let iprecIndex = 0;
 
   const out: Record<string, number> = {};
@@ -190,7 +199,7 @@ function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, nu
         }
         const ap = found && R ? sum / R : 0;
         // m_gm_map.c: the per-query value is log(max(AP, epsilon)); `evaluate` averages and exponentiates.
-        out[m.name] = m.family === 'gm_map' ? Math.log(Math.max(ap, GM_EPSILON)) : ap;
+        out[m.name] = m.family === 'gm_map' ? logNearest(Math.max(ap, GM_EPSILON)) : ap;
         break;
       }
       case 'ndcg_cut':
@@ -238,7 +247,7 @@ function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, nu
         }
         const value = R ? v / R : v;
         // m_gm_bpref.c: like gm_map, the per-query value is log(max(bpref, epsilon)).
-        out[m.name] = m.family === 'gm_bpref' ? Math.log(Math.max(value, GM_EPSILON)) : value;
+        out[m.name] = m.family === 'gm_bpref' ? logNearest(Math.max(value, GM_EPSILON)) : value;
         break;
       }
       case 'relative_P':
@@ -254,7 +263,7 @@ function computeQuery(rr: ResRels, plan: Plan, level: number): Record<string, nu
         out[m.name] = utility(rr);
         break;
       case '11pt_avg':
-        out[m.name] = elevenPointAverage(rr, level);
+        out[m.name] = elevenPointAverage(rr, level, plan.version);
         break;
       case 'binG':
         out[m.name] = binG(rr, level);
@@ -330,6 +339,7 @@ export function evaluate(
   const plan: Plan = {
     measures: parsed,
     iprecLevels: parsed.flatMap((p) => (p.family === 'iprec_at_recall' ? [p.level] : [])),
+    version: opts.trecEvalVersion ?? '10.0',
   };
   const rankOpts: RankOptions = { maxDocs: opts.maxDocs, float32Ties: opts.float32Ties };
 
@@ -361,14 +371,15 @@ export function evaluate(
 
   // meas_avg.c:37-42, 53-60: means divide by the counted queries (with -c, the number of qrels queries);
   // counters are totals and num_q is the number of queries. gm_map: exp of the mean log (every counted
-  // query, a missing one included, contributed log(epsilon) or more).
+  // query, a missing one included, contributed log(epsilon) or more). log and exp are rounded to the
+  // nearest double (log-exp.ts), as glibc's nearly always are: Math.log/Math.exp can be an ulp off.
   const numQ = evaluated.length;
   const all: Record<string, number> = {};
   for (const p of parsed) {
     if (p.family === 'num_q') all[p.name] = numQ;
     else if (COUNTERS.includes(p.family)) all[p.name] = sums[p.name];
     else if (p.family === 'gm_map' || p.family === 'gm_bpref')
-      all[p.name] = numQ ? Math.exp(sums[p.name] / numQ) : 0;
+      all[p.name] = numQ ? expNearest(sums[p.name] / numQ) : 0;
     else all[p.name] = numQ ? sums[p.name] / numQ : 0;
   }
   if (opts.complete && 'num_rel' in all) {

@@ -2,6 +2,7 @@
 // building blocks several measures share (nDCG at a depth, interpolated precision). Split out of
 // metrics.ts. Pure: no DOM, no Node APIs.
 import type { ScoredDoc } from '../types';
+import type { TrecEvalVersion } from './measure-names';
 
 /** Qrels judgment for a doc not listed in the qrels (trec_eval.h:226 RELVALUE_NONPOOL). */
 export const NONPOOL = -1;
@@ -72,17 +73,34 @@ export function ndcgAt(rels: readonly number[], idealGains: readonly number[], k
 }
 
 /**
- * Interpolated precision at each recall level (m_iprec_at_recall.c): the level becomes a number of
- * relevant docs with lround(level * R), and the value is the best precision at or after the rank where
- * that many relevant docs have been seen; levels beyond the relevant docs retrieved are 0. Values are
- * by level; trec_eval fills them from the last level down (11pt_avg sums them in that order).
+ * The number of relevant docs that stands for recall level `p` of R relevant docs. trec_eval 10.0
+ * (m_iprec_at_recall.c, m_11pt_avg.c) rounds p·R to the nearest integer, halves away from zero (lround);
+ * trec_eval 9.0.8 adds 0.9 and truncates ((long) (p·R + 0.9), "the same cutoffs as historical MAP
+ * implementations"), so any fraction above 0.1 rounds up there: recall 0.6 of R = 12 is 7 relevant docs
+ * in 10.0 (lround 7.2) and 8 in 9.0.8. Both in double arithmetic, as trec_eval computes them.
  */
-export function iprecAtRecall(rr: ResRels, levels: readonly number[], level: number): number[] {
+export function recallCutoff(p: number, R: number, version: TrecEvalVersion = '10.0'): number {
+  // lround on a non-negative value = Math.round (half away from zero); the C cast truncates.
+  return version === '9.0.8' ? Math.trunc(p * R + 0.9) : Math.round(p * R);
+}
+
+/**
+ * Interpolated precision at each recall level (m_iprec_at_recall.c): the level becomes a number of
+ * relevant docs (`recallCutoff`, which differs between 10.0 and 9.0.8), and the value is the best
+ * precision at or after the rank where that many relevant docs have been seen; levels beyond the relevant
+ * docs retrieved are 0. Values are by level; trec_eval fills them from the last level down (11pt_avg sums
+ * them in that order).
+ */
+export function iprecAtRecall(
+  rr: ResRels,
+  levels: readonly number[],
+  level: number,
+  version: TrecEvalVersion = '10.0',
+): number[] {
   const { rels, numRel: R, numRelRet } = rr;
   const N = rels.length;
   const out = levels.map(() => 0);
-  // lround on a non-negative value = Math.round (half away from zero).
-  const cut = levels.map((p) => Math.round(p * R));
+  const cut = levels.map((p) => recallCutoff(p, R, version));
   let cur = levels.length - 1;
   while (cur >= 0 && cut[cur] > numRelRet) cur--;
   // An empty ranking (-M 0) gives 0/0 = NaN at the levels reached (trec_eval prints -nan). A query

@@ -1,7 +1,9 @@
 // Which trec_eval the numbers follow. Loupe's default is trec_eval 10.0 with -c; the other choice is
-// trec_eval 9.0.8, the code inside pytrec_eval (and so BEIR, MTEB, ir_measures), which differs in two
-// places (../shared/golden/metrics/README.md, "trec_eval versions"): a qrels query missing from the run
-// is skipped instead of scoring 0, and scores are compared as float32, so scores equal in float32 tie.
+// trec_eval 9.0.8, the code inside pytrec_eval (and so BEIR, MTEB, ir_measures), which differs in four
+// places (../shared/golden/metrics/README.md, "trec_eval versions", and ../shared/golden/metrics-908):
+// a qrels query missing from the run is skipped instead of scoring 0; scores are compared as float32, so
+// scores equal in float32 tie; a recall level p of iprec_at_recall and 11pt_avg stands for
+// (long) (p·R + 0.9) relevant docs, not lround(p·R); and `all_trec` lacks rbp, rbp_resid and unj.
 // Pure: no DOM, no Node APIs.
 import type { EvalOptions } from './metrics';
 
@@ -26,15 +28,15 @@ export const SEMANTICS: Readonly<Record<Semantics, SemanticsInfo>> = {
     description:
       'every judged query counts; a query missing from the run scores 0; scores compared as doubles, ties by document id descending',
     trecEvalFlags: ['-c'],
-    options: { complete: true, float32Ties: false },
+    options: { complete: true, float32Ties: false, trecEvalVersion: '10.0' },
   },
   '9.0.8': {
     id: '9.0.8',
     label: 'trec_eval 9.0.8 / pytrec_eval',
     description:
-      'queries missing from the run are skipped (as pytrec_eval, BEIR and MTEB do); scores compared as float32, ties by document id descending',
+      'queries missing from the run are skipped (as pytrec_eval, BEIR and MTEB do); scores compared as float32, ties by document id descending; interpolated precision at recall p is taken at ⌊p·R + 0.9⌋ relevant documents; no rbp or unj',
     trecEvalFlags: [],
-    options: { complete: false, missingQueries: 'skip', float32Ties: true },
+    options: { complete: false, missingQueries: 'skip', float32Ties: true, trecEvalVersion: '9.0.8' },
   },
 };
 

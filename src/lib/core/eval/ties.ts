@@ -3,6 +3,7 @@
 // id (descending byte order, metrics.ts rankQuery), an accident of naming: renaming documents can move a
 // query's nDCG from 1 to 0.63 (trec_eval issue #22). Pure: runs in the stats worker and in Node tests.
 import { evaluate, rankQuery, type EvalOptions, type EvalResult, type RankOptions } from './metrics';
+import { infApTieOrder } from './ties-infap';
 import type { Qrels, Run, ScoredDoc } from '../types';
 
 /** TIE_TOP_K: "a tie in the top 10" is a tie that touches ranks 1..10. */
@@ -127,11 +128,27 @@ export interface TieRange {
 }
 
 /**
- * `evaluate` on the run with its ties broken best-first and worst-first. For the measures that only grow
- * when a more relevant document moves up (nDCG, recall, P, success, MAP, MRR, R-prec, bpref, GMAP,
- * interpolated precision) these are the highest and lowest values any tie order gives, and trec_eval's
- * own order lies between them (tests/unit/ties.test.ts checks every golden value, infAP's too). Judged@k
- * counts judged documents, not relevant ones: its best and worst need not be extremes.
+ * Measures whose best and worst over tie orders are the grade orders' values with the ends swapped: they
+ * count unjudged documents (absent from the qrels or negative), which the best order puts last in a tie
+ * and the worst first. So `best` holds their lowest value and `worst` their highest.
+ */
+export const REVERSED_RANGE_FAMILIES: readonly string[] = ['unj', 'rbp_resid'];
+
+/**
+ * `evaluate` on the run with its ties broken best-first and worst-first: each measure's range over tie
+ * orders, the trec_eval order's value included.
+ * - nDCG, recall, P, success, MAP, MRR, R-prec, bpref, GMAP, interpolated precision, and the other
+ *   measures that only grow when a more relevant document moves up: the grade orders (`breakTies`) give
+ *   the highest and lowest values any tie order gives.
+ * - infAP: its own orders (ties-infap.ts), because with pooled-but-unjudged documents (qrels value < 0)
+ *   infAP can grow when such a document moves above a relevant one. Its `best` and `worst` are its
+ *   highest and lowest values over tie orders (groups above INFAP_DP_MAX_STATES aside), each from a
+ *   different order than the other measures'.
+ * - unj_k and rbp_resid (REVERSED_RANGE_FAMILIES): `best` is the lowest value and `worst` the highest.
+ * - Judged@k and, with -M cutting a tie, num_nonrel_judged_ret count judged documents, not relevant ones:
+ *   their best and worst need not be extremes.
+ * tests/unit/ties.test.ts checks every golden value against these ranges, and infAP's against every tie
+ * order of small runs.
  */
 export function tieRange(
   qrels: Qrels,
@@ -140,10 +157,26 @@ export function tieRange(
   opts: EvalOptions = {},
 ): TieRange {
   const evalOpts: EvalOptions = { ...opts, float32Ties: false };
-  return {
+  const range: TieRange = {
     best: evaluate(qrels, tieOrderedRun(run, qrels, 'best', opts), measures, evalOpts),
     worst: evaluate(qrels, tieOrderedRun(run, qrels, 'worst', opts), measures, evalOpts),
   };
+  if (measures.includes('infAP')) {
+    for (const order of ['best', 'worst'] as const) {
+      const ordered: Run = new Map();
+      for (const [q, docs] of run) {
+        const o = infApTieOrder(docs, qrels.get(q), order, opts);
+        ordered.set(
+          q,
+          o.map((d, i) => ({ ...d, score: o.length - i })),
+        );
+      }
+      const r = evaluate(qrels, ordered, ['infAP'], evalOpts);
+      for (const [q, v] of r.perQuery) range[order].perQuery.get(q)!.infAP = v.infAP;
+      range[order].all.infAP = r.all.infAP;
+    }
+  }
+  return range;
 }
 
 /** A score as the tie notes print it: 4 decimals when that is exact, else every digit needed. */
