@@ -4,7 +4,13 @@
 import { queryImageDocs } from './shard-docs.svelte';
 import type { Comparison } from '../core/eval/compare';
 import { queryFacets, qrelsFor } from '../core/eval/report';
-import { describeFusion, fuse, fusionLabel, type FusionOptions } from '../core/retrieval/fusion';
+import {
+  describeFusion,
+  fuse,
+  fusionConfig,
+  fusionLabel,
+  type FusionOptions,
+} from '../core/retrieval/fusion';
 import type { RetrieverConfig } from '../core/retrieval/runs';
 import { compareInWorker, curvesInWorker } from '../clients/stats-client';
 import { SEMANTICS, type Semantics } from '../core/eval/semantics';
@@ -178,16 +184,10 @@ export class CompareState {
         opts,
         picked.map((r) => r.meta.name),
       );
-      const params: Record<string, number | string> = {};
-      for (const [k, v] of Object.entries(d))
-        if (typeof v === 'number' || typeof v === 'string') params[k] = v;
-        else if (Array.isArray(v) && k === 'weights') params.weights = v.join(',');
-      const config: RetrieverConfig = {
-        kind: 'fusion',
-        method: opts.method,
-        params,
-        inputs: picked.map((r) => r.meta.id),
-      };
+      const config: RetrieverConfig = fusionConfig(
+        d,
+        picked.map((r) => r.meta.id),
+      );
       const { result, added } = await this.app.runs.add(
         this.app.runs.meta({
           name: `${fusionLabel(d)} (${picked.map((r) => r.meta.name).join(' + ')})`,
