@@ -463,11 +463,30 @@ function sumDesc(buf: Float64Array, len: number): number {
   return s;
 }
 
+// Scratch arrays reused from query to query (fused scores, kept flags, sort keys): every result is
+// copied into the output's ScoredDoc objects before the next query overwrites them.
+let scratchScores = new Float64Array(1024);
+let scratchKeys = new Float64Array(1024);
+let scratchKeep = new Uint8Array(1024);
+
+function scratch(n: number): { scores: Float64Array; keys: Float64Array; keep: Uint8Array } {
+  if (scratchScores.length < n) {
+    const size = Math.max(n, 2 * scratchScores.length);
+    scratchScores = new Float64Array(size);
+    scratchKeys = new Float64Array(size);
+    scratchKeep = new Uint8Array(size);
+  }
+  return {
+    scores: scratchScores.subarray(0, n),
+    keys: scratchKeys.subarray(0, n),
+    keep: scratchKeep.subarray(0, n).fill(1),
+  };
+}
+
 /** Fused scores of a table's docs; `keep[i]` = 0 leaves doc i out (a score method, no finite score). */
 function scoreTable(t: QueryTable, R: number, o: Resolved): { scores: Float64Array; keep: Uint8Array } {
   const n = t.ids.length;
-  const scores = new Float64Array(n);
-  const keep = new Uint8Array(n).fill(1);
+  const { scores, keep } = scratch(n);
   const buf = new Float64Array(R);
   const w = o.weights;
   if (isScoreMethod(o.method)) {
@@ -530,7 +549,11 @@ function scoreTable(t: QueryTable, R: number, o: Resolved): { scores: Float64Arr
 }
 
 /** Condorcet-fuse order of a table's docs (see the file header), as scores n, n − 1, …, 1. */
-function condorcetScores(t: QueryTable, R: number, w: readonly number[]): Float64Array {
+function condorcetScores(
+  t: QueryTable,
+  R: number,
+  w: readonly number[],
+): { scores: Float64Array; keep: Uint8Array } {
   const n = t.ids.length;
   let a = Array.from({ length: n }, (_, i) => i).sort((x, y) => compareBytes(t.ids[y], t.ids[x]));
   // Does doc x go after doc y? Only when the runs preferring y outweigh those preferring x.
@@ -560,19 +583,17 @@ function condorcetScores(t: QueryTable, R: number, w: readonly number[]): Float6
     }
     [a, b] = [b, a];
   }
-  const scores = new Float64Array(n);
+  const { scores, keep } = scratch(n);
   for (let p = 0; p < n; p++) scores[a[p]] = n - p;
-  return scores;
-}
-
-/** rankQuery's sort key of a score (NaN last). */
-function sortKey(s: number, float32: boolean): number {
-  return Number.isNaN(s) ? -Infinity : float32 ? Math.fround(s) : s;
+  return { scores, keep };
 }
 
 /**
- * The kept docs in trec_eval order, cut to `depth`: when the cut is much shorter than the list, the
- * top `depth` are first selected with a heap under rankQuery's own order, then sorted by it.
+ * The kept docs in trec_eval order (exactly `rankQuery`'s: fused score descending, compared as float32
+ * with `float32`, NaN last, equal scores by docno descending), cut to `depth`. Works on indices and
+ * makes objects for the returned docs only; when the cut is much shorter than the list, the top
+ * `depth` are first selected with a heap under the same order. `unsorted`: the same docs, in no
+ * particular order (for runs that `evaluate` orders again anyway).
  */
 function topDocs(
   ids: readonly string[],
@@ -580,56 +601,64 @@ function topDocs(
   keep: Uint8Array,
   depth: number,
   float32: boolean,
+  unsorted = false,
 ): ScoredDoc[] {
-  const docs: ScoredDoc[] = [];
-  for (let i = 0; i < ids.length; i++) if (keep[i]) docs.push({ docId: ids[i], score: scores[i] });
-  const opts: RankOptions = { maxDocs: depth, float32Ties: float32 };
-  if (docs.length <= 4 * depth) return rankQuery(docs, opts);
-  // `worse(x, y)`: x comes after y in rankQuery's order (keys descending, NaN after -Infinity, then
-  // docno descending). Min-heap: heap[0] is the worst of the best `depth` so far.
-  const key = docs.map((d) => sortKey(d.score, float32));
-  const worse = (x: number, y: number): boolean => {
-    if (key[x] !== key[y]) return key[x] < key[y];
-    const nx = Number.isNaN(docs[x].score);
-    if (nx !== Number.isNaN(docs[y].score)) return nx;
-    return compareBytes(docs[x].docId, docs[y].docId) < 0;
-  };
-  const heap: number[] = [];
-  const down = (i: number) => {
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= heap.length) return;
-      const c = l + 1 < heap.length && worse(heap[l + 1], heap[l]) ? l + 1 : l;
-      if (!worse(heap[c], heap[i])) return;
-      [heap[c], heap[i]] = [heap[i], heap[c]];
-      i = c;
-    }
-  };
-  for (let x = 0; x < docs.length; x++) {
-    if (heap.length < depth) {
-      heap.push(x);
-      for (let i = heap.length - 1; i > 0;) {
-        const p = (i - 1) >> 1;
-        if (!worse(heap[i], heap[p])) break;
-        [heap[i], heap[p]] = [heap[p], heap[i]];
-        i = p;
-      }
-    } else if (worse(heap[0], x)) {
-      heap[0] = x;
-      down(0);
-    }
+  const n = ids.length;
+  if (scratchKeys.length < n) scratchKeys = new Float64Array(Math.max(n, 2 * scratchKeys.length));
+  const key = scratchKeys;
+  let idx: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (!keep[i]) continue;
+    const s = scores[i];
+    key[i] = Number.isNaN(s) ? -Infinity : float32 ? Math.fround(s) : s;
+    idx.push(i);
   }
-  return rankQuery(
-    heap.map((x) => docs[x]),
-    opts,
-  );
+  // before(x, y): x comes before y. Ids are unique in a query, so this is a strict total order.
+  const before = (x: number, y: number): boolean => {
+    if (key[x] !== key[y]) return key[x] > key[y];
+    const nx = Number.isNaN(scores[x]);
+    if (nx !== Number.isNaN(scores[y])) return !nx;
+    return compareBytes(ids[x], ids[y]) > 0;
+  };
+  if (idx.length > depth && (unsorted || idx.length > 4 * depth)) {
+    // Min-heap of the best `depth` so far: heap[0] is the one that comes last.
+    const heap = idx.slice(0, depth);
+    const down = (i: number) => {
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= heap.length) return;
+        const c = l + 1 < heap.length && before(heap[l], heap[l + 1]) ? l + 1 : l;
+        if (!before(heap[i], heap[c])) return;
+        [heap[c], heap[i]] = [heap[i], heap[c]];
+        i = c;
+      }
+    };
+    for (let i = (heap.length >> 1) - 1; i >= 0; i--) down(i);
+    for (let j = depth; j < idx.length; j++)
+      if (before(idx[j], heap[0])) {
+        heap[0] = idx[j];
+        down(0);
+      }
+    idx = heap;
+  }
+  if (!unsorted) idx.sort((x, y) => (x === y ? 0 : before(x, y) ? -1 : 1));
+  const out: ScoredDoc[] = [];
+  for (let r = 0; r < idx.length && r < depth; r++) out.push({ docId: ids[idx[r]], score: scores[idx[r]] });
+  return out;
 }
 
 /**
  * Fuses prepared runs with the method and parameters of `opts` (its `inputDepth` and `float32Ties`
  * must be those the runs were prepared with). `queries`: fuse only these (default: every query).
+ * `unsorted`: each query keeps the same docs but in no particular order (for tuning, where `evaluate`
+ * orders them again).
  */
-export function fusePrepared(p: PreparedFusion, opts: FusionOptions, queries?: readonly string[]): Run {
+export function fusePrepared(
+  p: PreparedFusion,
+  opts: FusionOptions,
+  queries?: readonly string[],
+  unsorted = false,
+): Run {
   const R = p.runCount;
   const o = resolve(opts, R);
   if ((opts.inputDepth ?? undefined) !== p.inputDepth || !!opts.float32Ties !== p.float32Ties)
@@ -639,10 +668,8 @@ export function fusePrepared(p: PreparedFusion, opts: FusionOptions, queries?: r
     const t = p.tables.get(q);
     if (!t || t.ids.length === 0) continue;
     const { scores, keep } =
-      o.method === 'condorcet'
-        ? { scores: condorcetScores(t, R, o.weights), keep: new Uint8Array(t.ids.length).fill(1) }
-        : scoreTable(t, R, o);
-    const docs = topDocs(t.ids, scores, keep, o.depth, p.float32Ties);
+      o.method === 'condorcet' ? condorcetScores(t, R, o.weights) : scoreTable(t, R, o);
+    const docs = topDocs(t.ids, scores, keep, o.depth, p.float32Ties, unsorted);
     if (docs.length) out.set(q, docs);
   }
   return out;
