@@ -302,16 +302,19 @@ describe('every method', () => {
     }
   });
 
-  it('cuts to depth exactly as rankQuery would, also through the heap selection of long lists', () => {
-    // 60 docs, scores with many ties (i mod 7): depth 5 < 60/4 takes the heap path.
+  it('cuts to depth exactly as rankQuery would, for short cuts (heap) and long ones (quickselect)', () => {
+    // 60 docs, scores with many ties (i mod 7), so most cuts fall inside a tie. Depths 1, 2, 3 select
+    // with a heap (16·depth ≤ 60), 5, 20, 59 by the depth-th largest score; 60 and 100 keep all.
     const big = (shift: number) =>
       new Map([['q', Array.from({ length: 60 }, (_, i) => ({ docId: `doc${i}`, score: (i + shift) % 7 }))]]);
     for (const m of FUSION_METHODS) {
       const o = withOpts(m, [1, 2]);
       const full = fuse([big(0), big(3)], o).get('q')!;
-      const cut = fuse([big(0), big(3)], { ...o, depth: 5 }).get('q')!;
-      expect(cut, m).toEqual(full.slice(0, 5));
       expect(rankQuery(full), m).toEqual(full);
+      for (const depth of [1, 2, 3, 5, 20, 59, 60, 100])
+        expect(fuse([big(0), big(3)], { ...o, depth }).get('q'), `${m} depth ${depth}`).toEqual(
+          full.slice(0, depth),
+        );
     }
   });
 
