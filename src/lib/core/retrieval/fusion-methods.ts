@@ -45,18 +45,10 @@
 // - A document id twice in one query of one run is an error (trec_eval rejects it too).
 import { compareBytes, rankQuery, type RankOptions } from '../eval/metrics';
 import type { Run, ScoredDoc } from '../types';
+import { checkNormalization, normalizeOrdered, type ScoreNormalization } from './fusion-normalize';
+import { scratch, topDocs } from './fusion-select';
 
-/** Per-query, per-run score normalisation of the score-based methods. */
-export type ScoreNormalization = 'minmax' | 'zscore' | 'sum' | 'max' | 'rank' | 'none';
-
-export const SCORE_NORMALIZATIONS: readonly ScoreNormalization[] = [
-  'minmax',
-  'zscore',
-  'sum',
-  'max',
-  'rank',
-  'none',
-];
+export { normalizeScores, SCORE_NORMALIZATIONS, type ScoreNormalization } from './fusion-normalize';
 
 export type FusionMethod =
   | 'rrf'
@@ -174,116 +166,6 @@ export type FusionOptions =
 export const DEFAULT_RRF_K = 60;
 export const DEFAULT_FUSION_DEPTH = 1000;
 export const DEFAULT_NORMALIZATION: ScoreNormalization = 'minmax';
-
-// ---------------------------------------------------------------------------------------------------
-// Normalisation
-
-/**
- * Normalises the finite scores `s` of one run's docs for one query, given in trec_eval order (best
- * first). With m = s.length, min / max / mean over the list:
- * - 'minmax': (s − min) / (max − min). A constant list (one doc included) maps to 1: each doc is that
- *   run's best answer and counts more than a doc the run did not return.
- * - 'zscore': (s − mean) / sd, population sd (divide by m); ranx's ZMUV. A constant list maps to 0.
- * - 'sum': (s − min) / Σ(s − min): the minimum maps to 0 and the list sums to 1. A constant list maps
- *   to 1/m (it still sums to 1).
- * - 'max': s / max (ranx). When max < 0 Loupe divides by |max| instead, so the order is kept (ranx's
- *   s / max would reverse it); when max = 0 the scores are kept as they are.
- * - 'rank': 1 − (p − 1) / m, p the 1-based position in the list: the top doc gets 1, the last 1/m.
- * - 'none': the raw scores.
- */
-function normalizeOrdered(s: ArrayLike<number>, norm: ScoreNormalization): Float64Array {
-  const m = s.length;
-  const out = new Float64Array(m);
-  if (m === 0) return out;
-  let min = Infinity;
-  let max = -Infinity;
-  for (let i = 0; i < m; i++) {
-    if (s[i] < min) min = s[i];
-    if (s[i] > max) max = s[i];
-  }
-  switch (norm) {
-    case 'none':
-      out.set(s);
-      return out;
-    case 'minmax': {
-      const range = max - min;
-      if (range === 0) return out.fill(1);
-      // A range that overflows (scores near ±MAX_VALUE) is scaled down first.
-      if (!Number.isFinite(range)) {
-        const h = max / 2 - min / 2;
-        for (let i = 0; i < m; i++) out[i] = (s[i] / 2 - min / 2) / h;
-        return out;
-      }
-      for (let i = 0; i < m; i++) out[i] = (s[i] - min) / range;
-      return out;
-    }
-    case 'zscore': {
-      if (max === min) return out; // all 0
-      let sum = 0;
-      for (let i = 0; i < m; i++) sum += s[i];
-      const mean = sum / m;
-      let ss = 0;
-      for (let i = 0; i < m; i++) ss += (s[i] - mean) * (s[i] - mean);
-      const sd = Math.sqrt(ss / m);
-      if (sd === 0) return out;
-      for (let i = 0; i < m; i++) out[i] = (s[i] - mean) / sd;
-      return out;
-    }
-    case 'sum': {
-      if (max === min) return out.fill(1 / m);
-      // Scaling every term by the same power of two is exact, so the fallback for sums that would
-      // overflow gives the same ratios.
-      let scale = 1;
-      let total = 0;
-      for (let i = 0; i < m; i++) total += s[i] - min;
-      if (!Number.isFinite(total)) {
-        scale = 2 ** -(Math.ceil(Math.log2(m)) + 1);
-        total = 0;
-        for (let i = 0; i < m; i++) total += s[i] * scale - min * scale;
-      }
-      for (let i = 0; i < m; i++) out[i] = (s[i] * scale - min * scale) / total;
-      return out;
-    }
-    case 'max': {
-      const d = max === 0 ? 1 : Math.abs(max);
-      for (let i = 0; i < m; i++) out[i] = s[i] / d;
-      return out;
-    }
-    case 'rank':
-      for (let i = 0; i < m; i++) out[i] = 1 - i / m;
-      return out;
-    default:
-      throw new Error(`unknown score normalisation '${String(norm)}'`);
-  }
-}
-
-function checkNormalization(norm: unknown): ScoreNormalization {
-  if (!SCORE_NORMALIZATIONS.includes(norm as ScoreNormalization))
-    throw new Error(`unknown score normalisation '${String(norm)}'`);
-  return norm as ScoreNormalization;
-}
-
-/**
- * A query's docs of one run with their normalised scores, in the input order; docs with a non-finite
- * score are dropped. Computed over the docs in trec_eval order (which 'rank' uses); see
- * `normalizeOrdered` above for each normalisation and its constant-list case.
- */
-export function normalizeScores(
-  docs: readonly ScoredDoc[],
-  normalization: ScoreNormalization,
-  opts: RankOptions = {},
-): ScoredDoc[] {
-  checkNormalization(normalization);
-  const kept = docs.filter((d) => Number.isFinite(d.score));
-  const ranked = rankQuery(kept, { float32Ties: opts.float32Ties });
-  const values = normalizeOrdered(
-    ranked.map((d) => d.score),
-    normalization,
-  );
-  const at = new Map<ScoredDoc, number>();
-  ranked.forEach((d, i) => at.set(d, values[i]));
-  return kept.map((d) => ({ docId: d.docId, score: at.get(d)! }));
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Per-query tables
@@ -463,26 +345,6 @@ function sumDesc(buf: Float64Array, len: number): number {
   return s;
 }
 
-// Scratch arrays reused from query to query (fused scores, kept flags, sort keys): every result is
-// copied into the output's ScoredDoc objects before the next query overwrites them.
-let scratchScores = new Float64Array(1024);
-let scratchKeys = new Float64Array(1024);
-let scratchKeep = new Uint8Array(1024);
-
-function scratch(n: number): { scores: Float64Array; keys: Float64Array; keep: Uint8Array } {
-  if (scratchScores.length < n) {
-    const size = Math.max(n, 2 * scratchScores.length);
-    scratchScores = new Float64Array(size);
-    scratchKeys = new Float64Array(size);
-    scratchKeep = new Uint8Array(size);
-  }
-  return {
-    scores: scratchScores.subarray(0, n),
-    keys: scratchKeys.subarray(0, n),
-    keep: scratchKeep.subarray(0, n).fill(1),
-  };
-}
-
 /** Fused scores of a table's docs; `keep[i]` = 0 leaves doc i out (a score method, no finite score). */
 function scoreTable(t: QueryTable, R: number, o: Resolved): { scores: Float64Array; keep: Uint8Array } {
   const n = t.ids.length;
@@ -586,126 +448,6 @@ function condorcetScores(
   const { scores, keep } = scratch(n);
   for (let p = 0; p < n; p++) scores[a[p]] = n - p;
   return { scores, keep };
-}
-
-/** The k-th largest value of `a` (1 ≤ k ≤ a.length), by quickselect; reorders `a`. */
-function kthLargest(a: Float64Array, k: number): number {
-  const target = a.length - k; // its index in ascending order
-  let lo = 0;
-  let hi = a.length - 1;
-  while (lo < hi) {
-    // Median of three as the pivot, then a three-way partition: < pivot, = pivot, > pivot.
-    const mid = (lo + hi) >> 1;
-    const x = a[lo];
-    const y = a[mid];
-    const z = a[hi];
-    const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
-    let lt = lo;
-    let gt = hi;
-    let i = lo;
-    while (i <= gt) {
-      const v = a[i];
-      if (v < pivot) {
-        a[i++] = a[lt];
-        a[lt++] = v;
-      } else if (v > pivot) {
-        a[i] = a[gt];
-        a[gt--] = v;
-      } else i++;
-    }
-    if (target < lt) hi = lt - 1;
-    else if (target > gt) lo = gt + 1;
-    else return pivot;
-  }
-  return a[target];
-}
-
-/**
- * The kept docs in trec_eval order (exactly `rankQuery`'s: fused score descending, compared as float32
- * with `float32`, NaN last, equal scores by docno descending), cut to `depth`. Works on indices and
- * makes objects for the returned docs only; a cut list is first selected (a heap for a short cut,
- * the depth-th largest score by quickselect for a long one), so only the kept docs are sorted. `unsorted`: the same
- * docs, in no particular order (for runs that `evaluate` orders again anyway).
- */
-function topDocs(
-  ids: readonly string[],
-  scores: Float64Array,
-  keep: Uint8Array,
-  depth: number,
-  float32: boolean,
-  unsorted = false,
-): ScoredDoc[] {
-  const n = ids.length;
-  if (scratchKeys.length < n) scratchKeys = new Float64Array(Math.max(n, 2 * scratchKeys.length));
-  const key = scratchKeys;
-  let kept = 0;
-  for (let i = 0; i < n; i++) {
-    if (!keep[i]) continue;
-    const s = scores[i];
-    key[i] = Number.isNaN(s) ? -Infinity : float32 ? Math.fround(s) : s;
-    kept++;
-  }
-  // before(x, y): x comes before y. Ids are unique in a query, so this is a strict total order.
-  const before = (x: number, y: number): boolean => {
-    if (key[x] !== key[y]) return key[x] > key[y];
-    const nx = Number.isNaN(scores[x]);
-    if (nx !== Number.isNaN(scores[y])) return !nx;
-    return compareBytes(ids[x], ids[y]) > 0;
-  };
-  const cmp = (x: number, y: number) => (x === y ? 0 : before(x, y) ? -1 : 1);
-  let idx: number[];
-  if (kept > depth && 16 * depth <= kept) {
-    // A short cut: a min-heap of the best `depth` so far (heap[0] comes last of them); most docs are
-    // turned away by one comparison with its key.
-    const heap: number[] = [];
-    const down = (i: number) => {
-      for (;;) {
-        const l = 2 * i + 1;
-        if (l >= heap.length) return;
-        const c = l + 1 < heap.length && before(heap[l], heap[l + 1]) ? l + 1 : l;
-        if (!before(heap[i], heap[c])) return;
-        [heap[c], heap[i]] = [heap[i], heap[c]];
-        i = c;
-      }
-    };
-    for (let i = 0; i < n; i++) {
-      if (!keep[i]) continue;
-      if (heap.length < depth) {
-        heap.push(i);
-        for (let j = heap.length - 1; j > 0;) {
-          const p = (j - 1) >> 1;
-          if (!before(heap[p], heap[j])) break;
-          [heap[p], heap[j]] = [heap[j], heap[p]];
-          j = p;
-        }
-      } else if (key[i] >= key[heap[0]] && before(i, heap[0])) {
-        heap[0] = i;
-        down(0);
-      }
-    }
-    idx = heap;
-  } else if (kept > depth) {
-    // A long cut: the depth-th largest key is the threshold; every doc above it is in, and the docs
-    // tied at it are taken in rankQuery's order (NaN flag, then docno) until `depth` are in.
-    const keys = new Float64Array(kept);
-    for (let i = 0, j = 0; i < n; i++) if (keep[i]) keys[j++] = key[i];
-    const threshold = kthLargest(keys, depth);
-    const tied: number[] = [];
-    idx = [];
-    for (let i = 0; i < n; i++)
-      if (!keep[i]) continue;
-      else if (key[i] > threshold) idx.push(i);
-      else if (key[i] === threshold) tied.push(i);
-    tied.sort(cmp);
-    for (let j = 0; idx.length < depth; j++) idx.push(tied[j]);
-  } else {
-    idx = [];
-    for (let i = 0; i < n; i++) if (keep[i]) idx.push(i);
-  }
-  if (!unsorted) idx.sort(cmp);
-  const out: ScoredDoc[] = [];
-  for (let r = 0; r < idx.length && r < depth; r++) out.push({ docId: ids[idx[r]], score: scores[idx[r]] });
-  return out;
 }
 
 /**
