@@ -16,6 +16,7 @@ import {
   fusionDescriptorOf,
   fusionLabel,
   fusionOptionsFor,
+  fusionTerms,
   inverseSquareRank,
   logInverseSquareRank,
   methodParams,
@@ -393,5 +394,37 @@ describe('descriptors and stored configurations', () => {
     const d = fusionDescriptorOf(old, ['X', 'Y']);
     expect(d).toEqual({ method: 'rrf', runs: ['X', 'Y'], depth: 1000, k: 60 });
     expect(fuse([A, B], fusionOptionsFor(d)!)).toEqual(reciprocalRankFusion([A, B]));
+  });
+});
+
+describe('fusionTerms (what each input adds, for explanations)', () => {
+  it('gives each run its term for the doc, null where it did not return it', () => {
+    // d1: A rank 1 (min-max 1), B rank 3 (min-max 0). d3: only A, rank 3 (min-max 0).
+    expect(fusionTerms([A, B], { method: 'combmax' }, 'q1', 'd1')).toEqual([1, 0]);
+    expect(fusionTerms([A, B], { method: 'combsum' }, 'q1', 'd3')).toEqual([0, null]);
+    expect(fusionTerms([A, B], { method: 'linear', weights: [0.75, 0.25] }, 'q1', 'd2')).toEqual([
+      0.375, 0.25,
+    ]);
+    // RRF: 1/(60 + 1), 1/(60 + 3).  ISR: 1/1², 1/3².
+    expect(fusionTerms([A, B], { method: 'rrf' }, 'q1', 'd1')).toEqual([1 / 61, 1 / 63]);
+    expect(fusionTerms([A, B], { method: 'isr' }, 'q1', 'd1')).toEqual([1, 1 / 9]);
+    // Borda (n = 4): A d1 4 points, B d1 2 points; d3 gets A's 2 and B's unranked share 1.
+    expect(fusionTerms([A, B], { method: 'borda' }, 'q1', 'd1')).toEqual([4, 2]);
+    expect(fusionTerms([A, B], { method: 'borda' }, 'q1', 'd3')).toEqual([2, 1]);
+    expect(fusionTerms([A, B], { method: 'condorcet' }, 'q1', 'd1')).toEqual([null, null]);
+    expect(fusionTerms([A, B], { method: 'rrf' }, 'q1', 'nope')).toEqual([null, null]);
+  });
+
+  it('adds up to the fused score for the additive methods', () => {
+    for (const o of [
+      { method: 'combsum', normalization: 'zscore' },
+      { method: 'rrf', k: 5 },
+      { method: 'borda', weights: [2, 1] },
+      { method: 'linear', weights: [0.3, 0.7], normalization: 'sum' },
+    ] as FusionOptions[])
+      for (const d of fuse([A, B], o).get('q1')!) {
+        const sum = fusionTerms([A, B], o, 'q1', d.docId).reduce<number>((s, x) => s + (x ?? 0), 0);
+        expect(sum, `${o.method} ${d.docId}`).toBeCloseTo(d.score, 14);
+      }
   });
 });

@@ -478,6 +478,41 @@ export function fusePrepared(
   return out;
 }
 
+/**
+ * What each input run adds for `docId` in query `queryId` before the method combines the terms (the
+ * "why" of a fused score): the normalised score (× its weight for linear fusion) for score-based
+ * methods, w / (k + rank) for RRF, 1 / rank² for ISR and log-ISR, w · points for Borda (the unranked
+ * share included). null where the run did not return the doc (score-based: or gave it no finite
+ * score), and for Condorcet, which compares docs instead of adding terms.
+ */
+export function fusionTerms(
+  runs: readonly Run[],
+  opts: FusionOptions,
+  queryId: string,
+  docId: string,
+): (number | null)[] {
+  const R = runs.length;
+  const o = resolve(opts, R);
+  const one = runs.map((r) => new Map([[queryId, r.get(queryId) ?? []]]));
+  const t = prepareFusion(one, opts).tables.get(queryId)!;
+  const i = t.ids.indexOf(docId);
+  const out: (number | null)[] = new Array<number | null>(R).fill(null);
+  if (i < 0 || o.method === 'condorcet') return out;
+  const n = t.ids.length;
+  const v = isScoreMethod(o.method) ? normalized(t, R, o.normalization) : null;
+  for (let r = 0; r < R; r++) {
+    const rk = t.rank[i * R + r];
+    if (v) {
+      const x = v[i * R + r];
+      if (!Number.isNaN(x)) out[r] = o.method === 'linear' ? o.weights[r] * x : x;
+    } else if (o.method === 'borda')
+      out[r] = o.weights[r] * (rk > 0 ? n - rk + 1 : (n - t.listLength[r] + 1) / 2);
+    else if (rk > 0)
+      out[r] = o.method === 'rrf' || o.method === 'wrrf' ? o.weights[r] / (o.k + rk) : 1 / (rk * rk);
+  }
+  return out;
+}
+
 /** Fuses runs with the method and parameters of `opts` (see the file header for every method). */
 export function fuse(runs: readonly Run[], opts: FusionOptions): Run {
   checkRuns(runs);
