@@ -13,6 +13,9 @@
 //   npm run bench -- --shard ../shared/data/vqa-rad --task text-to-image \
 //                    --compare 'bm25(k1=0.9,b=0.4);dense(model=loupe-test/clip-tiny-random,dtype=fp32)' [--fuse 'rrf(k=60)']
 //     runs (or reuses) each retriever through the UI's permalink and prints the UI's comparison table.
+//     --fuse takes any permalink fusion: rrf, wrrf, combsum, combmnz, combmax, combmin, combanz, linear,
+//     isr, logisr, borda, condorcet, with k=, norm=minmax|zscore|sum|max|rank|none, w=0.7:0.3, and
+//     cross-validated tuning: 'linear(norm=minmax,cv=5,seed=42,measure=ndcg_cut_10,step=0.1)'.
 //
 // Exit codes: 0 done; 2 invalid input (usage, or a shard that fails validation: each issue is printed as
 // file:line [code] message, no stack trace); 1 internal failure (a bug or a broken environment).
@@ -27,6 +30,7 @@ import { evaluate, measureLabel, standardMeasures } from '../src/lib/core/eval/m
 import { parseQrels, parseRun } from '../src/lib/core/eval/trec';
 import { DEFAULT_SEMANTICS, SEMANTICS, parseSemantics, type Semantics } from '../src/lib/core/eval/semantics';
 import { compareWithTrecEval } from './lib/trec-eval-output';
+import { parseFuseSpec } from '../src/lib/core/eval/permalink';
 import { TIE_TOP_K, queriesWithTies } from '../src/lib/core/eval/ties';
 import { readShard } from '../src/lib/core/shard/read-shard';
 import { loadNodeDicomCodecs } from './lib/node-dicom-codecs';
@@ -253,7 +257,15 @@ async function compareMode() {
     compare: '1',
     depth: args.depth!,
   };
-  if (args.fuse) q.fuse = args.fuse;
+  if (args.fuse) {
+    // A bad spec is bad input (exit 2), said here rather than as a message in the page.
+    try {
+      parseFuseSpec(args.fuse);
+    } catch (e) {
+      throw new InputError(`--fuse: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    q.fuse = args.fuse;
+  }
   await visit(q, ['done']);
   await page.waitForSelector('[data-testid="comparison-table"], [data-testid="message"]', {
     timeout: 30 * 60_000,

@@ -4,7 +4,19 @@
 import { queryImageDocs } from './shard-docs.svelte';
 import type { Comparison } from '../core/eval/compare';
 import { queryFacets, qrelsFor } from '../core/eval/report';
-import { describeFusion, fuse, fusionLabel, type FusionOptions } from '../core/retrieval/fusion';
+import {
+  describeFusion,
+  fuse,
+  fusionConfig,
+  fusionLabel,
+  type FusionBase,
+  type FusionDescriptor,
+  type FusionGridSpec,
+  type FusionOptions,
+  type FusionParams,
+} from '../core/retrieval/fusion';
+import { tuneFusion } from '../core/retrieval/fusion-tuning';
+import type { Run } from '../core/types';
 import type { RetrieverConfig } from '../core/retrieval/runs';
 import { compareInWorker, curvesInWorker } from '../clients/stats-client';
 import { SEMANTICS, type Semantics } from '../core/eval/semantics';
@@ -164,30 +176,60 @@ export class CompareState {
 
   /** Fuses the picked runs of the task into a new stored run (or finds the same fusion stored). */
   async fuse(opts: FusionOptions) {
+    return this.#fuse((runs) => ({
+      run: fuse(runs, opts),
+      describe: (names) => describeFusion(opts, names),
+    }));
+  }
+
+  /**
+   * Tunes a fusion of the picked runs by k-fold cross-validation over the task's queries
+   * (core/retrieval/fusion-tuning.ts) and stores the held-out run, with its folds and per-fold
+   * parameters in its configuration. The measure is evaluated under the current trec_eval semantics.
+   */
+  async fuseTuned(req: {
+    base: FusionBase;
+    grid: FusionParams[];
+    gridSpec?: FusionGridSpec;
+    measure: string;
+    folds?: number;
+    seed?: number;
+  }) {
+    const s = this.app.library.shard;
+    const taskId = this.app.library.taskId;
+    return this.#fuse((runs) => {
+      const qrels = qrelsFor(
+        s!.qrels,
+        s!.queries.filter((q) => q.task === taskId).map((q) => q.id),
+      );
+      const { complete } = SEMANTICS[this.app.runs.semantics].options;
+      const tuned = tuneFusion(runs, qrels, {
+        fusion: req.base,
+        grid: req.grid,
+        gridSpec: req.gridSpec,
+        measure: req.measure,
+        folds: req.folds,
+        seed: req.seed,
+        evalOptions: complete ? { complete } : {},
+      });
+      return { run: tuned.run, describe: (names) => describeFusion(req.base, names, tuned.tuning) };
+    });
+  }
+
+  /** Fuses the picked runs with `make` and stores the result (or finds the same fusion stored). */
+  async #fuse(make: (runs: Run[]) => { run: Run; describe: (names: string[]) => FusionDescriptor }) {
     const picked = this.picked;
     if (!this.app.library.shard || picked.length < 2) {
       this.app.messages.error('Pick at least two runs of this task to fuse.');
       return;
     }
     try {
-      const run = fuse(
-        picked.map((r) => r.run),
-        opts,
+      const { run, describe } = make(picked.map((r) => r.run));
+      const d = describe(picked.map((r) => r.meta.name));
+      const config: RetrieverConfig = fusionConfig(
+        d,
+        picked.map((r) => r.meta.id),
       );
-      const d = describeFusion(
-        opts,
-        picked.map((r) => r.meta.name),
-      );
-      const params: Record<string, number | string> = {};
-      for (const [k, v] of Object.entries(d))
-        if (typeof v === 'number' || typeof v === 'string') params[k] = v;
-        else if (Array.isArray(v) && k === 'weights') params.weights = v.join(',');
-      const config: RetrieverConfig = {
-        kind: 'fusion',
-        method: opts.method,
-        params,
-        inputs: picked.map((r) => r.meta.id),
-      };
       const { result, added } = await this.app.runs.add(
         this.app.runs.meta({
           name: `${fusionLabel(d)} (${picked.map((r) => r.meta.name).join(' + ')})`,

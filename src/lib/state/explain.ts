@@ -2,7 +2,7 @@
 // model's cosines (per query part, and the fused score), a fusion's inputs with their ranks and
 // normalised values, a reranker's input rank. Computed on demand for one (query, document) pair.
 import { rankQuery } from '../core/eval/metrics';
-import { normalizeScores, DEFAULT_RRF_K, type ScoreNormalization } from '../core/retrieval/fusion';
+import { fusionDescriptorOf, fusionOptionsFor, fusionTerms } from '../core/retrieval/fusion';
 import { fuseFeatures, l2normalize } from '../core/retrieval/dense';
 import type { Dtype, EmbedPart } from '../core/retrieval/models';
 import type { Device } from '../platform/backend';
@@ -204,27 +204,31 @@ export async function explain(
       };
     }
     case 'fusion': {
-      const k = typeof c.params.k === 'number' ? c.params.k : DEFAULT_RRF_K;
-      const norm = (c.params.normalization as ScoreNormalization | undefined) ?? 'minmax';
-      const weights = typeof c.params.weights === 'string' ? c.params.weights.split(',').map(Number) : null;
+      // The parameters that fused this query (a tuned fusion: its fold's); a deleted input counts as a
+      // run without results.
+      const inputRuns = c.inputs.map((id) => app.runs.byId(id));
+      const opts = fusionOptionsFor(fusionDescriptorOf(c), queryId);
+      let terms: (number | null)[] = c.inputs.map(() => null);
+      try {
+        if (opts)
+          terms = fusionTerms(
+            inputRuns.map((r) => r?.run ?? new Map()),
+            opts,
+            queryId,
+            docId,
+          );
+      } catch {
+        // A stored configuration this version cannot fuse again: no terms.
+      }
       const inputs = c.inputs.map((id, j) => {
-        const input = app.runs.byId(id);
+        const input = inputRuns[j];
         const at = input ? rankIn(input, queryId, docId) : null;
-        let value = 0;
-        if (input && at) {
-          if (c.method === 'rrf') value = 1 / (k + at.rank);
-          else {
-            const normed = normalizeScores(rankQuery(input.run.get(queryId) ?? []), norm);
-            value = normed.find((d) => d.docId === docId)?.score ?? 0;
-          }
-          if (weights) value *= weights[j] ?? 1;
-        }
         return {
           id,
           name: input?.meta.name ?? `${id} (deleted)`,
           rank: at?.rank ?? null,
           score: at?.score ?? null,
-          value,
+          value: terms[j] ?? 0,
         };
       });
       return { kind: 'fusion', method: c.method, inputs, score };

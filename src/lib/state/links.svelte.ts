@@ -4,11 +4,14 @@
 import {
   formatFuseSpec,
   formatRunSpec,
+  fuseSpecOf,
+  fusionRequestOf,
   parseFuseSpec,
   parseRunSpecs,
   specMatches,
   specOf,
   type FuseSpec,
+  type FusionRequest,
   type RunSpec,
 } from '../core/eval/permalink';
 import type { Dtype } from '../core/retrieval/models';
@@ -93,15 +96,15 @@ export async function openPermalink(app: LinksHost, params: URLSearchParams) {
   }
   compare.setPicks(ids);
   if (fuseSpec && ids.length >= 2) {
-    const norm = fuseSpec.normalization ?? 'minmax';
-    const method = fuseSpec.method;
-    const fused = await compare.fuse(
-      method === 'rrf'
-        ? { method, k: fuseSpec.k ?? 60 }
-        : method === 'linear'
-          ? { method, normalization: norm, weights: ids.map(() => 1 / ids.length) }
-          : { method, normalization: norm },
-    );
+    let request: FusionRequest;
+    try {
+      request = fusionRequestOf(fuseSpec, ids.length);
+    } catch (e) {
+      messages.error(`Reading the link failed: ${e instanceof Error ? e.message : String(e)}`, 'shard');
+      return;
+    }
+    const fused =
+      request.kind === 'fixed' ? await compare.fuse(request.options) : await compare.fuseTuned(request);
     if (fused) ids.push(fused.meta.id);
     compare.setPicks(ids);
   }
@@ -138,11 +141,10 @@ export function permalinkOf(app: LinksHost): string | null {
   for (const r of picked) {
     const c = r.meta.config;
     if (c.kind === 'fusion') {
-      const k = c.params.k;
-      fuse = formatFuseSpec({
-        method: c.method as FuseSpec['method'],
-        ...(typeof k === 'number' ? { k } : {}),
-      });
+      // A tuning on a grid of its own cannot be written in the link.
+      const f = fuseSpecOf(c);
+      if (!f) return null;
+      fuse = formatFuseSpec(f);
       continue;
     }
     const spec = specOf(c);

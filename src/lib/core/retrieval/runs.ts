@@ -4,6 +4,7 @@ import type { Run } from '../types';
 import { describeChunking, type Chunking } from './chunking';
 import { describeMultiImage, type MultiImage } from './multi-image';
 import type { IvfRunInfo } from './ivf-report';
+import { describeTuning, type FusionTuning } from './fusion';
 
 /** How a run was produced. Every field is needed to reproduce it. */
 export type RetrieverConfig =
@@ -45,7 +46,14 @@ export type RetrieverConfig =
       /** Searched through the shard's packed IVF-int8 index on its host (Range reads), with what it cost. */
       ivf?: IvfRunInfo;
     }
-  | { kind: 'fusion'; method: string; params: Record<string, number | string>; inputs: string[] }
+  | {
+      kind: 'fusion';
+      method: string;
+      params: Record<string, number | string>;
+      inputs: string[];
+      /** Parameters tuned by cross-validation (core/fusion-tuning.ts): folds and per-fold parameters. */
+      tuning?: FusionTuning;
+    }
   | { kind: 'import'; fileName: string; tag: string }
   | {
       /** The top N of run `input` reordered by a cross-encoder (core/rerank.ts); the rest kept below. */
@@ -158,7 +166,7 @@ export function runTag(c: RetrieverConfig): string {
     case 'dense':
       return `loupe-dense-${c.modelId.replace(/[^\w.-]+/g, '_')}-${c.dtype}${c.fusion ? `-${c.fusion.mode}${c.fusion.textWeight}` : ''}${c.ann ? `-hnsw_ef${c.ann.efSearch}` : ''}${c.ivf ? `-ivf${c.ivf.nlist}_np${c.ivf.nprobe}` : ''}${c.index ? `${c.index.firstPass ? `-4b${c.index.firstPass.candidates}` : ''}-int8r${c.index.rerank}` : ''}${c.chunking && c.chunking.aggregate !== 'first' ? `-chunk${c.chunking.aggregate}_o${c.chunking.overlap}` : ''}${c.multiImage ? `-images_${c.multiImage}` : ''}`;
     case 'fusion':
-      return `loupe-${c.method}-${c.inputs.length}runs`;
+      return `loupe-${c.method}-${c.inputs.length}runs${c.tuning ? `-cv${c.tuning.folds.length}` : ''}`;
     case 'import':
       return c.tag.replace(/\s+/g, '_') || 'imported';
     case 'rerank':
@@ -185,7 +193,7 @@ function describeSettings(c: RetrieverConfig): string {
     case 'dense':
       return `${c.modelId} (${c.dtype}, ${c.device})${c.fusion ? (c.fusion.sameAsScore ? ` · feature fusion (= score fusion at text weight ${c.fusion.textWeight}: identical rankings)` : c.fusion.mode === 'feature' ? ' · feature fusion' : ` · score fusion, text weight ${c.fusion.textWeight}`) : ''}${c.ann ? ` · HNSW M=${c.ann.M} efC=${c.ann.efConstruction} ef=${c.ann.efSearch}, recall@10 vs exact ${c.ann.recallAt10.toFixed(4)}` : ''}${c.ivf ? ` · packed IVF-int8 index, ${c.ivf.nlist} lists, nprobe ${c.ivf.nprobe}, exact rescoring of the top ${c.ivf.rerank}` : ''}${c.index ? ` · ${describeVectorIndex(c.index)}` : ''}${describeChunking(c.chunking) ? ` · ${describeChunking(c.chunking)}` : ''}${c.multiImage ? ` · ${describeMultiImage(c.multiImage)}` : ''}`;
     case 'fusion':
-      return `${c.method} of ${c.inputs.length} runs`;
+      return `${c.method} of ${c.inputs.length} runs${c.tuning ? ` · ${describeTuning(c.tuning)}` : ''}`;
     case 'import':
       return `imported from ${c.fileName}`;
     case 'rerank':
