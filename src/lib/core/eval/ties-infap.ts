@@ -22,7 +22,7 @@
 // how R and U interleave is chosen by dynamic programming over (R placed, U placed), which also handles
 // -M cutting a group (the kept documents are a prefix). Pure: no DOM, no Node APIs.
 import { rankQuery, type RankOptions } from './metrics';
-import { tieGroups, type TieOrder } from './ties';
+import { tieGroups, type TieOrder } from './tie-groups';
 import type { ScoredDoc } from '../types';
 
 /** Smoothing constant of infAP's precision estimate (trec_eval.h INFAP_EPSILON), as in metrics.ts. */

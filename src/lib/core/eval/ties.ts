@@ -3,42 +3,14 @@
 // id (descending byte order, metrics.ts rankQuery), an accident of naming: renaming documents can move a
 // query's nDCG from 1 to 0.63 (trec_eval issue #22). Pure: runs in the stats worker and in Node tests.
 import { evaluate, rankQuery, type EvalOptions, type EvalResult, type RankOptions } from './metrics';
+import { scoreKey, tieGroups, type TieOrder } from './tie-groups';
 import { infApTieOrder } from './ties-infap';
 import type { Qrels, Run, ScoredDoc } from '../types';
 
+export { scoresTie, tieGroups, type TieGroup, type TieOrder } from './tie-groups';
+
 /** TIE_TOP_K: "a tie in the top 10" is a tie that touches ranks 1..10. */
 export const TIE_TOP_K = 10;
-
-/** A run of consecutive ranked documents sharing one score (two or more). Ranks are 1-based. */
-export interface TieGroup {
-  from: number;
-  to: number;
-  score: number;
-}
-
-/** The key scores are compared by in trec_eval's order: as double, or as float32 (9.x / pytrec_eval). */
-function scoreKey(score: number, opts: RankOptions): number {
-  return opts.float32Ties ? Math.fround(score) : score;
-}
-
-/** Whether two scores tie in trec_eval's order (NaN ties NaN, as rankQuery orders NaNs by id; 0 ties -0). */
-export function scoresTie(a: number, b: number, opts: RankOptions = {}): boolean {
-  const na = Number.isNaN(a);
-  if (na || Number.isNaN(b)) return na && Number.isNaN(b);
-  return scoreKey(a, opts) === scoreKey(b, opts);
-}
-
-/** The tie groups of a ranking already in trec_eval's order (rankQuery), by rank. */
-export function tieGroups(ranked: readonly ScoredDoc[], opts: RankOptions = {}): TieGroup[] {
-  const out: TieGroup[] = [];
-  let start = 0;
-  for (let i = 1; i <= ranked.length; i++) {
-    if (i < ranked.length && scoresTie(ranked[i].score, ranked[start].score, opts)) continue;
-    if (i - start >= 2) out.push({ from: start + 1, to: i, score: ranked[start].score });
-    start = i;
-  }
-  return out;
-}
 
 /**
  * Whether a document ranked 1..k (trec_eval's order) shares its score with another retrieved document,
@@ -74,9 +46,6 @@ export function queriesWithTies(
   for (const q of queryIds) if (hasTieInTop(run.get(q) ?? [], k, opts)) out.push(q);
   return out;
 }
-
-/** How ties are broken: trec_eval's (document id descending), or the best or worst order for the measures. */
-export type TieOrder = 'best' | 'worst';
 
 /**
  * A query's ranking with every tie broken best-first (relevant first, higher grade first) or worst-first

@@ -26,7 +26,8 @@ import {
 } from '../eval/metrics';
 import { Xoshiro128 } from '../eval/random';
 import type { Qrels, Run } from '../types';
-import type { FusionBase, FusionFold, FusionGridSpec, FusionParams, FusionTuning } from './fusion';
+import type { FusionBase } from './fusion';
+import type { FusionFold, FusionGridSpec, FusionParams, FusionTuning } from './fusion-record';
 import {
   DEFAULT_FUSION_DEPTH,
   fusePrepared,

@@ -4,7 +4,7 @@ import type { Run } from '../types';
 import { describeChunking, type Chunking } from './chunking';
 import { describeMultiImage, type MultiImage } from './multi-image';
 import type { IvfRunInfo } from './ivf-report';
-import { describeTuning, type FusionTuning } from './fusion';
+import { describeTuning, type FusionTuning } from './fusion-record';
 
 /** How a run was produced. Every field is needed to reproduce it. */
 export type RetrieverConfig =
