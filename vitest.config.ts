@@ -10,6 +10,12 @@ export default defineConfig({
           name: 'unit',
           include: ['tests/unit/**/*.test.ts'],
           environment: 'node',
+          // A limit catches a hang; it never measures speed. The heaviest unit test takes about 5 s on
+          // an idle 2-core machine and about 4× that in `npm run test:slow` (one core shared with a
+          // busy process): these limits sit far above both, and the summary (scripts/test-summary.mjs)
+          // warns about any test past a quarter of its limit.
+          testTimeout: 120_000,
+          hookTimeout: 300_000,
         },
       },
       {

@@ -182,5 +182,5 @@ describe('batched BM25 build', () => {
     const data = structuredClone(serializeBm25(index));
     data.meta.groupLanguages[0] = [...data.meta.groupLanguages[0], 'de'];
     expect(() => deserializeBm25(data)).toThrow(/now german analyses them/);
-  }, 60_000);
+  });
 });

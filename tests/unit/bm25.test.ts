@@ -538,7 +538,7 @@ describe('MedQuAD (real data)', () => {
         `build ${buildMs.toFixed(0)} ms, ${queries.length} queries ${searchMs.toFixed(0)} ms ` +
         `(${((searchMs / queries.length) * 1000).toFixed(0)} µs/query)`,
     );
-  }, 120_000);
+  });
 
   it('reaches a plausible nDCG@10 and beats a shuffled baseline by far', () => {
     expect(queries).toHaveLength(1000);

@@ -507,5 +507,5 @@ describe('scripts/trec-eval.ts', () => {
       rmSync(tmp, { recursive: true, force: true });
     }
     // Two CLI runs (tsx start-up each): seconds on a shared, loaded machine.
-  }, 60_000);
+  });
 });

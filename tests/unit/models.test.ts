@@ -65,7 +65,7 @@ beforeAll(() => {
   env.allowRemoteModels = false;
   env.allowLocalModels = true;
   env.localModelPath = `${DEFAULT_OUT}/`;
-}, 300_000);
+});
 
 describe('WordPiece tokenizer (minilm-l6-random, shared by bert-tiny-random)', () => {
   it('splits a medical sentence into sensible wordpieces and round-trips it', async () => {
@@ -319,28 +319,26 @@ describe('determinism', () => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
-  it('generating the tiny models twice gives byte-identical files', () => {
+  it('generating the tiny models again gives byte-identical files', () => {
+    // The copies the loading tests above used come from another generation (setup's, with its
+    // tokenizer cache); this one starts from nothing. Equal bytes show both are deterministic.
     const tiny = [BERT_TINY, CLIP_TINY, CE_TINY];
-    const trees = [0, 1].map(() => {
-      const out = mkdtempSync(join(tmpdir(), 'loupe-models-'));
-      dirs.push(out);
-      generateModels({
-        models: tiny,
-        out,
-        dataDir: DATA_DIR,
-        force: true,
-        cacheTokenizers: false,
-        log: () => {},
-      });
-      return hashTree(out);
+    const out = mkdtempSync(join(tmpdir(), 'loupe-models-'));
+    dirs.push(out);
+    generateModels({
+      models: tiny,
+      out,
+      dataDir: DATA_DIR,
+      force: true,
+      cacheTokenizers: false,
+      log: () => {},
     });
-    expect(Object.keys(trees[0]).length).toBeGreaterThan(15);
-    expect(trees[1]).toEqual(trees[0]);
-    // …and identical to the copies the loading tests above used.
+    const fresh = hashTree(out);
+    expect(Object.keys(fresh).length).toBeGreaterThan(15);
     for (const id of tiny) {
       const main = hashTree(join(DEFAULT_OUT, id));
-      const fresh = hashTree(join(dirs[0], id));
-      expect(main).toEqual(fresh);
+      expect(Object.keys(main).length).toBeGreaterThan(4);
+      expect(main).toEqual(hashTree(join(out, id)));
     }
-  }, 120_000);
+  });
 });

@@ -131,7 +131,7 @@ describe('streamed Parquet import', () => {
     });
     expect(images.size).toBe(fx.counts.corpus);
     expect(images).toEqual(wholeImages);
-  }, 60_000);
+  });
 
   it('fails broken files with the whole read’s issues', async () => {
     for (const dir of [fx.brokenRowGroup, fx.missingColumn, fx.unknownId]) {

@@ -90,7 +90,7 @@ describe('compareRuns equals the one-column stats.ts functions to the bit', () =
     expect(c[1].pRandomization!).toBeLessThan(0.01);
     expect(c[2].n).toBeLessThan(3000);
     expect(c[3].pRandomization).toBe(1);
-  }, 60_000);
+  });
 
   it('small samples (exact randomization), another confidence level and no exact test', () => {
     for (const [n, options] of [

@@ -35,7 +35,7 @@ function make(out: string, ...extra: string[]) {
   );
 }
 
-describe('make-scale-shard', { timeout: 120_000 }, () => {
+describe('make-scale-shard', () => {
   it('writes a shard the reader accepts, with graded qrels, images and a precomputed set', async () => {
     const out = join(tmp, 'a');
     make(out, '--images', '--vectors', 'random', '--seed', '7');

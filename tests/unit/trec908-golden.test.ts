@@ -260,5 +260,5 @@ describe('scripts/trec-eval.ts --semantics 9.0.8 as a process', () => {
         .filter((l) => !STRING_MEASURE.test(l))
         .join('\n'),
     );
-  }, 60_000);
+  });
 });

@@ -21,7 +21,7 @@ beforeAll(() => {
   env.allowRemoteModels = false;
   env.allowLocalModels = true;
   env.localModelPath = `${DEFAULT_OUT}/`;
-}, 120_000);
+});
 
 describe('xlmr-tiny-random (SentencePiece Unigram)', () => {
   it('has the XLM-R tokenizer shape and splits non-Latin scripts into pieces without <unk>', async () => {
