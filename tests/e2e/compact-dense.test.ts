@@ -1,8 +1,8 @@
 // A dense run through the compact vector store (issue 18 item 4) in the app, end to end in
-// Chromium: a 20,000-document synthetic shard (make-scale-shard, random unit vectors as precomputed
+// Chromium: a 10,000-document synthetic shard (make-scale-shard, random unit vectors as precomputed
 // embeddings of the generated bert-tiny model: random weights, so this checks the path, not
-// retrieval quality) opened by one link with the store's threshold moved to 20,000 documents
-// (`compact-from=20000`; the default is 256 MiB of float32 rows). The run must say it used the store,
+// retrieval quality) opened by one link with the store's threshold moved to 10,000 documents
+// (`compact-from=10000`; the default is 256 MiB of float32 rows). The run must say it used the store,
 // read R = 100 float32 rows per query back from OPFS (the index worker's counters), and rank every
 // query's top 10 as the float32 exact run of the same link without the option does (fresh profile).
 // The corpus goes from IndexedDB to the store in pieces (src/lib/state/dense-stream.ts): the page
@@ -18,7 +18,8 @@ import { launch, pageErrors } from './browser';
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
 const MODEL = 'loupe-test/bert-tiny-random';
-const DOCS = 20_000;
+// Three pieces of 4,096 rows: the store is written and read back in several.
+const DOCS = 10_000;
 const QUERIES = 50;
 
 /**
@@ -124,7 +125,7 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
   const excluded = new Map<string, Set<string>>();
   beforeAll(() => {
     mkdirSync(join(ROOT, 'generated-shards'), { recursive: true });
-    dir = mkdtempSync(join(ROOT, 'generated-shards', 'compact-20k-'));
+    dir = mkdtempSync(join(ROOT, 'generated-shards', 'compact-10k-'));
     execFileSync(
       'npx',
       [

@@ -1,4 +1,4 @@
-// Cross-encoder reranking through the UI: a BM25 run of medquad, its top 20 reranked by the generated
+// Cross-encoder reranking through the UI: a BM25 run of medquad, its top 5 reranked by the generated
 // tiny cross-encoder on WASM (random weights: the order exercises the pipeline, not retrieval quality).
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -11,7 +11,8 @@ import { parseQrels, parseRun } from '../../src/lib/core/eval/trec';
 const baseUrl = inject('baseUrl');
 const MEASURES = standardMeasures([1, 5, 10, 100]);
 const MODEL = 'loupe-test/cross-encoder-tiny-random';
-const TOP_N = 20;
+// Five documents a query: 5,000 pairs, enough to cancel mid-way and to see most top blocks move.
+const TOP_N = 5;
 
 async function phase(page: Page, ...phases: string[]) {
   await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
@@ -46,7 +47,7 @@ describe('cross-encoder reranking in the UI', () => {
     await s?.dispose();
   });
 
-  test('medquad BM25 → top 20 reranked by the tiny cross-encoder on WASM; cancel stores nothing', async () => {
+  test('medquad BM25 → top 5 reranked by the tiny cross-encoder on WASM; cancel stores nothing', async () => {
     const { page } = s;
     await page.goto(`${baseUrl}/?shard=/shards/medquad/&run=1&device=wasm`);
     await phase(page, 'done', 'error');
@@ -62,7 +63,7 @@ describe('cross-encoder reranking in the UI', () => {
     await page.click('[data-testid="rerank-run"]');
     await expect
       .poll(() => page.locator('[data-testid="job"] .text').first().innerText(), { timeout: 60_000 })
-      .toMatch(/Reranking: [\d,]+ \/ 20,000 pairs/);
+      .toMatch(/Reranking: [\d,]+ \/ 5,000 pairs/);
     await page.click('[data-testid="cancel"]');
     await expect
       .poll(() => page.locator('[data-testid="message"]').last().innerText(), { timeout: 30_000 })
@@ -74,10 +75,10 @@ describe('cross-encoder reranking in the UI', () => {
     await page.click('[data-testid="rerank-run"]');
     await phase(page, 'done', 'error');
     expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
-    expect(await page.locator('[data-testid="message"]').last().innerText()).toMatch(/Reranked 20,000 pairs/);
+    expect(await page.locator('[data-testid="message"]').last().innerText()).toMatch(/Reranked 5,000 pairs/);
     expect(await page.locator('[data-testid="runs-table"] tbody tr').count()).toBe(2);
     expect(await page.locator('tr.current [data-testid="run-name"]').innerText()).toMatch(
-      /top 20 reranked by cross-encoder tiny/,
+      /top 5 reranked by cross-encoder tiny/,
     );
 
     const sidecar = JSON.parse(await downloadText(page, 'export-sidecar'));
@@ -91,8 +92,8 @@ describe('cross-encoder reranking in the UI', () => {
       input: bm25Id,
     });
 
-    // Per query: the top 20 (in trec_eval's order of the exported scores) is a permutation of BM25's
-    // top 20, and everything below keeps BM25's order.
+    // Per query: the top 5 (in trec_eval's order of the exported scores) is a permutation of BM25's
+    // top 5, and everything below keeps BM25's order.
     const reranked = parseRun(await downloadText(page, 'export-run'), 'rerank.trec');
     expect([...reranked.keys()].sort()).toEqual([...bm25.keys()].sort());
     let moved = 0;
@@ -117,7 +118,7 @@ describe('cross-encoder reranking in the UI', () => {
     for (const m of MEASURES) expect(again.all[m]).toBe(metrics.overall[m]);
     const shown = await page.locator('tr[data-scope="overall"] td[data-measure="ndcg_cut_10"]').innerText();
     expect(again.all.ndcg_cut_10.toFixed(4)).toBe(shown);
-    // Recall@100 cannot change: the same documents are ranked, only the top 20 is reordered.
+    // Recall@100 cannot change: the same documents are ranked, only the top 5 is reordered.
     const bm25Again = evaluate(qrels, bm25, MEASURES, { complete: true });
     expect(again.all.recall_100).toBe(bm25Again.all.recall_100);
 

@@ -1,13 +1,18 @@
 // The Shards view's Storage panel in the real app: what this site keeps (a shard's runs, corpus
 // embeddings and index; model files in the browser cache; quota and persistence), removing embeddings
 // and a model's files after a confirmation (checked in IndexedDB and the Cache API), and a layout that
-// fits a phone.
+// fits a phone. On 300 of medquad's documents (what the panel lists does not depend on the size).
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Page } from 'playwright-core';
 import { launch, pageErrors, type Session } from './browser';
 import { shotPath } from './artifacts';
+import { writeSubset } from './shard-fixtures';
+import { DATA_DIR } from '../paths';
 
 const baseUrl = inject('baseUrl');
+const GEN = join(import.meta.dirname, '../../generated-shards/e2e-storage-panel');
 
 async function phase(page: Page, ...phases: string[]) {
   const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
@@ -38,17 +43,19 @@ async function stored(page: Page): Promise<{ emb: number; modelFiles: number }> 
 describe('Storage panel', () => {
   let s: Session;
   beforeAll(async () => {
+    writeSubset(join(DATA_DIR, 'medquad'), join(GEN, 'medquad'), { docs: 300 });
     s = await launch();
   });
   afterAll(async () => {
     await s?.dispose();
+    rmSync(GEN, { recursive: true, force: true });
   });
 
   test('lists runs, embeddings and model files with the quota; removes embeddings and a model after confirming', async () => {
     const { page } = s;
     // A dense run caches the model's files and the corpus embeddings (and the shard).
     await page.goto(
-      `${baseUrl}/?shard=/shards/medquad/&retriever=dense&model=loupe-test/bert-tiny-random&device=wasm&dtype=fp32&run=1`,
+      `${baseUrl}/?shard=/generated-shards/e2e-storage-panel/medquad/&retriever=dense&model=loupe-test/bert-tiny-random&device=wasm&dtype=fp32&run=1`,
     );
     await phase(page, 'done');
     const before = await stored(page);
