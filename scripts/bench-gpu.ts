@@ -7,10 +7,10 @@
 //       has shader-f16, against WASM fp32 (the app's parity reference); without shader-f16 the row
 //       checks the fp16 file on WASM against the fp32 file and says WebGPU was not run;
 //   (b) clip-vit-b16-random's vision tower (the CLIP ViT-B/16 shape): --images images and 1 image;
-//   (c) the WGSL exact search kernel (src/lib/platform/gpu-exact.ts) vs the JS path
+//   (c) the WGSL exact search kernel (src/lib/platform/gpu/gpu-exact.ts) vs the JS path
 //       (core/retrieval/exact.ts) on clustered unit vectors (--vectors × 384, --queries queries, top-10):
 //       queries whose top-10 ids match, ms per 100 queries.
-//   (d) IVF int8 scoring of each query's 16 probed lists on the WGSL kernel (platform/gpu-int8.ts,
+//   (d) IVF int8 scoring of each query's 16 probed lists on the WGSL kernel (platform/gpu/gpu-int8.ts,
 //       made exact by int8Candidates) vs the CPU loop, over the same vectors packed with nlist 2·√n:
 //       queries whose candidates match, ms per query.
 //
@@ -41,7 +41,7 @@ import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type * as OrtNS from 'onnxruntime-web';
-import { softwareAdapter } from '../src/lib/platform/backend';
+import { softwareAdapter } from '../src/lib/platform/gpu/backend';
 import { DEFAULT_OUT, generateModels } from './generate-models';
 import {
   GPU_DTYPES,

@@ -1240,7 +1240,7 @@ function report(results: Record<string, unknown>) {
     );
     md.push('');
     md.push(
-      `The chunked exact corpus (workers/chunked-exact.ts): int16 codes in wasm chunks of ${mi.chunkRows.toLocaleString('en')} rows, float32 rows in ${mi.store === 'opfs' ? 'an OPFS file (read back only for candidates)' : 'worker memory'}; ` +
+      `The chunked exact corpus (workers/index/chunked-exact.ts): int16 codes in wasm chunks of ${mi.chunkRows.toLocaleString('en')} rows, float32 rows in ${mi.store === 'opfs' ? 'an OPFS file (read back only for candidates)' : 'worker memory'}; ` +
         `clustered vectors (clusteredVectors' recipe drawn with numpy, seed ${SEED + 1}) generated once by the native process, fetched by the page in pieces of ${PIECE.toLocaleString('en')} rows and handed to the worker (fetching ${fmt(ml.fetchMs / 1000, 1)} s, handing over + quantizing + writing the rows to OPFS ${fmt(ml.addMs / 1000, 1)} s). ` +
         `Rounds alternate faiss IndexFlatIP (${blas.name.split(' (')[0]}, ${THREADS} thread) and the worker.`,
     );

@@ -4,7 +4,7 @@
 //   image+text  vqa-rad image-question-to-passage, 100 image + question queries (the shard's own),
 //               loupe-test/clip-vit-b16-random q8 (the CLIP ViT-B/16 shape)
 // Each query is typed (and its image picked through the file input) and submitted; the app's
-// performance measures (src/lib/platform/query-timing.ts) give each stage: tokenize, preprocess
+// performance measures (src/lib/platform/page/query-timing.ts) give each stage: tokenize, preprocess
 // (image decode + resize), encode, search, fuse, render, and `query` end to end (submit to results
 // painted). `other` is what no stage covers (worker round trips, the job bar, state). The first query
 // of a scenario embeds the corpus (or reuses precomputed embeddings) and is reported apart; two

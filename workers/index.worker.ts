@@ -1,5 +1,5 @@
 // Index worker: dense search over one embedding matrix. Approximate search is HNSW: hnswlib compiled
-// to wasm with SIMD by scripts/build-wasm.sh (workers/hnsw-engine.ts). Exact search is the ground
+// to wasm with SIMD by scripts/build-wasm.sh (workers/index/hnsw-engine.ts). Exact search is the ground
 // truth recall is measured against: on WebGPU when a hardware adapter exists, else through the wasm
 // candidate kernels, with plain JS as the reference; all three give the same ids and scores.
 // The HNSW graph is persisted in Loupe's own IndexedDB (a shard artifact), never trusted on load:
@@ -10,11 +10,11 @@
 //   session.ts     the open index;  search.ts  HNSW search with exclusions
 //   exact.ts       exact search: gpu.ts (WebGPU), wasm-exact.ts (wasm kernels), else JS
 //   recall.ts      recall@k of HNSW against exact search
-//   corpus.ts      the chunked exact corpus (workers/chunked-exact.ts) for 1M-scale exact search
+//   corpus.ts      the chunked exact corpus (workers/index/chunked-exact.ts) for 1M-scale exact search
 //   ivf-remote.ts  IVF-int8 search over a packed index on a static host (Range reads, OPFS cache)
 //   compact.ts     the compact vector store (int8 codes in memory, float32 rows in OPFS, top R rescored)
 import * as Comlink from 'comlink';
-import { hnswModule } from './hnsw-engine';
+import { hnswModule } from './index/hnsw-engine';
 import { build } from './index/build';
 import {
   exactCorpusAdd,
@@ -55,7 +55,7 @@ export { INDEX_FORMAT_VERSION, hnswArtifactKey } from './index/artifact';
 export { OVERFETCH_MAX } from './index/search';
 export { RECALL_SAMPLE } from './index/recall';
 export type { CompactInfo, CompactOptions, CompactResult, CompactStats } from './index/compact-types';
-export { DEFAULT_RERANK } from './compact-store';
+export { DEFAULT_RERANK } from './index/compact-store';
 export type { IvfQueryStats, IvfRemoteRequest, IvfRemoteResult } from './index/ivf-types';
 export type {
   BuildRequest,

@@ -1,7 +1,7 @@
 // Retrieval worker: owns the lexical index of the open shard. Builds BM25 once per (shard, params),
 // caches it in IndexedDB as an artifact, and answers batch runs and ad-hoc searches. The page may
 // release the index while it needs the memory (a large dense run: about 160 MB at 1M documents); the
-// next BM25 call reads it back from the cache (workers/bm25-reload.ts).
+// next BM25 call reads it back from the cache (workers/retrieval/bm25-reload.ts).
 import * as Comlink from 'comlink';
 import {
   Bm25Builder,
@@ -14,11 +14,11 @@ import {
 import { deserializeBm25, serializeBm25 } from '../src/lib/core/retrieval/bm25-store';
 import { loadAnalyzers } from '../src/lib/core/retrieval/analyzers';
 import type { Progress, Query } from '../src/lib/core/types';
-import { openShardStore } from '../src/lib/platform/shard-store';
-import { deleteBm25, getBm25, putBm25 } from '../src/lib/platform/bm25-cache';
-import { docBatches, loadQueries } from '../src/lib/platform/shard-batches';
+import { openShardStore } from '../src/lib/platform/storage/shard-store';
+import { deleteBm25, getBm25, putBm25 } from '../src/lib/platform/storage/bm25-cache';
+import { docBatches, loadQueries } from '../src/lib/platform/storage/shard-batches';
 import { throttle } from '../src/lib/core/throttle';
-import { freeIndexBuffers, reloadCounters, type Bm25Reload } from './bm25-reload';
+import { freeIndexBuffers, reloadCounters, type Bm25Reload } from './retrieval/bm25-reload';
 import {
   createChunkedIndex,
   createDenseIndex,
@@ -143,7 +143,7 @@ async function loadOrBuild(
     for await (const docs of docBatches(store, hash)) await builder.add(docs.map(bm25Doc));
     index = builder.finish();
     report({ kind: 'status', message: 'Caching BM25 index' });
-    // In pieces (platform/bm25-cache.ts): one record of it made a second copy of the index.
+    // In pieces (platform/storage/bm25-cache.ts): one record of it made a second copy of the index.
     await putBm25(store, hash, key, serializeBm25(index));
   }
   return { index, cached };

@@ -11,13 +11,13 @@ import { readShard } from '../src/lib/core/shard/read-shard';
 import { ShardValidationError, type ShardIssue } from '../src/lib/core/shard/source';
 import { throttle } from '../src/lib/core/throttle';
 import type { ParsedShard, Progress, ProgressFn } from '../src/lib/core/types';
-import { sourceFromDescriptor, type SourceDescriptor } from '../src/lib/platform/sources';
-import { listHubDataset, parseHubDatasetUrl } from '../src/lib/platform/hub-dataset';
+import { sourceFromDescriptor, type SourceDescriptor } from '../src/lib/platform/sources/sources';
+import { listHubDataset, parseHubDatasetUrl } from '../src/lib/platform/sources/hub-dataset';
 import type { ParquetMapping } from '../src/lib/core/media/parquet/mapping';
 import type { ParquetInspection } from '../src/lib/core/media/parquet/read-parquet';
 import { isParquetSource } from '../src/lib/core/media/parquet/detect';
 import type { ParquetStreamed } from '../src/lib/core/media/parquet/stream-parquet';
-import { blobImageStash } from '../src/lib/platform/blob-image-stash';
+import { blobImageStash } from '../src/lib/platform/storage/blob-image-stash';
 // hyparquet and its codecs load with the first Parquet dataset (most imports are JSONL shards).
 const parquet = () => import('../src/lib/core/media/parquet/read-parquet');
 import type { ShardSource } from '../src/lib/core/shard/source';
@@ -28,14 +28,14 @@ import {
   StorageQuotaError,
   type ShardStore,
   type ShardSummary,
-} from '../src/lib/platform/shard-store';
+} from '../src/lib/platform/storage/shard-store';
 import type { ShardLimits } from '../src/lib/core/shard/limits';
 import { DocCheckRefs, streamCorpus, withReadRates } from '../src/lib/core/shard/stream-corpus';
-import { estimateStreamedBytes, putStreamed } from '../src/lib/platform/shard-stream-store';
-import { buildDocIndex, loadDocIndex } from '../src/lib/platform/shard-docs';
+import { estimateStreamedBytes, putStreamed } from '../src/lib/platform/storage/shard-stream-store';
+import { buildDocIndex, loadDocIndex } from '../src/lib/platform/storage/shard-docs';
 import { VectorFileError } from '../src/lib/core/shard/vector-files';
-import { putPrecomputedSet } from '../src/lib/platform/precomputed-store';
-import { resumeKeep, resumeStreamed } from './shard-resume';
+import { putPrecomputedSet } from '../src/lib/platform/storage/precomputed-store';
+import { resumeKeep, resumeStreamed } from './shard/shard-resume';
 
 /** STORAGE_ISSUE_FILE: the `file` of issues about the browser's storage rather than a shard file. */
 export const STORAGE_ISSUE_FILE = '(browser storage)';
@@ -43,7 +43,7 @@ export const STORAGE_ISSUE_FILE = '(browser storage)';
 function storageIssue(message: string): ShardIssue {
   return { file: STORAGE_ISSUE_FILE, code: 'storage-quota', message };
 }
-import { loadDicomCodecs } from '../src/lib/platform/dicom-codecs';
+import { loadDicomCodecs } from '../src/lib/platform/media/dicom-codecs';
 import { isDicom } from '../src/lib/core/media/dicom/image';
 import {
   PRECOMPUTED_INDEX,
@@ -58,7 +58,7 @@ import {
   remoteDocRows,
   remoteDocRowsOf,
   type RemoteFirstSetName,
-} from '../src/lib/platform/remote-shard';
+} from '../src/lib/platform/sources/remote-shard';
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
 export type ImportResult =
@@ -194,7 +194,7 @@ async function storePrecomputed(
 const api = {
   /**
    * Builds a cached shard's document directory and facts by one scan of its corpus, unless stored
-   * (platform/shard-docs.ts); the page then reads it from IndexedDB. `onProgress`: Comlink.proxy.
+   * (platform/storage/shard-docs.ts); the page then reads it from IndexedDB. `onProgress`: Comlink.proxy.
    */
   async indexDocs(hash: string, queryImages: string[], onProgress?: ProgressFn): Promise<void> {
     const store = await openShardStore({ sweep: false });
@@ -207,7 +207,7 @@ const api = {
     }
   },
 
-  /** A packed shard on a static host, opened without importing its corpus (platform/remote-shard.ts). */
+  /** A packed shard on a static host, opened without importing its corpus (platform/sources/remote-shard.ts). */
   openRemote: (url: string, onRemoteFirst?: (sets: RemoteFirstSetName[]) => void) =>
     openRemoteShard(url, undefined, onRemoteFirst),
   /** Documents of a shard opened by openRemote, read from its host by HTTP Range. */

@@ -1,5 +1,5 @@
 // bench:gpu's IVF row: the int8 scores of a query's probed lists on the WGSL kernel
-// (src/lib/platform/gpu-int8.ts, turned into candidates by int8Candidates) against the CPU loop
+// (src/lib/platform/gpu/gpu-int8.ts, turned into candidates by int8Candidates) against the CPU loop
 // (scoreList), over an IVF index packed in memory from the exact row's vectors. Same code in Node
 // (Dawn) and in the browser page; no Node or DOM API.
 import type { Matrix } from '../../src/lib/core/retrieval/exact';
@@ -15,7 +15,7 @@ import {
   scoreList,
   type IvfList,
 } from '../../src/lib/core/retrieval/ivf';
-import { createGpuInt8, int8ScoreBound } from '../../src/lib/platform/gpu-int8';
+import { createGpuInt8, int8ScoreBound } from '../../src/lib/platform/gpu/gpu-int8';
 
 export interface IvfInt8Row {
   nlist: number;

@@ -12,7 +12,7 @@ import {
   type KnnResult,
   type Matrix,
 } from '../../src/lib/core/retrieval/exact';
-import { createGpuExact } from '../../src/lib/platform/gpu-exact';
+import { createGpuExact } from '../../src/lib/platform/gpu/gpu-exact';
 import { median } from '../../src/lib/core/eval/stats';
 import { measureIvfInt8, type IvfInt8Row } from './gpu-measure-ivf';
 

@@ -1,7 +1,11 @@
 // The DICOM wasm codecs in Node (scripts and unit tests): the same cornerstonejs builds the site
 // bundles, whose emscripten loaders find their .wasm beside them when run under Node.
 import { createRequire } from 'node:module';
-import { codecsFromModules, newCodecOutputs, type CodecModules } from '../../src/lib/platform/dicom-codecs';
+import {
+  codecsFromModules,
+  newCodecOutputs,
+  type CodecModules,
+} from '../../src/lib/platform/media/dicom-codecs';
 import type { DicomCodecs } from '../../src/lib/core/media/dicom/image';
 
 const require = createRequire(import.meta.url);

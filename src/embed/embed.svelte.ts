@@ -3,7 +3,7 @@
 // the view shows (preset query, a query typed inside, one it asked for) through the same effect.
 import { App } from '../lib/state/app.svelte';
 import { registryModel } from '../lib/clients/encoder-client';
-import { isolationStatus } from '../lib/platform/isolation';
+import { isolationStatus } from '../lib/platform/page/isolation';
 import {
   EMBED_SOURCE,
   isEmbedCommand,

@@ -6,7 +6,7 @@
 /// <reference types="vite/client" />
 import * as Comlink from 'comlink';
 import { env, pipeline, type FeatureExtractionPipeline } from '@huggingface/transformers';
-import { ortBuildFor, probeBackend } from '../../src/lib/platform/backend';
+import { ortBuildFor, probeBackend } from '../../src/lib/platform/gpu/backend';
 import { setOrtFiles } from '../../workers/encoder/environment';
 
 let extractor: FeatureExtractionPipeline | null = null;

@@ -1,7 +1,7 @@
 // Page-side helpers for tests/e2e/dicom.test.ts (called through page.evaluate): the Search view's
 // DICOM entry points (openDicomFile, displayableImage) and the encoder on .dcm vs .jpg query files.
 // Served by the Vite dev server at /tests/browser/dicom-harness.html; never part of the app build.
-import { displayableImage, openDicomFile } from '../../src/lib/platform/dicom-image';
+import { displayableImage, openDicomFile } from '../../src/lib/platform/media/dicom-image';
 import { embedImages, loadEncoder, registryModel } from '../../src/lib/clients/encoder-client';
 import type { WindowChoice } from '../../src/lib/core/media/dicom/image';
 

@@ -2,7 +2,7 @@
 // Vite dev server at /tests/browser/encoder-harness.html; never part of the app build.
 import { openDB } from 'idb';
 import { importShard } from '../../src/lib/clients/shard-client';
-import { DB_NAME, hashRange } from '../../src/lib/platform/shard-store';
+import { DB_NAME, hashRange } from '../../src/lib/platform/storage/shard-store';
 import {
   MODEL_REGISTRY,
   cacheModelFiles,
@@ -18,7 +18,7 @@ import {
   stopEncoder,
   type LoadOptions,
 } from '../../src/lib/clients/encoder-client';
-import { detectBackend } from '../../src/lib/platform/backend';
+import { detectBackend } from '../../src/lib/platform/gpu/backend';
 import type { EmbedPart, EmbedRole, ModelSpec } from '../../src/lib/core/retrieval/models';
 import type { TaskInfo } from '../../src/lib/core/types';
 import type { Chunking } from '../../src/lib/core/retrieval/chunking';

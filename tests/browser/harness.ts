@@ -13,16 +13,16 @@ import {
   initialParquetMapping,
   recallParquetMapping,
   rememberParquetMapping,
-} from '../../src/lib/platform/parquet-mappings';
+} from '../../src/lib/platform/storage/parquet-mappings';
 import { prepareBm25, runBm25Task, searchBm25Adhoc } from '../../src/lib/clients/retrieval-client';
 import { DEFAULT_BM25_PARAMS } from '../../src/lib/core/retrieval/bm25';
 import { evaluate } from '../../src/lib/core/eval/metrics';
 import type { ParquetMapping } from '../../src/lib/core/media/parquet/mapping';
 import { qrelsFor } from '../../src/lib/core/eval/report';
 import type { Run } from '../../src/lib/core/types';
-import { describeDrop } from '../../src/lib/platform/sources';
-import { docBatches } from '../../src/lib/platform/shard-batches';
-import { loadDocIndex, readDocRows } from '../../src/lib/platform/shard-docs';
+import { describeDrop } from '../../src/lib/platform/sources/sources';
+import { docBatches } from '../../src/lib/platform/storage/shard-batches';
+import { loadDocIndex, readDocRows } from '../../src/lib/platform/storage/shard-docs';
 import { findDocRow } from '../../src/lib/core/shard/doc-directory';
 import {
   DB_NAME,
@@ -30,10 +30,10 @@ import {
   hashRange,
   openShardStore,
   type StoreName,
-} from '../../src/lib/platform/shard-store';
+} from '../../src/lib/platform/storage/shard-store';
 import type { Progress } from '../../src/lib/core/types';
-import { openPrecomputedSet, putPrecomputedSet } from '../../src/lib/platform/precomputed-store';
-import { getBm25, putBm25 } from '../../src/lib/platform/bm25-cache';
+import { openPrecomputedSet, putPrecomputedSet } from '../../src/lib/platform/storage/precomputed-store';
+import { getBm25, putBm25 } from '../../src/lib/platform/storage/bm25-cache';
 import { PRECOMPUTED_KIND, type PrecomputedSidecar } from '../../src/lib/core/shard/precomputed';
 import { f32ToF16 } from '../../src/lib/core/shard/vector-files';
 
@@ -502,7 +502,7 @@ const harness = {
   },
 
   /**
-   * platform/precomputed-store.ts: an n × dim float16 set (values sin(i)) stored in pieces of
+   * platform/storage/precomputed-store.ts: an n × dim float16 set (values sin(i)) stored in pieces of
    * `pieceRows` rows, rows `order` read back; then the head removed, as a write stopped half-way leaves it.
    */
   async precomputedPieces(hash: string, n: number, dim: number, pieceRows: number, order: number[]) {
@@ -520,7 +520,7 @@ const harness = {
   },
 
   /**
-   * platform/bm25-cache.ts: the BM25 index stored under `key` written again under another key in
+   * platform/storage/bm25-cache.ts: the BM25 index stored under `key` written again under another key in
    * pieces of `pieceBytes`, read back and compared byte for byte; then its head removed, as a write
    * stopped half-way leaves it.
    */

@@ -20,8 +20,8 @@ import {
   type RowStoreKind,
   type WasmKernel,
 } from '../../src/lib/clients/index-client';
-import { probeWebGpu } from '../../src/lib/platform/gpu-exact';
-import { openShardStore } from '../../src/lib/platform/shard-store';
+import { probeWebGpu } from '../../src/lib/platform/gpu/gpu-exact';
+import { openShardStore } from '../../src/lib/platform/storage/shard-store';
 import {
   clusteredVectors,
   exactSearch,

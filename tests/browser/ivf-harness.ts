@@ -9,7 +9,7 @@ import {
   type IvfRemoteRequest,
   type IvfRemoteResult,
 } from '../../src/lib/clients/index-client';
-import { listIvfCache } from '../../src/lib/platform/ivf-cache';
+import { listIvfCache } from '../../src/lib/platform/storage/ivf-cache';
 
 type Outcome = { ok: true; result: IvfRemoteResult } | { ok: false; error: string };
 

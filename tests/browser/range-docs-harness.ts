@@ -1,7 +1,7 @@
 // Page-side helpers for tests/e2e/range-docs.test.ts (called through page.evaluate): the Range
-// document reader (src/lib/platform/range-docs.ts) as the app uses it. Served by the Vite dev server at
+// document reader (src/lib/platform/sources/range-docs.ts) as the app uses it. Served by the Vite dev server at
 // /tests/browser/range-docs-harness.html; never part of the app build.
-import { RangeDocReader } from '../../src/lib/platform/range-docs';
+import { RangeDocReader } from '../../src/lib/platform/sources/range-docs';
 import type { Doc } from '../../src/lib/core/types';
 
 type Outcome = { ok: true; docs: Doc[]; bytesRead: number; requests: number } | { ok: false; error: string };

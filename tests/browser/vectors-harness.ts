@@ -37,7 +37,7 @@ import {
 } from '../../src/lib/core/retrieval/ivf';
 import { nibbleQmax, scanNibblesJs } from '../../src/lib/core/retrieval/nibble-scan';
 import { TopK } from '../../src/lib/core/retrieval/topk';
-import { NIBBLE_KERNEL_WASM, nibbleKernel, nibbleKernelSupported } from '../../workers/nibble-kernel';
+import { NIBBLE_KERNEL_WASM, nibbleKernel, nibbleKernelSupported } from '../../workers/kernels/nibble-kernel';
 import { f16ToF32 } from '../../src/lib/core/shard/vector-files';
 
 const state: {

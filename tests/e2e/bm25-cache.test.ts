@@ -74,7 +74,7 @@ describe('BM25 index in the retrieval worker (Chromium)', () => {
       meta: { format: 'loupe-bm25', version: 3, docCount: 3000 },
       pieces: { sizes: expect.any(Array) },
     });
-    // Stored in pieces (platform/bm25-cache.ts), no copy of the index in one record.
+    // Stored in pieces (platform/storage/bm25-cache.ts), no copy of the index in one record.
     expect(await call(page, 'getArtifact', hash, 'bm25', KEY)).not.toHaveProperty('buffers');
     // In pieces of 4,096 bytes: every piece stored, read back to the same bytes; a head-less set is none.
     const p = await call(page, 'bm25Pieces', hash, KEY, 4096);

@@ -6,7 +6,7 @@
 // WebGPU. The pure rules are in tests/unit/device-policy.test.ts.
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PARITY_TEXTS, cosine, perturbVector } from '../../src/lib/platform/device-policy';
+import { PARITY_TEXTS, cosine, perturbVector } from '../../src/lib/platform/gpu/device-policy';
 import type { EncoderHarness } from '../browser/encoder-harness';
 import { join } from 'node:path';
 import { DATA_DIR } from '../paths';

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PARITY_MIN, PARITY_TEXTS, cosine } from '../../src/lib/platform/device-policy';
+import { PARITY_MIN, PARITY_TEXTS, cosine } from '../../src/lib/platform/gpu/device-policy';
 import type { EncoderHarness } from '../browser/encoder-harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
 

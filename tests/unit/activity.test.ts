@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { foreground, foregroundBusy, whenQuiet } from '../../src/lib/platform/activity';
+import { foreground, foregroundBusy, whenQuiet } from '../../src/lib/platform/page/activity';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -5,7 +5,7 @@ import {
   softwareAdapter,
   wasmThreads,
   type BackendProbe,
-} from '../../src/lib/platform/backend';
+} from '../../src/lib/platform/gpu/backend';
 
 const gpu: BackendProbe = {
   webgpu: true,

@@ -1,9 +1,9 @@
-// The WebGPU device policy's pure rules (src/lib/platform/device-policy.ts): quantised weights never
+// The WebGPU device policy's pure rules (src/lib/platform/gpu/device-policy.ts): quantised weights never
 // on WebGPU, the parity verdict and its message, the faster device for one text query, and what a
 // failed parity check falls back to. The worker side (the models and clocks) is tested in Chromium by
 // tests/e2e/device-policy.test.ts.
 import { describe, expect, it } from 'vitest';
-import { chooseBackend, type BackendProbe } from '../../src/lib/platform/backend';
+import { chooseBackend, type BackendProbe } from '../../src/lib/platform/gpu/backend';
 import {
   afterParityFailure,
   applyDevicePolicy,
@@ -15,7 +15,7 @@ import {
   perturbVector,
   referenceDtype,
   verdictKey,
-} from '../../src/lib/platform/device-policy';
+} from '../../src/lib/platform/gpu/device-policy';
 
 const gpu: BackendProbe = {
   webgpu: true,

@@ -1,7 +1,7 @@
-// platform/free-buffers.ts: buffers handed to freeBuffers are detached at once (their memory goes
+// platform/storage/free-buffers.ts: buffers handed to freeBuffers are detached at once (their memory goes
 // with a message that is never delivered), counted once each.
 import { describe, expect, it } from 'vitest';
-import { freeBuffers } from '../../src/lib/platform/free-buffers';
+import { freeBuffers } from '../../src/lib/platform/storage/free-buffers';
 
 describe('freeBuffers', () => {
   it('detaches the buffers and returns their bytes, each counted once', () => {

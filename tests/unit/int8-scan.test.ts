@@ -1,5 +1,5 @@
 // The compact vector store's pure parts (src/lib/core/retrieval/int8-scan.ts) and its wasm SIMD
-// kernel (workers/int8-kernel.ts): the kernel's integer sums equal the JS reference (worst-case
+// kernel (workers/kernels/int8-kernel.ts): the kernel's integer sums equal the JS reference (worst-case
 // magnitudes included), the codes follow ivf.ts's quantiser, candidate selection equals a full
 // sort, and int8 scan + exact rescoring of the top R gives exact search's top 10 (exactSearch over
 // the float32 rows, the outside reference) on seeded clustered vectors; and when a dense run takes
@@ -25,7 +25,7 @@ import {
   compactFromRows,
   useCompactStore,
 } from '../../src/lib/state/dense-compact';
-import { INT8_KERNEL_WASM, int8Kernel, int8KernelSupported } from '../../workers/int8-kernel';
+import { INT8_KERNEL_WASM, int8Kernel, int8KernelSupported } from '../../workers/kernels/int8-kernel';
 
 /** A wasm memory holding n rows of codes (P wide), then the query, then the scores. */
 function kernelSetup(n: number, P: number) {

@@ -1,6 +1,8 @@
-// The source tree's shape (issue 22): no import cycle among src/ and workers/, workers and platform
-// code never reach into the page's clients/state/components, core stays pure, and no hand-written
-// source file grows past 700 lines. Reads the files as text and resolves relative imports itself.
+// The source tree's shape (issues 22 and 35): no import cycle among src/ and workers/, workers and
+// platform code never reach into the page's clients/state/components, core stays pure, platform/ is
+// grouped in capability folders and workers/ holds entries beside their folders (each folder with a
+// README note), and no hand-written source file grows past 700 lines. Reads the files as text and
+// resolves relative imports itself.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -45,6 +47,13 @@ const graph = new Map<string, string[]>(
       .filter((p): p is string => p !== null && /\.(ts|svelte)$/.test(p)),
   ]),
 );
+
+/** platform/'s capability folders (issue 35): one per concern, nothing loose beside them. */
+const PLATFORM_FOLDERS = ['gpu', 'media', 'models', 'page', 'sources', 'storage'];
+/** A folder's README note says what lives there and what it may import. */
+const RULE_NOTE = /may import/i;
+const readme = (dir: string): string =>
+  existsSync(join(dir, 'README.md')) ? readFileSync(join(dir, 'README.md'), 'utf8') : '';
 
 function under(file: string, folder: string): boolean {
   return rel(file).startsWith(folder + '/');
@@ -95,6 +104,41 @@ describe('source layout', () => {
         ? deps.filter((d) => !under(d, 'src/lib/core')).map((d) => `${rel(f)} → ${rel(d)}`)
         : [],
     );
+    expect(bad).toEqual([]);
+  });
+
+  it('groups platform/ in capability folders, each with its README note', () => {
+    const platform = join(ROOT, 'src/lib/platform');
+    const top = readdirSync(platform, { withFileTypes: true });
+    // Nothing but the folders (and the folder's own README) at the top.
+    expect(top.filter((e) => e.isFile() && e.name !== 'README.md').map((e) => e.name)).toEqual([]);
+    const folders = top.filter((e) => e.isDirectory()).map((e) => e.name);
+    expect(folders.sort()).toEqual(PLATFORM_FOLDERS);
+    for (const f of folders) expect(readme(join(platform, f)), `platform/${f}/README.md`).toMatch(RULE_NOTE);
+  });
+
+  it('keeps each worker beside its own folder: a folder imports only itself and the shared kernels', () => {
+    const top = readdirSync(join(ROOT, 'workers'), { withFileTypes: true });
+    // The top level holds the entries (and README.md); every module sits in a folder.
+    const loose = top.filter((e) => e.isFile() && !/\.worker\.ts$/.test(e.name) && e.name !== 'README.md');
+    expect(loose.map((e) => e.name)).toEqual([]);
+    const folders = top.filter((e) => e.isDirectory()).map((e) => e.name);
+    for (const f of folders)
+      expect(readme(join(ROOT, 'workers', f)), `workers/${f}/README.md`).toMatch(RULE_NOTE);
+    // workers/<name>/… and workers/<name>.worker.ts may import workers/<name>/ and workers/kernels/ only.
+    const folderOf = (file: string): string | null => {
+      const parts = rel(file).split('/');
+      if (parts[0] !== 'workers') return null;
+      return parts.length > 2 ? parts[1] : parts[1].replace(/\.worker\.ts$/, '');
+    };
+    const bad = [...graph].flatMap(([f, deps]) => {
+      const from = folderOf(f);
+      if (from === null) return [];
+      return deps
+        .filter((d) => under(d, 'workers') && rel(d).split('/').length > 2)
+        .filter((d) => ![from, 'kernels'].includes(folderOf(d)!))
+        .map((d) => `${rel(f)} → ${rel(d)}`);
+    });
     expect(bad).toEqual([]);
   });
 

@@ -1,5 +1,5 @@
 // The compact store's two-pass scan, pure parts (src/lib/core/retrieval/nibble-scan.ts) and its
-// plain-SIMD kernel in Node (workers/nibble-kernel.ts; the relaxed kernel is checked in Chromium by
+// plain-SIMD kernel in Node (workers/kernels/nibble-kernel.ts; the relaxed kernel is checked in Chromium by
 // tests/e2e/compact-store.test.ts): the planes hold int8-scan's codes exactly (16 · (u − 8) + l =
 // encodeRows's code), the plane sums combine into the int8 score, the kernel gives the JS
 // reference's integers, and the two passes + exact rescoring give exact search's top 10
@@ -23,9 +23,9 @@ import {
   quantiseQueryNibbles,
   scanNibblesJs,
 } from '../../src/lib/core/retrieval/nibble-scan';
-import { NIBBLE_KERNEL_WASM, nibbleKernel, nibbleKernelSupported } from '../../workers/nibble-kernel';
-import { LO_SCRATCH_ROWS, NibblePlanes, planeRows, planesLayout } from '../../workers/nibble-planes';
-import { MemoryRows } from '../../workers/chunked-exact';
+import { NIBBLE_KERNEL_WASM, nibbleKernel, nibbleKernelSupported } from '../../workers/kernels/nibble-kernel';
+import { LO_SCRATCH_ROWS, NibblePlanes, planeRows, planesLayout } from '../../workers/index/nibble-planes';
+import { MemoryRows } from '../../workers/index/chunked-exact';
 
 describe('4-bit planes of the int8 codes', () => {
   it('puts dimension d of group g in byte 16g + (d mod 16), low half then high half', () => {
@@ -156,7 +156,7 @@ describe('nibble scan kernel (plain wasm SIMD, in Node)', () => {
   });
 });
 
-describe('two passes + exact rescoring (workers/nibble-planes.ts)', () => {
+describe('two passes + exact rescoring (workers/index/nibble-planes.ts)', () => {
   const dim = 64;
   const n = 20_001; // not a multiple of 4: the planes pad to 20,004 rows
   const nq = 60;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { writeNpyF16 } from '../../src/lib/core/shard/precomputed';
 import { parseNpyHeader } from '../../src/lib/core/shard/vector-files';
-import { npyPieces } from '../../src/lib/platform/precomputed-store';
+import { npyPieces } from '../../src/lib/platform/storage/precomputed-store';
 
 /** A .npy of n × dim float16 rows, and a reader that hands it out in chunks of the given sizes. */
 function npyOf(n: number, dim: number, chunkSizes: number[]) {

@@ -1,11 +1,11 @@
 // pack-shard --images (scripts/lib/pack-images.ts): the shard's referenced images in stored zips
-// named in shard.json, read back by the app's own zip reader (platform/sources.ts) byte for byte.
+// named in shard.json, read back by the app's own zip reader (platform/sources/sources/sources.ts) byte for byte.
 import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packImages } from '../../scripts/lib/pack-images';
-import { zipSource } from '../../src/lib/platform/sources';
+import { zipSource } from '../../src/lib/platform/sources/sources';
 import { ShardValidationError } from '../../src/lib/core/shard/source';
 import { DATA_DIR } from '../paths';
 

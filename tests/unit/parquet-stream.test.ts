@@ -15,7 +15,7 @@ import { FsSource } from '../../scripts/lib/fs-source';
 import { inspectParquet, readParquetShard } from '../../src/lib/core/media/parquet/read-parquet';
 import { readParquetStreamed } from '../../src/lib/core/media/parquet/stream-parquet';
 import { ShardValidationError, type ShardIssue } from '../../src/lib/core/shard/source';
-import { blobImageStash } from '../../src/lib/platform/blob-image-stash';
+import { blobImageStash } from '../../src/lib/platform/storage/blob-image-stash';
 import type { Doc, Progress } from '../../src/lib/core/types';
 import { makeMieb, writeParquet, type Column, type MiebFixture } from '../fixtures/parquet/make-mieb';
 

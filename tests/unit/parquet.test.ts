@@ -14,8 +14,11 @@ import {
   parseModality,
   type ParquetFileInfo,
 } from '../../src/lib/core/media/parquet/mapping';
-import { parseHubDatasetUrl } from '../../src/lib/platform/hub-dataset';
-import { recallParquetMapping, rememberParquetMapping } from '../../src/lib/platform/parquet-mappings';
+import { parseHubDatasetUrl } from '../../src/lib/platform/sources/hub-dataset';
+import {
+  recallParquetMapping,
+  rememberParquetMapping,
+} from '../../src/lib/platform/storage/parquet-mappings';
 import { inspectParquet, readParquetShard } from '../../src/lib/core/media/parquet/read-parquet';
 import { readShard } from '../../src/lib/core/shard/read-shard';
 import { ShardValidationError, type ShardIssue } from '../../src/lib/core/shard/source';

@@ -1,9 +1,13 @@
-// The version 2 offsets file read by Range (src/lib/platform/range-doc-index.ts), in Node over an
+// The version 2 offsets file read by Range (src/lib/platform/sources/range-doc-index.ts), in Node over an
 // in-memory "host" that answers each Range as a static server would (206 with the file's size, or
 // the whole file when it ignores Range): which bytes each lookup reads, and what it finds.
 import { describe, expect, it } from 'vitest';
 import { encodeDocOffsetsV2 } from '../../src/lib/core/shard/doc-offsets-v2';
-import { FIRST_READ_BYTES, RangeDocIndex, type RangeFetch } from '../../src/lib/platform/range-doc-index';
+import {
+  FIRST_READ_BYTES,
+  RangeDocIndex,
+  type RangeFetch,
+} from '../../src/lib/platform/sources/range-doc-index';
 
 const N = 5000;
 const ids = Array.from({ length: N }, (_, r) => `doc-${((r * 7919) % N).toString().padStart(5, '0')}`);

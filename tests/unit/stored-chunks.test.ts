@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { allChunkRecords, chunkRecords, fnv1a, type ChunkRow } from '../../src/lib/platform/stored-chunks';
+import {
+  allChunkRecords,
+  chunkRecords,
+  fnv1a,
+  type ChunkRow,
+} from '../../src/lib/platform/storage/stored-chunks';
 
 const row = <T>(chunkNo: number, records: T[]): ChunkRow<T> => ({ hash: 'h', chunkNo, records });
 const sum = (records: unknown[]) => fnv1a(JSON.stringify(records));

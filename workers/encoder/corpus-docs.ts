@@ -1,11 +1,11 @@
 // The documents of a cached shard as the corpus-embedding job needs them: their ids and which have
-// the part (text or image), read chunk by chunk (platform/shard-batches.ts) so that the texts of a
+// the part (text or image), read chunk by chunk (platform/storage/shard-batches.ts) so that the texts of a
 // million documents are never held at once; the documents themselves are loaded only when a batch
 // must be embedded (precomputed rows and stored batches need none).
 import type { Doc, EmbedPart } from '../../src/lib/core/types';
 import { hasPart } from '../../src/lib/core/retrieval/corpus-batches';
-import { docBatches } from '../../src/lib/platform/shard-batches';
-import type { ShardStore } from '../../src/lib/platform/shard-store';
+import { docBatches } from '../../src/lib/platform/storage/shard-batches';
+import type { ShardStore } from '../../src/lib/platform/storage/shard-store';
 import {
   PackedStringsBuilder,
   packedCount,

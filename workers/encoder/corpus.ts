@@ -28,9 +28,9 @@ import {
   type EmbMetaRecord,
 } from '../../src/lib/core/retrieval/corpus-batches';
 import { precomputedKey, precomputedMismatch } from '../../src/lib/core/shard/precomputed';
-import { openPrecomputedSet, type PrecomputedRows } from '../../src/lib/platform/precomputed-store';
-import type { Device } from '../../src/lib/platform/backend';
-import { isQuotaError, openShardStore, type ShardStore } from '../../src/lib/platform/shard-store';
+import { openPrecomputedSet, type PrecomputedRows } from '../../src/lib/platform/storage/precomputed-store';
+import type { Device } from '../../src/lib/platform/gpu/backend';
+import { isQuotaError, openShardStore, type ShardStore } from '../../src/lib/platform/storage/shard-store';
 import { corpusDocs } from './corpus-docs';
 import {
   copyPacked,
@@ -231,7 +231,7 @@ export async function embedCorpus(
   let pre: PrecomputedRows | undefined;
   let precomputedNote: string | undefined;
   try {
-    // Read a piece at a time (platform/precomputed-store.ts): never the whole set at once.
+    // Read a piece at a time (platform/storage/precomputed-store.ts): never the whole set at once.
     pre = await openPrecomputedSet(db, shardHash, precomputedKey(spec.id, loaded.dtype, part));
   } catch {
     pre = undefined;

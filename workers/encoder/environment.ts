@@ -17,7 +17,7 @@ import {
   WEBGPU_FAILED,
   type ModelSpec,
 } from '../../src/lib/core/retrieval/models';
-import { wasmThreads, type OrtBuild } from '../../src/lib/platform/backend';
+import { wasmThreads, type OrtBuild } from '../../src/lib/platform/gpu/backend';
 import { forgetModelFiles, modelCache } from './model-cache';
 import { PREPARING } from './progress';
 import type { OnProgress } from './types';

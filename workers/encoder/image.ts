@@ -2,7 +2,7 @@
 // resize and normalisation, the vision tower's forward pass; and the embedImages call.
 import * as Comlink from 'comlink';
 import { RawImage, type Tensor } from '@huggingface/transformers';
-import { decodeDicomBlob, isDicomBlob } from '../../src/lib/platform/dicom-image';
+import { decodeDicomBlob, isDicomBlob } from '../../src/lib/platform/media/dicom-image';
 import { rgbaToRgb } from '../../src/lib/core/media/dicom/image';
 import type { ModelSpec } from '../../src/lib/core/retrieval/models';
 import { checkBatchSize } from '../../src/lib/core/retrieval/corpus-batches';

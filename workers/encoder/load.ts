@@ -24,8 +24,8 @@ import {
   wasmThreads,
   type BackendProbe,
   type Device,
-} from '../../src/lib/platform/backend';
-import { afterParityFailure, applyDevicePolicy } from '../../src/lib/platform/device-policy';
+} from '../../src/lib/platform/gpu/backend';
+import { afterParityFailure, applyDevicePolicy } from '../../src/lib/platform/gpu/device-policy';
 import {
   claimOrtBuild,
   configureEnv,

@@ -17,7 +17,7 @@ import {
   verdictKey,
   type DeviceVerdict,
   type ParityInput,
-} from '../../src/lib/platform/device-policy';
+} from '../../src/lib/platform/gpu/device-policy';
 import { errorText, fetchFailures, modelFetchError, webGpuFailed } from './environment';
 import { embedImageBatch } from './image';
 import { embedTextBatch } from './text';

@@ -3,8 +3,12 @@
 import type { PreTrainedModel, PreTrainedTokenizer, Processor } from '@huggingface/transformers';
 import type { Dtype, ModelSpec } from '../../src/lib/core/retrieval/models';
 import type { Progress } from '../../src/lib/core/types';
-import type { Device, OrtBuild } from '../../src/lib/platform/backend';
-import type { DeviceVerdict, ParityVerdict, QueryDeviceChoice } from '../../src/lib/platform/device-policy';
+import type { Device, OrtBuild } from '../../src/lib/platform/gpu/backend';
+import type {
+  DeviceVerdict,
+  ParityVerdict,
+  QueryDeviceChoice,
+} from '../../src/lib/platform/gpu/device-policy';
 
 /** A progress callback (proxied from the page). */
 export type OnProgress = (p: Progress) => void;
@@ -39,7 +43,7 @@ export interface LoadOptions {
   knownVerdicts?: [string, DeviceVerdict][];
   /**
    * With `dtype` auto: the dtypes the open shard has embeddings of this model for (precomputed sets,
-   * packed indexes); the worker takes one of them over the device's default (platform/backend.ts).
+   * packed indexes); the worker takes one of them over the device's default (platform/gpu/backend.ts).
    */
   setDtypes?: Dtype[];
   /** Why `dtype` was set, for the device reason (the worker's own fp16 → fp32 retry after a failed check). */

@@ -1,11 +1,11 @@
 // HNSW build, load and save: the graph over a matrix, taken from the shard's cache when its stored
 // header and checksums match the request exactly, else built in batches (with progress) and saved.
-import { ENGINE, HnswIndex, hnswModule } from '../hnsw-engine';
+import { ENGINE, HnswIndex, hnswModule } from './hnsw-engine';
 import { indexTieBreak, normalizeRows, trecTieBreak } from '../../src/lib/core/retrieval/exact';
 import { throttle } from '../../src/lib/core/throttle';
 import type { Progress } from '../../src/lib/core/types';
 import { formatBytes } from '../../src/lib/core/shard/limits';
-import { isQuotaError, openShardStore } from '../../src/lib/platform/shard-store';
+import { isQuotaError, openShardStore } from '../../src/lib/platform/storage/shard-store';
 import { hnswlibHeader } from '../../src/lib/core/retrieval/hnsw-header';
 import { INDEX_FORMAT_VERSION, checkArtifact, hnswArtifactKey, sha256Hex } from './artifact';
 import { asMatrix, closeOpen, setOpen } from './session';

@@ -1,7 +1,7 @@
 // Shapes of the index worker's compact vector store calls (workers/index/compact.ts).
-import type { RowStoreKind } from '../chunked-exact';
-import type { CompactScan, CompactStats } from '../compact-store';
-import type { NibbleKernel } from '../nibble-kernel';
+import type { RowStoreKind } from './chunked-exact';
+import type { CompactScan, CompactStats } from './compact-store';
+import type { NibbleKernel } from '../kernels/nibble-kernel';
 import type { KnnResult } from '../../src/lib/core/retrieval/exact';
 import type { PackedStrings } from '../../src/lib/core/retrieval/packed-ids';
 import type { Space } from './types';

@@ -1,7 +1,7 @@
-// The index worker's compact vector store (workers/compact-store.ts): int8 codes in memory, float32
+// The index worker's compact vector store (workers/index/compact-store.ts): int8 codes in memory, float32
 // rows in OPFS, exact rescoring of the top R; kept apart from the HNSW index and the chunked corpus.
 import * as Comlink from 'comlink';
-import { CompactStore } from '../compact-store';
+import { CompactStore } from './compact-store';
 import { indexTieBreak, normalizeRows } from '../../src/lib/core/retrieval/exact';
 import {
   packStrings,

@@ -1,8 +1,8 @@
 // The chunked exact corpus (exact search at a scale whose float32 rows do not fit the tab: int16
-// codes in wasm chunks, rows in OPFS; workers/chunked-exact.ts), kept apart from the HNSW index.
+// codes in wasm chunks, rows in OPFS; workers/index/chunked-exact.ts), kept apart from the HNSW index.
 import * as Comlink from 'comlink';
-import { ChunkedCorpus } from '../chunked-exact';
-import { hnswModule } from '../hnsw-engine';
+import { ChunkedCorpus } from './chunked-exact';
+import { hnswModule } from './hnsw-engine';
 import { indexTieBreak, normalizeRows, trecTieBreak } from '../../src/lib/core/retrieval/exact';
 import { throttle } from '../../src/lib/core/throttle';
 import type { Progress } from '../../src/lib/core/types';

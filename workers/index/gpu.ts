@@ -1,8 +1,8 @@
-// The GPU exact path: WebGPU compute shaders (platform/gpu-exact) over the open index's vectors,
+// The GPU exact path: WebGPU compute shaders (platform/gpu/gpu-exact) over the open index's vectors,
 // uploaded once per chunking and kept with the index; 'auto' takes hardware adapters only.
 import type { Exclusions, Matrix } from '../../src/lib/core/retrieval/exact';
-import { softwareReason } from '../../src/lib/platform/backend';
-import { createGpuExact, probeWebGpu, type GpuProbe } from '../../src/lib/platform/gpu-exact';
+import { softwareReason } from '../../src/lib/platform/gpu/backend';
+import { createGpuExact, probeWebGpu, type GpuProbe } from '../../src/lib/platform/gpu/gpu-exact';
 import type { ExactResult, Open } from './types';
 
 /** The WebGPU adapter probe, once per worker (for the choice; devices come from fresh adapters). */

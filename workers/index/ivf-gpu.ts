@@ -1,4 +1,4 @@
-// IVF int8 scoring on the WGSL kernel (platform/gpu-int8): the probed lists' codes scored on the GPU,
+// IVF int8 scoring on the WGSL kernel (platform/gpu/gpu-int8): the probed lists' codes scored on the GPU,
 // turned into exactly the CPU's candidates by int8Candidates (core/retrieval/ivf.ts), or scored on
 // the CPU when the GPU's float32 sums cannot decide the cut. 'auto' takes hardware adapters only: a
 // software one (SwiftShader) is correct but slower than the CPU loop.
@@ -10,8 +10,8 @@ import {
   type IvfHeader,
   type IvfList,
 } from '../../src/lib/core/retrieval/ivf';
-import { probeWebGpu, softwareReason, type GpuProbe } from '../../src/lib/platform/backend';
-import { createGpuInt8, int8ScoreBound, type GpuInt8 } from '../../src/lib/platform/gpu-int8';
+import { probeWebGpu, softwareReason, type GpuProbe } from '../../src/lib/platform/gpu/backend';
+import { createGpuInt8, int8ScoreBound, type GpuInt8 } from '../../src/lib/platform/gpu/gpu-int8';
 import type { IvfScoring } from './ivf-types';
 
 /** The adapter probe, once per worker; the device, once per worker that scores on it. */

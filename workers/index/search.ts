@@ -2,7 +2,7 @@
 // exclusion lists over-fetched and dropped, long ones skipped inside the graph search); scores
 // replaced by exact float inner products unless asked not to.
 import * as Comlink from 'comlink';
-import type { KnnBatch } from '../hnsw-engine';
+import type { KnnBatch } from './hnsw-engine';
 import {
   checkK,
   emptyResult,

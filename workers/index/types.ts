@@ -1,10 +1,10 @@
 // The index worker's shapes: build requests and results, the persisted artifact's header, search,
 // exact-search and recall results, the chunked exact corpus's options and info, and the open index.
-import type { HnswIndex, WasmMatrix } from '../hnsw-engine';
-import type { ChunkedExactStats, RowStoreKind } from '../chunked-exact';
+import type { HnswIndex, WasmMatrix } from './hnsw-engine';
+import type { ChunkedExactStats, RowStoreKind } from './chunked-exact';
 import type { KnnResult, Matrix } from '../../src/lib/core/retrieval/exact';
 import type { TieBreak } from '../../src/lib/core/retrieval/topk';
-import type { GpuExact, GpuSearchStats } from '../../src/lib/platform/gpu-exact';
+import type { GpuExact, GpuSearchStats } from '../../src/lib/platform/gpu/gpu-exact';
 
 /** The similarity an index ranks by: cosine (rows normalised here) or inner product. */
 export type Space = 'cosine' | 'ip';

@@ -1,7 +1,7 @@
 // The wasm exact path: candidates from the int16 (or float32) SIMD kernel of the HNSW engine, each
 // rescored exactly and ranked with the JS reference's tie-break; a query whose cut is too close to
 // call is redone by the float32 kernel, then by plain JS. Identical to exactSearch().
-import { WasmMatrix, hnswModule, type Candidates } from '../hnsw-engine';
+import { WasmMatrix, hnswModule, type Candidates } from './hnsw-engine';
 import {
   checkK,
   emptyResult,

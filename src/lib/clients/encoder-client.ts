@@ -33,10 +33,15 @@ import {
   type ModelSpec,
 } from '../core/retrieval/models';
 import type { ProgressFn } from '../core/types';
-import type { DeviceVerdict } from '../platform/device-policy';
-import { MODEL_REGISTRY, RERANKER_REGISTRY, registryModel, rerankerModel } from '../platform/model-registry';
-import { modelFolder, servedModelFolders } from '../platform/model-index';
-import { foreground, whenQuiet } from '../platform/activity';
+import type { DeviceVerdict } from '../platform/gpu/device-policy';
+import {
+  MODEL_REGISTRY,
+  RERANKER_REGISTRY,
+  registryModel,
+  rerankerModel,
+} from '../platform/models/model-registry';
+import { modelFolder, servedModelFolders } from '../platform/models/model-index';
+import { foreground, whenQuiet } from '../platform/page/activity';
 import { WorkerClient, abortError, isAbortError, proxyProgress, type JobOptions } from './worker-client';
 
 export type { CorpusSink, EmbedCorpusRequest, EmbedCorpusResult, LoadOptions, LoadedEncoder };
@@ -68,7 +73,7 @@ function isWebGpuFailure(e: unknown): e is Error {
 async function withOfflineChoices(e: unknown, spec: ModelSpec): Promise<unknown> {
   if ((e as { name?: string } | null)?.name !== MODEL_FETCH_FAILED) return e;
   try {
-    const { offlineModels, modelRole } = await import('../platform/offline');
+    const { offlineModels, modelRole } = await import('../platform/storage/offline');
     // Models that could stand in for this one (image–text for an image–text model, and so on).
     const list = (await offlineModels())
       .filter((m) => modelRole(m.spec) === modelRole(spec))

@@ -22,7 +22,7 @@ import type {
   SearchResult,
   WasmKernel,
 } from '../../../workers/index.worker';
-export type { ChunkedExactStats, RowStoreKind } from '../../../workers/chunked-exact';
+export type { ChunkedExactStats, RowStoreKind } from '../../../workers/index/chunked-exact';
 import type { CompactScan } from '../../../workers/index/compact-types';
 import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
 

@@ -6,10 +6,10 @@ import type { ParquetMapping } from '../core/media/parquet/mapping';
 import type { Doc, ProgressFn } from '../core/types';
 import { parseLimits, type ShardLimits } from '../core/shard/limits';
 import type { ShardIssue } from '../core/shard/source';
-import { openShardStore } from '../platform/shard-store';
-import { discardPaused, pausedHashes } from '../platform/import-resume';
-import type { SourceDescriptor } from '../platform/sources';
-import type { RemoteFirstSetName } from '../platform/remote-shard';
+import { openShardStore } from '../platform/storage/shard-store';
+import { discardPaused, pausedHashes } from '../platform/storage/import-resume';
+import type { SourceDescriptor } from '../platform/sources/sources';
+import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
 
 export type { ImportResult, InspectResult, SourceDescriptor };
 
@@ -128,7 +128,7 @@ export function importShard(source: SourceDescriptor, opts: ImportShardOptions =
 }
 
 /**
- * Goes on with the stopped streamed import of `hash` (workers/shard-resume.ts): `source` is the folder
+ * Goes on with the stopped streamed import of `hash` (workers/shard/shard-resume.ts): `source` is the folder
  * or zip picked again, none for a URL. A source that differs is refused with issues (and the stopped
  * import discarded); a cancel discards it too.
  */
@@ -211,7 +211,7 @@ export function inspectIfParquet(
 
 /**
  * Builds the document directory of cached shard `hash` in the worker when it is not stored yet (one
- * scan of its corpus; see platform/shard-docs.ts). `queryImages`: the images of the shard's queries.
+ * scan of its corpus; see platform/storage/shard-docs.ts). `queryImages`: the images of the shard's queries.
  */
 export function indexShardDocs(hash: string, queryImages: string[], opts: JobOptions = {}): Promise<void> {
   const { onProgress } = opts;
@@ -222,7 +222,7 @@ export function indexShardDocs(hash: string, queryImages: string[], opts: JobOpt
 
 /**
  * Opens a packed shard on a static host without importing its corpus, or null when it cannot be
- * (platform/remote-shard.ts; in the worker, which may fetch from the shard's origin).
+ * (platform/sources/remote-shard.ts; in the worker, which may fetch from the shard's origin).
  */
 export function openRemoteShard(
   url: string,

@@ -15,8 +15,8 @@ import { readView, ROUTES, type Route, type ViewShard } from './view-url';
 import { applyViewSettings, openLinkShard, startUrlSync } from './url-sync.svelte';
 import type { SourceDescriptor } from '../clients/shard-client';
 import type { ParquetMapping } from '../core/media/parquet/mapping';
-import { isolationStatus, type IsolationStatus } from '../platform/isolation';
-import type { PausedImport } from '../platform/import-resume';
+import { isolationStatus, type IsolationStatus } from '../platform/page/isolation';
+import type { PausedImport } from '../platform/storage/import-resume';
 import type { DemoShard } from './library.svelte';
 import type { AppPhase } from './phase';
 

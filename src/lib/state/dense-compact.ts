@@ -1,7 +1,7 @@
 // Dense runs over large corpora through the index worker's compact vector store (int8 codes as two
 // 4-bit planes, the high one in memory and the low one in OPFS beside the float32 rows; a 4-bit first pass, int8 scores of its best
 // FIRST_PASS_CANDIDATES, exact rescoring of the best COMPACT_RERANK per query; see
-// workers/compact-store.ts) instead of the retrieval worker's float32 matrix.
+// workers/index/compact-store.ts) instead of the retrieval worker's float32 matrix.
 //
 // When: from COMPACT_FROM_BYTES of float32 rows (256 MiB: about 175,000 documents at 384 dimensions),
 // for single-vector queries (one query part; no chunk or image max rows) and exact search (HNSW

@@ -6,8 +6,8 @@ import type { Query } from '../core/types';
 import { chunkOffsets, isChunked, meanOfChunks, type Chunking } from '../core/retrieval/chunking';
 import { itemImagePaths, type MultiImage } from '../core/retrieval/multi-image';
 import type { EmbedPart, ModelSpec } from '../core/retrieval/models';
-import { openShardStore } from '../platform/shard-store';
-import { stageTook, timeStage } from '../platform/query-timing';
+import { openShardStore } from '../platform/storage/shard-store';
+import { stageTook, timeStage } from '../platform/page/query-timing';
 import {
   activeEncoderKey,
   embedImages,

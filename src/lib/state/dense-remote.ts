@@ -16,7 +16,7 @@ import {
   precomputedMismatch,
   type RemoteIvfSet,
 } from '../core/shard/precomputed';
-import { openShardStore } from '../platform/shard-store';
+import { openShardStore } from '../platform/storage/shard-store';
 import { remoteFirstRowIds, remoteFirstSets, remoteFirstWarm } from './remote-first';
 import { searchRemoteIvf, type IvfQueryStats } from '../clients/index-client';
 import type { JobOptions } from '../clients/worker-client';

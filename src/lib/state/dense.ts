@@ -12,7 +12,7 @@ import {
   type EmbedPart,
   type ModelSpec,
 } from '../core/retrieval/models';
-import type { Device } from '../platform/backend';
+import type { Device } from '../platform/gpu/backend';
 import type { PrefetchLookup } from './query-prefetch';
 import { loadEncoder, stopEncoder, type LoadedEncoder } from '../clients/encoder-client';
 import { hasDenseDocs, runDense, setDenseDocs } from '../clients/retrieval-client';

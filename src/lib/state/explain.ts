@@ -5,7 +5,7 @@ import { rankQuery } from '../core/eval/metrics';
 import { fusionDescriptorOf, fusionOptionsFor, fusionTerms } from '../core/retrieval/fusion';
 import { fuseFeatures, l2normalize } from '../core/retrieval/dense';
 import type { Dtype, EmbedPart } from '../core/retrieval/models';
-import type { Device } from '../platform/backend';
+import type { Device } from '../platform/gpu/backend';
 import { explainBm25Doc } from '../clients/retrieval-client';
 import {
   chunkTexts,
@@ -17,7 +17,7 @@ import {
   registryModel,
 } from '../clients/encoder-client';
 import { bestChunkPair, isChunked, meanOfChunks, type ChunkAggregate } from '../core/retrieval/chunking';
-import { openShardStore } from '../platform/shard-store';
+import { openShardStore } from '../platform/storage/shard-store';
 import { itemImagePaths, type MultiImage } from '../core/retrieval/multi-image';
 import type { Doc, ImageRef, Query } from '../core/types';
 import type { ModelSpec } from '../core/retrieval/models';

@@ -1,7 +1,7 @@
 import type { Progress } from '../core/types';
 import { formatBytes, phaseOf, progressText, type DownloadSample, type JobPhase } from './progress-story';
 import { isAbortError } from '../clients/worker-client';
-import { foreground } from '../platform/activity';
+import { foreground } from '../platform/page/activity';
 import type { Messages } from './messages.svelte';
 
 /** A long-running job the UI shows with progress and a cancel button. */

@@ -2,8 +2,8 @@
 // derives what it shows from `shard` and `taskId` here; nothing else holds a copy of either.
 import type { Qrels, Query, TaskInfo } from '../core/types';
 import type { ShardIssue } from '../core/shard/source';
-import { openShardStore, type ShardSummary } from '../platform/shard-store';
-import type { RemoteFirstSetName } from '../platform/remote-shard';
+import { openShardStore, type ShardSummary } from '../platform/storage/shard-store';
+import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
 import {
   importShard,
   indexShardDocs,
@@ -12,12 +12,12 @@ import {
   resumeImport,
   type SourceDescriptor,
 } from '../clients/shard-client';
-import { loadDocIndex, loadShardHead } from '../platform/shard-docs';
+import { loadDocIndex, loadShardHead } from '../platform/storage/shard-docs';
 import { ShardDocs } from './shard-docs.svelte';
 import { forgetRemoteFirst, openRemoteFirst } from './remote-first';
-import { discardPaused, listPaused, type PausedImport } from '../platform/import-resume';
-import { beginImportNote, stoppedImportMessage, takeStoppedImports } from '../platform/import-note';
-import { initialParquetMapping, rememberParquetMapping } from '../platform/parquet-mappings';
+import { discardPaused, listPaused, type PausedImport } from '../platform/storage/import-resume';
+import { beginImportNote, stoppedImportMessage, takeStoppedImports } from '../platform/storage/import-note';
+import { initialParquetMapping, rememberParquetMapping } from '../platform/storage/parquet-mappings';
 import type { ParquetMapping } from '../core/media/parquet/mapping';
 import type { ParquetInspection } from '../core/media/parquet/read-parquet';
 import { resetRetrieval } from '../clients/retrieval-client';
@@ -403,7 +403,9 @@ export class Library {
     // Browsers cannot show DICOM: it is shown as a PNG of its decoded pixels.
     // The DICOM decoder (dicom-parser, fflate, codecs) loads with the first stored image shown.
     const blob = stored
-      ? await import('../platform/dicom-image').then((m) => m.displayableImage(stored)).catch(() => null)
+      ? await import('../platform/media/dicom-image')
+          .then((m) => m.displayableImage(stored))
+          .catch(() => null)
       : null;
     if (!blob || this.shard !== s) return null;
     const url = URL.createObjectURL(blob);

@@ -15,7 +15,7 @@ import {
   type RunSpec,
 } from '../core/eval/permalink';
 import type { Dtype } from '../core/retrieval/models';
-import type { Device } from '../platform/backend';
+import type { Device } from '../platform/gpu/backend';
 import { densePlan } from './dense';
 import { modelSpec } from './retrievers.svelte';
 import type { CompareState } from './compare.svelte';

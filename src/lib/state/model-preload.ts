@@ -5,8 +5,8 @@
 // then. A shard that is imported keeps the first query's story of loading the model.
 import type { Dtype } from '../core/retrieval/models';
 import { startEncoderWorker } from '../clients/encoder-client';
-import type { Device } from '../platform/backend';
-import type { RemoteFirstSetName } from '../platform/remote-shard';
+import type { Device } from '../platform/gpu/backend';
+import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
 import type { Retrievers } from './retrievers.svelte';
 import type { SearchState } from './search.svelte';
 import type { View } from './view-url';

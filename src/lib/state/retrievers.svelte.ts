@@ -6,7 +6,7 @@ import type { Run, TaskInfo } from '../core/types';
 import { describeVectorIndex, type RetrieverConfig } from '../core/retrieval/runs';
 import { supportsPart, type Dtype, type ModelSpec } from '../core/retrieval/models';
 import { specMatches, type RunSpec } from '../core/eval/permalink';
-import type { Device } from '../platform/backend';
+import type { Device } from '../platform/gpu/backend';
 import {
   bm25ReloadNote,
   bm25StoppedNote,

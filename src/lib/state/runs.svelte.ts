@@ -18,7 +18,7 @@ import {
   type RunMeta,
   type StoredRun,
 } from '../core/retrieval/runs';
-import { openShardStore } from '../platform/shard-store';
+import { openShardStore } from '../platform/storage/shard-store';
 import type { Library, OpenShard } from './library.svelte';
 import type { Messages } from './messages.svelte';
 

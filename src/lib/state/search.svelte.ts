@@ -9,13 +9,13 @@ import { denseAdhoc } from './dense';
 import { QueryPrefetch } from './query-prefetch';
 import { MODEL_REGISTRY, loadedEncoderKey, preloadEncoder } from '../clients/encoder-client';
 import { describeChunking, isChunked } from '../core/retrieval/chunking';
-import type { OpenedDicom } from '../platform/dicom-image';
+import type { OpenedDicom } from '../platform/media/dicom-image';
 import { modelSpec } from './retrievers.svelte';
 import { denseLoadOptions, setDtypesOf, shardSetDtypes } from './set-dtypes';
-import type { RemoteFirstSetName } from '../platform/remote-shard';
+import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import { hubFallback } from './hub-fallback';
-import { beginQuery, resultsSet, timeStage } from '../platform/query-timing';
+import { beginQuery, resultsSet, timeStage } from '../platform/page/query-timing';
 import type { Job, Jobs } from './jobs.svelte';
 import type { Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
@@ -294,7 +294,7 @@ export class SearchState {
     let image: Blob = f;
     let dicom: OpenedDicom | null = null;
     // The DICOM reader loads with the first query image (most pages never see one).
-    const { isDicomBlob, openDicomFile } = await import('../platform/dicom-image');
+    const { isDicomBlob, openDicomFile } = await import('../platform/media/dicom-image');
     if (/\.dcm$/i.test(f.name) || f.type === 'application/dicom' || (await isDicomBlob(f))) {
       try {
         dicom = await openDicomFile(f);

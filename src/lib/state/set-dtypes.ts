@@ -1,14 +1,14 @@
 // Which dtypes the open shard has embeddings of a model for (issue 19): its precomputed sets and
 // packed indexes are made for queries embedded at one dtype, and a dense run or query at dtype `auto`
-// asks the encoder for one of those (platform/backend.ts chooseBackend's setDtypes) instead of the
+// asks the encoder for one of those (platform/gpu/backend.ts chooseBackend's setDtypes) instead of the
 // device's default. A hub model's WASM default is q8, while sentence-transformers writes fp32 vectors:
 // without this, an fp32 set would be left unused and the corpus embedded in the browser.
 import type { Dtype, ModelSpec } from '../core/retrieval/models';
 import { PRECOMPUTED_KIND, REMOTE_IVF_KIND } from '../core/shard/precomputed';
 import type { LoadOptions } from '../clients/encoder-client';
-import type { Device } from '../platform/backend';
-import type { RemoteFirstSetName } from '../platform/remote-shard';
-import { openShardStore } from '../platform/shard-store';
+import type { Device } from '../platform/gpu/backend';
+import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
+import { openShardStore } from '../platform/storage/shard-store';
 import { remoteFirstSets } from './remote-first';
 
 /**

@@ -6,8 +6,8 @@
 // they show never waits.
 import type { Doc } from '../core/types';
 import { findDocRow, type DocDirectory, type DocFacts } from '../core/shard/doc-directory';
-import { readDocRows } from '../platform/shard-docs';
-import type { ShardStore } from '../platform/shard-store';
+import { readDocRows } from '../platform/storage/shard-docs';
+import type { ShardStore } from '../platform/storage/shard-store';
 
 /** The documents whose image is a query's, as report.ts's queryFacets takes them. */
 export function queryImageDocs(s: { docs: ShardDocs }): { image: string; meta: Doc['meta'] }[] {

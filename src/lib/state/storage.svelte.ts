@@ -12,9 +12,9 @@ import {
   requestPersistentStorage,
   type OfflineModel,
   type StorageReport,
-} from '../platform/offline';
+} from '../platform/storage/offline';
 import type { ModelSpec } from '../core/retrieval/models';
-import { hubAnswers, modelFolder, servedModelFolders } from '../platform/model-index';
+import { hubAnswers, modelFolder, servedModelFolders } from '../platform/models/model-index';
 import { forgetRemoteIvf } from '../clients/index-client';
 import type { Library } from './library.svelte';
 import type { Messages } from './messages.svelte';

@@ -15,7 +15,7 @@ import {
   type ViewShard,
 } from './view-url';
 import type { Dtype } from '../core/retrieval/models';
-import type { Device } from '../platform/backend';
+import type { Device } from '../platform/gpu/backend';
 import type { SourceDescriptor } from '../clients/shard-client';
 import type { DemoShard, Library } from './library.svelte';
 import type { Messages } from './messages.svelte';

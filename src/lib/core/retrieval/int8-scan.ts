@@ -1,10 +1,10 @@
-// The pure half of the compact vector store (workers/compact-store.ts): int8 codes of every row in
+// The pure half of the compact vector store (workers/index/compact-store.ts): int8 codes of every row in
 // memory (n × P bytes, P = dim rounded up to 16: 384 MB at 1M × 384), scanned in full for each
 // query, and exact rescoring of the best R candidates from the float32 rows kept outside the tab's
 // memory (OPFS). The quantiser is ivf.ts's (per-dimension scales s_d = max |x_d| / 127, codes
 // clamp(round(x_d / s_d))), and so is the int8 score of a row, Σ_d (q_d·s_d)·c_d; here the query
 // side q_d·s_d is itself rounded to integers (one scale per query, QMAX levels), so that a row's
-// score is an exact integer sum that the wasm SIMD kernel (workers/int8-kernel.ts) and the JS
+// score is an exact integer sum that the wasm SIMD kernel (workers/kernels/int8-kernel.ts) and the JS
 // reference below compute identically. Ranking by that integer is ranking by
 // Σ_d (q_d·s_d)·c_d up to the query's rounding, which the rescoring of R ≫ k candidates absorbs.
 import { encodeValue, quantiserScales } from './ivf';

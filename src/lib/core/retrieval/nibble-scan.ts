@@ -1,4 +1,4 @@
-// The compact vector store's two-pass scan (workers/compact-store.ts), pure half. The int8 codes of
+// The compact vector store's two-pass scan (workers/index/compact-store.ts), pure half. The int8 codes of
 // int8-scan.ts (c_d in −127 … 127, ivf.ts's quantiser) are kept split into two planes of 4-bit
 // nibbles, the same 384 MB at 1M × 384:
 //
@@ -13,7 +13,7 @@
 // the float32 rows as before, so scores stay exact and ids are exact search's whenever the true
 // top k survive both cuts (recall@10 against exact: `npm run bench:vectors`).
 //
-// Layout, chosen for the wasm SIMD kernel (workers/nibble-kernel.ts): dimensions in groups of 32,
+// Layout, chosen for the wasm SIMD kernel (workers/kernels/nibble-kernel.ts): dimensions in groups of 32,
 // one 16-byte lane per group and plane; byte i of group g holds dimension 32g + i in its low four
 // bits and 32g + 16 + i in its high four bits. A plane row is W = 16 · ⌈dim / 32⌉ bytes (192 at
 // 384), padded with code 0 (u = 8, l = 0, against query code 0).

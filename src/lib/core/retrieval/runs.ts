@@ -69,7 +69,7 @@ export type RetrieverConfig =
       input: string;
     };
 
-/** The compact store's search (workers/compact-store.ts): every int8 code scanned, the best `rerank` rescored exactly. */
+/** The compact store's search (workers/index/compact-store.ts): every int8 code scanned, the best `rerank` rescored exactly. */
 export interface VectorIndex {
   kind: 'int8-rescore';
   rerank: number;

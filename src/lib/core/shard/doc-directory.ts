@@ -2,7 +2,7 @@
 // id without holding the documents. At a million documents a Map of every document costs gigabytes
 // and seconds on the main thread; this costs one string of the ids and two Uint32Arrays (about 20 MB
 // for 1M ten-character ids) and answers by binary search. Built once per shard from the stored
-// corpus (platform/shard-docs.ts) together with the facts the panels show about the corpus.
+// corpus (platform/storage/shard-docs.ts) together with the facts the panels show about the corpus.
 import type { Doc, Metadata } from '../types';
 
 export interface DocDirectory {

@@ -288,7 +288,7 @@ function json(bytes: Uint8Array, file: string): unknown {
 
 /**
  * Checks a precomputed set's .npy from its header (float16, shape (n, dim)) and its size where the
- * source knows it; its rows are read when the set is stored (platform/precomputed-store.ts, which
+ * source knows it; its rows are read when the set is stored (platform/storage/precomputed-store.ts, which
  * checks the length again as it reads).
  */
 async function checkedNpy(source: ShardSource, file: string, n: number, dim: number): Promise<NpyRows> {

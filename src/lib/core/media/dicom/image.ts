@@ -22,7 +22,7 @@ export interface DicomImageOptions {
   window?: WindowChoice;
   /** Return patient/institution attributes in `identifying` (default false: they are never read out). */
   includeIdentifying?: boolean;
-  /** Codecs for the compressed syntaxes (see src/lib/platform/dicom-codecs.ts). */
+  /** Codecs for the compressed syntaxes (see src/lib/platform/media/dicom-codecs.ts). */
   codecs?: DicomCodecs;
 }
 

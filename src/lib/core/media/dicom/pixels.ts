@@ -1,7 +1,7 @@
 /// <reference path="./jpeg-lossless.d.ts" />
 // Decodes one frame of a parsed DICOM file to its stored values (before any LUT): native little/big
 // endian (1, 8, 16, 32 bits), RLE Lossless and JPEG Lossless here in pure TS; JPEG baseline, JPEG-LS and
-// JPEG 2000 through codecs the caller injects (wasm, loaded by src/lib/platform/dicom-codecs.ts).
+// JPEG 2000 through codecs the caller injects (wasm, loaded by src/lib/platform/media/dicom-codecs.ts).
 
 import { dicomParser, type ByteArray, type Element } from './dicom-parser';
 import { Decoder as JpegLosslessDecoder } from 'jpeg-lossless-decoder-js';
