@@ -1,4 +1,5 @@
 import { defineConfig, type Plugin } from 'vite';
+import type { LogLevel, LogOrStringHandler, RollupLog } from 'rolldown';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
 import { createHash } from 'node:crypto';
 import {
@@ -141,6 +142,19 @@ function demoShards(): Plugin {
 
 /** Model folder (registry.json, generated test models, any self-hosted hub models), served at /models/. */
 const MODELS_DIR = resolve(import.meta.dirname, 'models');
+/**
+ * Build logs without noise: the DICOM codecs' emscripten glue names `fs` and `path` on its Node branch,
+ * which a browser never runs; Vite's empty stand-ins are right, and its warnings about them (18 of
+ * them) say nothing a person deploying the site can act on.
+ */
+function quietLog(level: LogLevel, log: RollupLog, handler: LogOrStringHandler): void {
+  if (/externalized for browser compatibility, imported by ".*@cornerstonejs\/codec-/.test(log.message))
+    return;
+  handler(level, log);
+}
+
+/** A test build (LOUPE_TEST_MODELS=1): dist/ gets the generated test models too. */
+const TEST_MODELS = process.env.LOUPE_TEST_MODELS === '1';
 
 const MODEL_MIME: Record<string, string> = {
   '.json': 'application/json',
@@ -193,11 +207,14 @@ function modelFiles(): Plugin {
     name: 'loupe-models',
     configureServer: (server) => void server.middlewares.use(handler),
     configurePreviewServer: (server) => void server.middlewares.use(handler),
-    // The generated test models and any self-hosted ones are the offline models of a static deploy.
+    // Self-hosted models (a copy of a hub model under models/) are the offline models of a static
+    // deploy. The generated random-weight test models (317 MiB) only with LOUPE_TEST_MODELS=1: a
+    // test build; a deployable site never ships them.
     writeBundle(options) {
       const out = resolve(options.dir ?? 'dist', 'models');
       for (const e of existsSync(MODELS_DIR) ? readdirSync(MODELS_DIR, { withFileTypes: true }) : [])
-        if (e.isDirectory()) cpSync(join(MODELS_DIR, e.name), join(out, e.name), { recursive: true });
+        if (e.isDirectory() && (e.name !== 'generated' || TEST_MODELS))
+          cpSync(join(MODELS_DIR, e.name), join(out, e.name), { recursive: true });
       // The model folders it copied, listed once for the page (no HEAD probe per model).
       mkdirSync(out, { recursive: true });
       writeFileSync(join(out, 'index.json'), JSON.stringify(modelIndex(out), null, 2) + '\n');
@@ -365,7 +382,8 @@ export default defineConfig({
     host: '127.0.0.1',
     headers: ISOLATION_HEADERS,
   },
-  worker: { format: 'es' },
+  // Workers are bundled by their own rolldown run: the same quiet logs.
+  worker: { format: 'es', rolldownOptions: { checks: { pluginTimings: false }, onLog: quietLog } },
   optimizeDeps: {
     exclude: ['@huggingface/transformers', 'onnxruntime-web'],
     // Dependencies the scan of the HTML entries cannot see: those of workers and of dynamic imports
@@ -388,8 +406,12 @@ export default defineConfig({
   },
   build: {
     target: 'es2022',
-    sourcemap: true,
+    // Source maps (11 MB) only when asked for (LOUPE_SOURCEMAP=1): a course page's host counts bytes.
+    sourcemap: process.env.LOUPE_SOURCEMAP === '1',
     rolldownOptions: {
+      // Plugin timing reports say nothing a person deploying the site can act on.
+      checks: { pluginTimings: false },
+      onLog: quietLog,
       // The app, the embed page (embed.html) and the element's module, which keeps a fixed name at the
       // root of dist/ so that course pages can load it (`loupe-embed.js`).
       input: {

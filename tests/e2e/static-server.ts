@@ -6,12 +6,13 @@ import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { extname, resolve, sep } from 'node:path';
 
-/** `npm run build` into `outDir` (a production build: vitest sets NODE_ENV=test), of the checkout at `root`. */
+/** A test build (`npm run build` with the generated test models) into `outDir` (a production build: vitest sets NODE_ENV=test), of the checkout at `root`. */
 export function buildSite(outDir: string, root = resolve(import.meta.dirname, '../..')): void {
   execFileSync('npx', ['vite', 'build', '--outDir', resolve(outDir), '--emptyOutDir', '--logLevel', 'warn'], {
     cwd: root,
     stdio: 'pipe',
-    env: { ...process.env, NODE_ENV: 'production' },
+    // A test build: dist/models/ gets the generated test models (vite.config.ts, LOUPE_TEST_MODELS).
+    env: { ...process.env, NODE_ENV: 'production', LOUPE_TEST_MODELS: '1' },
   });
 }
 
