@@ -79,7 +79,7 @@ function sizes(dir: string, prefix = ''): [string, number][] {
 describe('a deployable build (npm run build, no switches)', () => {
   it('ships no generated test model and no source map, fits a course page, and prints no noise', () => {
     const out = join(tmp, 'dist-deploy');
-    const env = { ...process.env, NODE_ENV: 'production' };
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production' };
     delete env.LOUPE_TEST_MODELS;
     delete env.LOUPE_SOURCEMAP;
     delete env.LOUPE_DEMO_SHARDS;
