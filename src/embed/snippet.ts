@@ -55,19 +55,39 @@ export function elementSnippet(o: SnippetOptions): string {
   ].join('\n');
 }
 
-/** `<iframe src=embed.html?…>` + a message listener that checks the sender's origin. */
-export function iframeSnippet(o: SnippetOptions): string {
+/** A fresh id for a pasted frame, so that its listener can find it among other embeds on the page. */
+function frameId(): string {
+  const b = crypto.getRandomValues(new Uint8Array(4));
+  return `loupe-${[...b].map((x) => x.toString(16).padStart(2, '0')).join('')}`;
+}
+
+/**
+ * `<iframe src=embed.html?…>` + a listener that takes this frame's messages only (checking the sender's
+ * window and origin: a page may hold several embeds, and a `<loupe-search>`'s own frame posts to the
+ * same page) and makes the frame follow its content's height, as the element does by itself.
+ */
+export function iframeSnippet(o: SnippetOptions & { id?: string }): string {
   const loupe = new URL(o.loupe);
   const src = new URL('embed.html', loupe);
   for (const [k, v] of attrs(o)) src.searchParams.set(k, v);
+  const id = o.id ?? frameId();
   return [
-    `<iframe src="${escapeAttr(src.href)}" title="Loupe search" width="100%" height="${o.height ?? 520}"`,
+    `<iframe src="${escapeAttr(src.href)}" id="${id}" title="Loupe search" width="100%" height="${o.height ?? 520}"`,
     `  style="border: 1px solid #b7c0ca; border-radius: 10px" allow="cross-origin-isolated"></iframe>`,
     `<script>`,
-    `  addEventListener('message', (e) => {`,
-    `    if (e.origin !== ${JSON.stringify(loupe.origin)} || e.data?.source !== 'loupe-embed') return;`,
-    `    console.log(e.data.type, e.data.detail);`,
-    `  });`,
+    `  (() => {`,
+    `    const frame = document.getElementById('${id}');`,
+    `    addEventListener('message', (e) => {`,
+    `      // This frame's messages only: every Loupe embed on the page sends its own.`,
+    `      if (e.source !== frame.contentWindow) return;`,
+    `      if (e.origin !== ${JSON.stringify(loupe.origin)} || e.data?.source !== 'loupe-embed') return;`,
+    `      // The frame follows its content's height (delete this line to keep height="${o.height ?? 520}").`,
+    `      if (e.data.type === 'loupe-resize') {`,
+    `        const borders = getComputedStyle(frame).boxSizing === 'border-box' ? frame.offsetHeight - frame.clientHeight : 0;`,
+    `        frame.style.height = e.data.detail.height + borders + 'px';`,
+    `      } else console.log(e.data.type, e.data.detail);`,
+    `    });`,
+    `  })();`,
     `</script>`,
   ].join('\n');
 }

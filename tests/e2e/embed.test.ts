@@ -152,6 +152,9 @@ describe('the embed: <loupe-search> and embed.html on a course page of another o
           heads: [...document.head.children].map((e) => e.tagName).join(','),
         };
       });
+    // What the pasted snippets print: the iframe's listener logs its frame's events (and only its).
+    const logged: string[] = [];
+    course.on('console', (m) => logged.push(m.text()));
     await course.goto(`${host.url}week3.html`);
     const events = () => course.evaluate(() => (window as unknown as { events: Recorded[] }).events);
     const waitFor = async (from: string, type: string, n = 1) => {
@@ -178,6 +181,10 @@ describe('the embed: <loupe-search> and embed.html on a course page of another o
     }
     expect(frText.detail.columns).toEqual(elText.detail.columns);
     expect((await events()).filter((e) => e.type === 'loupe-error')).toEqual([]);
+    // The iframe snippet's listener took its own frame's ready and results, not the element's (whose
+    // frame posts to this page too).
+    await expect.poll(() => logged.filter((t) => /^loupe-results\b/.test(t)).length).toBe(1);
+    expect(logged.filter((t) => /^loupe-ready\b/.test(t))).toHaveLength(1);
 
     // What they show: the results inside the element's shadow root and inside the iframe.
     // (Playwright's CSS locators pierce open shadow roots.)
@@ -187,6 +194,17 @@ describe('the embed: <loupe-search> and embed.html on a course page of another o
     const iframeFrame = (await (await course
       .locator('#frame-holder iframe')
       .elementHandle())!.contentFrame())!;
+    // The pasted frame follows its content's height (it was pasted with height="520"): the embed's
+    // document is as tall as the frame shows, with results in it.
+    const pastedFit = async () => {
+      const inner = await course.evaluate(() => document.querySelector('#frame-holder iframe')!.clientHeight);
+      const content = await iframeFrame.evaluate(() => document.documentElement.scrollHeight);
+      return { inner, fits: Math.abs(inner - content) <= 1 };
+    };
+    // (A frame outside the viewport is not laid out again: Chromium throttles hidden cross-origin frames.)
+    await course.locator('#frame-holder iframe').scrollIntoViewIfNeeded();
+    await expect.poll(pastedFit, { timeout: 30_000 }).toMatchObject({ fits: true });
+    expect((await pastedFit()).inner).not.toBe(518);
     for (const f of [elementFrame, iframeFrame]) {
       const first = await f.locator('[data-testid="results"] li button').first().getAttribute('data-doc');
       expect(first).toBe(elText.detail.columns![0].hits[0].docId);
@@ -229,7 +247,8 @@ describe('the embed: <loupe-search> and embed.html on a course page of another o
     expect(borders).toEqual({ element: 'solid', pasted: 'dashed' });
 
     // An image + text query with the generated CLIP model: the element by its attributes (an image
-    // with no mode: it is searched with the text), the iframe by a message.
+    // with no mode: it is searched with the text), the iframe by a message that names no model: its
+    // BM25 cannot read images, so it switches to the image model and says so.
     await course.evaluate(
       ({ model, image }) => {
         const el = document.querySelector('loupe-search')!;
@@ -240,20 +259,27 @@ describe('the embed: <loupe-search> and embed.html on a course page of another o
     );
     const elImage = await waitFor('element', 'loupe-results', 2);
     await course.evaluate(
-      ({ model, image, origin }) => {
+      ({ image, origin }) => {
         const f = document.querySelector('#frame-holder iframe') as HTMLIFrameElement;
         f.contentWindow!.postMessage(
           {
             source: 'loupe-embed',
             type: 'loupe-search',
-            set: { model, mode: 'image+text', image, query: 'is there a pneumothorax?' },
+            set: { mode: 'image+text', image, query: 'is there a pneumothorax?' },
           },
           origin,
         );
       },
-      { model: CLIP, image: IMAGE, origin: loupeOrigin },
+      { image: IMAGE, origin: loupeOrigin },
     );
     const frImage = await waitFor('iframe', 'loupe-results', 2);
+    expect(
+      await iframeFrame.locator('[data-testid="message"][data-kind="warning"]').allInnerTexts(),
+    ).toContainEqual(
+      expect.stringMatching(
+        /BM25 cannot read images: switched to CLIP tiny.*, which loads before the first image query/,
+      ),
+    );
     for (const r of [elImage, frImage]) {
       expect(r.detail).toMatchObject({ text: QUERY, image: true, randomWeights: true });
       expect(r.detail.retriever).toMatch(/clip/i);

@@ -188,7 +188,11 @@ export class SearchState {
     if (!this.acceptsImage && imageModel) {
       const from = this.retriever === 'bm25' ? 'BM25' : (this.spec?.label ?? this.retriever);
       this.retriever = imageModel.id;
-      this.app.messages.info(`${from} cannot read images: switched to ${imageModel.label ?? imageModel.id}.`);
+      // A warning, not information: the query that follows clears information, and a page that
+      // embeds Loupe with model="bm25" must still see why another model answers (and loads first).
+      this.app.messages.warn(
+        `${from} cannot read images: switched to ${imageModel.label ?? imageModel.id}, which loads before the first image query.`,
+      );
     }
     void this.#prefetchImage();
   }
