@@ -254,6 +254,25 @@ describe('Search and Benchmark views', () => {
         await page.waitForTimeout(150);
         const [sw, iw] = await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
         if (sw > iw) problems.push(`${route} at ${width}px: page is ${sw}px wide`);
+        // Every chart fits its box: drawn no wider than it, nothing to scroll sideways, no mark (a
+        // bar's value, an axis label) drawn past the box's right edge.
+        const charts = await page.evaluate(() =>
+          [...document.querySelectorAll('[data-testid="chart"]')].map((fig) => {
+            const box = fig.querySelector(':scope > div')!;
+            const right = box.getBoundingClientRect().right;
+            const svgs = [...box.querySelectorAll('svg')];
+            const marks = svgs.flatMap((svg) => [...svg.querySelectorAll('text, rect, path, line')]);
+            return {
+              chart: fig.getAttribute('data-chart'),
+              scrolls: box.scrollWidth > box.clientWidth,
+              past: marks.filter((m) => m.getBoundingClientRect().right > right + 1).length,
+              svgs: svgs.length,
+            };
+          }),
+        );
+        if (route === 'benchmark' && !charts.length) problems.push(`no chart on the benchmark at ${width}px`);
+        for (const c of charts)
+          if (c.scrolls || c.past) problems.push(`chart ${c.chart} at ${width}px: ${JSON.stringify(c)}`);
         if (route === 'search') {
           for (const id of ['search-input', 'search-image-zone', 'search-submit']) {
             const box = await page.locator(`[data-testid="${id}"]`).boundingBox();
