@@ -122,7 +122,7 @@ describe('the first query tells its story', () => {
     const lines = await story(page);
     const at = (re: RegExp) => lines.findIndex((l) => re.test(l.text));
     const download = at(/^Downloading \S+: [\d.]+ [KM]iB of [\d.]+ [KM]iB · [\d.]+ [KM]iB\/s · \d+ s left$/);
-    const compile = at(/^Compiling CLIP tiny.* for WASM \(its first run\)$/);
+    const compile = at(/^Warming up CLIP tiny.* on WASM \(compiling its kernels\)$/);
     const embed = at(/^Embedding the corpus: [\d,]+ \/ 314 documents/);
     expect(download, JSON.stringify(lines)).toBeGreaterThanOrEqual(0);
     expect(compile, JSON.stringify(lines)).toBeGreaterThan(download);
@@ -165,6 +165,18 @@ describe('the first query tells its story', () => {
     expect(mixed).not.toContain('preprocess');
     // Nothing on the way was a 404 (no probe of model files, no embeddings/index.json for a shard without).
     expect(notFound).toEqual([]);
+
+    // After a reload the model loads again, but the corpus embeddings are this browser's: the summary
+    // says so, and the story never says the corpus is being embedded.
+    await page.reload();
+    await ready(page);
+    await recordStory(page);
+    await page.fill('[data-testid="search-input"]', QUESTION);
+    await submit(page);
+    expect(await summary.innerText()).toMatch(
+      /\(first query: loading the model and reading the corpus embeddings stored in this browser\)/,
+    );
+    expect((await story(page)).filter((l) => /^Embedding the corpus/.test(l.text))).toEqual([]);
   });
 
   test('cancel during the first query stops it; the next query loads again and succeeds', async () => {

@@ -27,7 +27,7 @@ describe('progress line', () => {
 
   it('compiling, embedding, precomputed and stored embeddings say which', () => {
     expect(progressText({ kind: 'compile', model: 'CLIP tiny', device: 'WASM' }, null, 0)).toBe(
-      'Compiling CLIP tiny for WASM (its first run)',
+      'Warming up CLIP tiny on WASM (compiling its kernels)',
     );
     const embed = {
       kind: 'embed' as const,
@@ -37,6 +37,8 @@ describe('progress line', () => {
       reused: 0,
       precomputed: 0,
     };
+    // Before the first batch, whether stored batches cover the corpus is not known: no "Embedding".
+    expect(progressText({ ...embed, done: 0 }, null, 0)).toBe('Corpus embeddings: 0 / 3,000 documents');
     expect(progressText(embed, null, 0)).toBe(
       'Embedding the corpus: 64 / 3,000 documents · 32.0 docs/s · 1 min 32 s left',
     );

@@ -28,6 +28,8 @@ export class Job {
   #phase: { name: JobPhase; start: number } | null = null;
   /** Every phase the job went through (a query that loaded its model says so with its time). */
   readonly phases = new Set<JobPhase>();
+  /** Corpus documents embedded by the model in this job, and read from embeddings stored before. */
+  readonly corpus = { computed: 0, reused: 0 };
 
   /** Progress callback to hand to a worker client. */
   onProgress = (p: Progress) => {
@@ -40,6 +42,11 @@ export class Job {
     if (this.#phase?.name !== phase) {
       this.endPhase(now);
       this.#phase = { name: phase, start: now };
+    }
+    if (p.kind === 'embed' && !p.items) {
+      const reused = p.reused ?? 0;
+      this.corpus.reused = Math.max(this.corpus.reused, reused);
+      this.corpus.computed = Math.max(this.corpus.computed, p.done - reused - (p.precomputed ?? 0));
     }
     this.progress = p;
     // A query that loads a model or embeds the corpus is not a quick one: its story shows at once.

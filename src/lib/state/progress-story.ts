@@ -118,12 +118,15 @@ export function progressText(p: Progress, since: DownloadSample | null, now: num
       return line;
     }
     case 'compile':
-      return `Compiling ${p.model} for ${p.device} (its first run)`;
+      // Every load runs the model once before its first use (each worker compiles its kernels anew).
+      return `Warming up ${p.model} on ${p.device} (compiling its kernels)`;
     case 'embed': {
       if (p.items) return `Embedding the ${p.items}: ${count(p.done)} / ${count(p.total)}`;
       const of = `${count(p.done)} / ${count(p.total)} documents`;
       if (p.from === 'precomputed') return `Using the shard's precomputed embeddings: ${of}`;
       if (p.done > 0 && p.reused === p.done) return `Reading the stored corpus embeddings: ${of}`;
+      // Before the first batch it is not known yet whether batches stored earlier cover the corpus.
+      if (p.done === 0) return `Corpus embeddings: ${of}`;
       const eta = p.etaSeconds ?? (p.docsPerSec > 0 ? (p.total - p.done) / p.docsPerSec : null);
       return (
         `Embedding the corpus: ${of}` +

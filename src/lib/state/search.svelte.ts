@@ -449,13 +449,19 @@ export class SearchState {
   }
 }
 
-/** What a query's time included besides the query (undefined: nothing, a warm query). */
+/**
+ * What a query's time included besides the query (undefined: nothing, a warm query): said from what
+ * the job counted, so a corpus read back from this browser's store is not called embedded.
+ */
 function setupOf(job: Job): string | undefined {
   const parts = [
     job.phases.has('download') || job.phases.has('load') || job.phases.has('compile')
       ? 'loading the model'
       : '',
-    job.phases.has('embed') ? 'embedding the corpus' : '',
+    job.corpus.computed > 0 ? 'embedding the corpus' : '',
+    job.corpus.computed === 0 && job.corpus.reused > 0
+      ? 'reading the corpus embeddings stored in this browser'
+      : '',
     job.phases.has('precomputed') ? "reading the shard's precomputed embeddings" : '',
   ].filter(Boolean);
   return parts.length ? parts.join(' and ') : undefined;
