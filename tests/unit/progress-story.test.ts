@@ -99,6 +99,31 @@ describe('progress line', () => {
     expect(progressText(store, null, 0)).toBe('Caching in IndexedDB: 40,000 / 110,000');
   });
 
+  it('indexing, searching and caching say their time left once a second of them has passed', () => {
+    const index = { kind: 'index' as const, done: 30_000, total: 100_000 };
+    // 20,000 documents in 2 s since the step's first tick: 70,000 left take 7 s.
+    const since = { kind: 'index' as const, at: 1000, done: 10_000 };
+    expect(progressText(index, null, 3000, since)).toBe('Indexing: 30,000 / 100,000 documents · 7 s left');
+    // Under a second in, or not moved since, or another step's sample: no estimate yet.
+    expect(progressText(index, null, 1500, since)).toBe('Indexing: 30,000 / 100,000 documents');
+    expect(progressText(index, null, 3000, { ...since, done: 30_000 })).toBe(
+      'Indexing: 30,000 / 100,000 documents',
+    );
+    expect(progressText(index, null, 3000, { ...since, kind: 'search' })).toBe(
+      'Indexing: 30,000 / 100,000 documents',
+    );
+    expect(
+      progressText({ kind: 'search', done: 500, total: 1000 }, null, 5000, {
+        kind: 'search',
+        at: 0,
+        done: 0,
+      }),
+    ).toBe('Searching: 500 / 1,000 queries · 5 s left');
+    expect(
+      progressText({ kind: 'store', done: 10, total: 40 }, null, 2000, { kind: 'store', at: 0, done: 0 }),
+    ).toBe('Caching in IndexedDB: 10 / 40 · 6 s left');
+  });
+
   it('seconds read as a person says them', () => {
     expect(formatSeconds(0.2)).toBe('1 s');
     expect(formatSeconds(59.5)).toBe('1 min 0 s');

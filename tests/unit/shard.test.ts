@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FsSource } from '../../scripts/lib/fs-source';
 import { ShardValidationError, type ShardIssue, type ShardSource } from '../../src/lib/core/shard/source';
 import { FileHasher, HASH_BLOCK_BYTES, combineFileHashes, hashSource } from '../../src/lib/core/shard/hash';
@@ -274,6 +274,29 @@ describe('BEIR + images in memory', () => {
     expect(events).toContainEqual({ kind: 'parse', file: 'qrels/test.tsv', lines: 4 });
     // One-byte chunks would give hundreds of events without throttling.
     expect(events.length).toBeLessThan(30);
+  });
+
+  it('counts a file that arrives in one piece line by line (a zip entry), not at 0 until its end', async () => {
+    const files = tiny();
+    const docs = Array.from({ length: 3000 }, (_, i) => ({ _id: `d${i + 1}`, title: '', text: `doc ${i}` }));
+    files['corpus.jsonl'] = jsonl(docs);
+    files['qrels/test.tsv'] = 'query-id\tcorpus-id\tscore\nq1\td1\t1\n';
+    files['queries.jsonl'] = jsonl([{ _id: 'q1', text: 'alpha?', task: 't2t' }]);
+    const events: Progress[] = [];
+    // Every throttle check sees a second passed: each tick the reader offers is sent.
+    let t = 0;
+    const now = vi.spyOn(Date, 'now').mockImplementation(() => (t += 1000));
+    try {
+      await readShard(new MemorySource(files, { chunkSize: 1 << 30 }), {
+        onProgress: (p) => events.push(p),
+      }).catch(() => undefined);
+    } finally {
+      now.mockRestore();
+    }
+    const lines = events.flatMap((e) => (e.kind === 'parse' && e.file === 'corpus.jsonl' ? [e.lines] : []));
+    expect(lines).toContain(1024);
+    expect(lines).toContain(2048);
+    expect(lines.at(-1)).toBe(3000);
   });
 
   it('cancels with an AbortError', async () => {

@@ -1,5 +1,12 @@
 import type { Progress } from '../core/types';
-import { formatBytes, phaseOf, progressText, type DownloadSample, type JobPhase } from './progress-story';
+import {
+  formatBytes,
+  phaseOf,
+  progressText,
+  type CountSample,
+  type DownloadSample,
+  type JobPhase,
+} from './progress-story';
 import { isAbortError } from '../clients/worker-client';
 import { foreground } from '../platform/page/activity';
 import type { Messages } from './messages.svelte';
@@ -25,6 +32,8 @@ export class Job {
   #download: DownloadSample | null = null;
   /** The time of the last tick (the rate and the time left are computed as of it). */
   #at = 0;
+  /** The counted step under way (index, search, store): its time left is measured from its first tick. */
+  #counted: CountSample | null = null;
   #phase: { name: JobPhase; start: number } | null = null;
   /** Every phase the job went through (a query that loaded its model says so with its time). */
   readonly phases = new Set<JobPhase>();
@@ -36,6 +45,12 @@ export class Job {
     const now = performance.now();
     if (p.kind === 'download' && this.#download?.file !== p.file)
       this.#download = { file: p.file, at: now, loaded: p.loaded };
+    // A counted step starts again with a new kind, or when its count goes back (the next index).
+    if (
+      (p.kind === 'index' || p.kind === 'search' || p.kind === 'store') &&
+      (this.#counted?.kind !== p.kind || p.done < this.#counted.done)
+    )
+      this.#counted = { kind: p.kind, at: now, done: p.done };
     this.#at = now;
     const phase = phaseOf(p);
     this.phases.add(phase);
@@ -70,7 +85,7 @@ export class Job {
 
   get text(): string {
     const p = this.progress;
-    return p ? progressText(p, this.#download, this.#at) : this.label;
+    return p ? progressText(p, this.#download, this.#at, this.#counted) : this.label;
   }
 
   /** The phase the job is in (what its progress says it does), or null before its first tick. */

@@ -79,11 +79,36 @@ function rates(perSec: number | undefined, eta: number | undefined, unit: string
   );
 }
 
+/** A counted step's first sample (index, search, store): its time left is measured from there. */
+export interface CountSample {
+  kind: Progress['kind'];
+  at: number;
+  done: number;
+}
+
+/** " · 2 min 5 s left" for a counted step, once a second of it has passed and it has moved on. */
+function countedLeft(
+  p: { kind: Progress['kind']; done: number; total: number },
+  since: CountSample | null,
+  now: number,
+) {
+  if (!since || since.kind !== p.kind || p.done >= p.total) return '';
+  const dt = (now - since.at) / 1000;
+  const moved = p.done - since.done;
+  return dt >= 1 && moved > 0 ? ` · ${formatSeconds(((p.total - p.done) * dt) / moved)} left` : '';
+}
+
 /**
  * The progress line. `since`: the download's first sample of this file (the rate is measured from
- * it once a quarter second has passed), `now`: the time of this tick.
+ * it once a quarter second has passed), `now`: the time of this tick; `counted`: the first sample of
+ * the counted step under way (index, search, store), for its time left.
  */
-export function progressText(p: Progress, since: DownloadSample | null, now: number): string {
+export function progressText(
+  p: Progress,
+  since: DownloadSample | null,
+  now: number,
+  counted: CountSample | null = null,
+): string {
   switch (p.kind) {
     case 'read':
       return (
@@ -99,14 +124,18 @@ export function progressText(p: Progress, since: DownloadSample | null, now: num
     case 'store':
       return (
         `Caching in IndexedDB: ${count(p.done)} / ${count(p.total)}` +
-        (p.what === 'documents' ? ` records${rates(p.docsPerSec, p.etaSeconds, 'records')}` : '')
+        (p.what === 'documents'
+          ? ` records${rates(p.docsPerSec, p.etaSeconds, 'records')}`
+          : countedLeft(p, counted, now))
       );
     case 'index':
-      return p.what === 'ids'
-        ? `Indexing document ids: ${count(p.done)} / ${count(p.total)}`
-        : `Indexing: ${count(p.done)} / ${count(p.total)} documents`;
+      return (
+        (p.what === 'ids'
+          ? `Indexing document ids: ${count(p.done)} / ${count(p.total)}`
+          : `Indexing: ${count(p.done)} / ${count(p.total)} documents`) + countedLeft(p, counted, now)
+      );
     case 'search':
-      return `Searching: ${count(p.done)} / ${count(p.total)} queries`;
+      return `Searching: ${count(p.done)} / ${count(p.total)} queries` + countedLeft(p, counted, now);
     case 'download': {
       let line = `Downloading ${p.file}: ${formatBytes(p.loaded)}${p.total ? ` of ${formatBytes(p.total)}` : ''}`;
       const dt = since && since.file === p.file ? (now - since.at) / 1000 : 0;
