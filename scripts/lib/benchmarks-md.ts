@@ -4,31 +4,19 @@
 // repository's formatter writes it, so `npm run check` stays green.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
+const TOPICS: Record<string, string> = { 'first-dense-url': 'remote-ivf', 'parquet-import': 'import' };
 
-/** The history file (docs/benchmarks/<topic>.md) each bench's section goes to; other names go to <name>.md. */
-const TOPICS: Record<string, string> = {
-  bm25: 'bm25',
-  'first-dense-url': 'remote-ivf',
-  'first-query': 'first-query',
-  latency: 'latency',
-  'parquet-import': 'import',
-  scale: 'scale',
-  vectors: 'vector-index',
-};
-
-export function benchmarksTopic(name: string): string {
-  return TOPICS[name] ?? (name.startsWith('vectors-') ? TOPICS.vectors : name);
-}
+/** The history file a bench's section goes to: docs/benchmarks/<its name, or its topic's>.md. */
+export const benchmarksTopic = (name: string): string =>
+  name.startsWith('vectors') ? 'vector-index' : (TOPICS[name] ?? name);
 
 export function writeBenchmarksSection(name: string, body: string, root = ROOT): string {
   const file = join(root, 'docs', 'benchmarks', `${benchmarksTopic(name)}.md`);
-  mkdirSync(join(root, 'docs', 'benchmarks'), { recursive: true });
-  const md = existsSync(file)
-    ? readFileSync(file, 'utf8')
-    : `# ${name}\n\nDated history; the figures that hold today are in [BENCHMARKS.md](../../BENCHMARKS.md).\n`;
+  mkdirSync(dirname(file), { recursive: true });
+  const md = existsSync(file) ? readFileSync(file, 'utf8') : `# ${name}\n`;
   const begin = `<!-- bench:${name} -->`;
   const end = `<!-- /bench:${name} -->`;
   const section = `${begin}\n${body}\n${end}`;
@@ -38,12 +26,8 @@ export function writeBenchmarksSection(name: string, body: string, root = ROOT):
     file,
     i >= 0 && j > i ? md.slice(0, i) + section + md.slice(j + end.length) : `${md}\n${section}\n`,
   );
-  execFileSync(process.execPath, [join(ROOT, 'node_modules/prettier/bin/prettier.cjs'), '--write', file], {
-    cwd: ROOT,
-    stdio: 'ignore',
-  });
-  console.log(
-    `${file}: bench:${name} section written; update its row in BENCHMARKS.md if the figure changed`,
-  );
+  const prettier = join(ROOT, 'node_modules/prettier/bin/prettier.cjs');
+  execFileSync(process.execPath, [prettier, '--write', file], { cwd: ROOT, stdio: 'ignore' });
+  console.log(`${file}: bench:${name} written; update its row in BENCHMARKS.md if the figure changed`);
   return file;
 }

@@ -30,13 +30,10 @@ describe('writeBenchmarksSection', () => {
     expect(existsSync(join(dir, 'BENCHMARKS.md'))).toBe(false);
   });
 
-  it('starts a history file for a topic that has none', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'benchmarks-md-'));
-    const file = writeBenchmarksSection('vectors-two-pass', 'p50 20.5 ms', dir);
-    expect(file).toBe(join(dir, 'docs', 'benchmarks', 'vector-index.md'));
-    expect(readFileSync(file, 'utf8')).toMatch(
-      /<!-- bench:vectors-two-pass -->\n\np50 20\.5 ms\n\n?<!-- \/bench:vectors-two-pass -->/,
-    );
+  it('sends related sections to one topic, and any other name to a file of its own', () => {
+    expect(benchmarksTopic('vectors-two-pass')).toBe('vector-index');
+    expect(benchmarksTopic('first-dense-url')).toBe('remote-ivf');
+    expect(benchmarksTopic('new-bench')).toBe('new-bench');
   });
 
   it("maps every bench's section to a history file that exists in the repository", () => {
