@@ -6,19 +6,18 @@
 // before resampling.ts) and checks that both give the same numbers.
 //
 //   npm run bench:compare -- [--queries 1000,10000,100000] [--measures 5] [--reference]
+//   (smallest: --queries 100 --measures 1)
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { isDeepStrictEqual } from 'node:util';
 import { compareRuns } from '../src/lib/core/eval/compare';
 import { Xoshiro128 } from '../src/lib/core/eval/random';
 import { bootstrapMean, compareToBaseline } from '../src/lib/core/eval/stats';
+import { benchArgs, timed } from './lib/bench-harness';
 
-const { values: args } = parseArgs({
-  options: {
-    queries: { type: 'string', default: '1000,10000,100000' },
-    measures: { type: 'string', default: '5' },
-    reference: { type: 'boolean', default: false },
-  },
+const args = benchArgs({
+  queries: { type: 'string', default: '1000,10000,100000' },
+  measures: { type: 'string', default: '5' },
+  reference: { type: 'boolean', default: false },
 });
 const MEASURES = ['ndcg_cut_10', 'recall_100', 'recip_rank', 'map', 'P_10'].slice(0, Number(args.measures));
 const rng = new Xoshiro128(1);
@@ -43,19 +42,7 @@ function reference(a: Map<string, Record<string, number>>, b: Map<string, Record
   });
 }
 
-/** Wall and CPU seconds of `f`. */
-function timed<T>(f: () => T): { value: T; wall: string; cpu: string } {
-  const c0 = process.cpuUsage();
-  const t0 = performance.now();
-  const value = f();
-  const c = process.cpuUsage(c0);
-  return {
-    value,
-    wall: ((performance.now() - t0) / 1000).toFixed(2),
-    cpu: ((c.user + c.system) / 1e6).toFixed(2),
-  };
-}
-
+const s = (ms: number) => (ms / 1000).toFixed(2);
 const ref = args.reference ? ' one-column path (wall / CPU) | same numbers |' : '';
 console.log(`| queries | measures | compare two runs (wall / CPU) |${ref} load average before |`);
 console.log(
@@ -65,7 +52,7 @@ for (const n of args.queries.split(',').map(Number)) {
   const a = run(n, 0);
   const b = run(n, 0.05);
   const load = loadavg()[0].toFixed(1);
-  const fast = timed(() =>
+  const fast = await timed(() =>
     compareRuns({
       inputs: [
         { id: 'a', name: 'a', perQuery: a },
@@ -77,14 +64,14 @@ for (const n of args.queries.split(',').map(Number)) {
   );
   let cells = '';
   if (args.reference) {
-    const slow = timed(() => reference(a, b));
+    const slow = await timed(() => reference(a, b));
     const got = fast.value.measures.map((m) => [
       m.systems[0].mean,
       m.systems[1].mean,
       m.systems[1].diff,
       m.systems[1].pRandomization,
     ]);
-    cells = ` ${slow.wall} s / ${slow.cpu} s | ${isDeepStrictEqual(got, slow.value) ? 'yes' : 'NO'} |`;
+    cells = ` ${s(slow.wallMs)} s / ${s(slow.cpuMs)} s | ${isDeepStrictEqual(got, slow.value) ? 'yes' : 'NO'} |`;
   }
-  console.log(`| ${n} | ${MEASURES.length} | ${fast.wall} s / ${fast.cpu} s |${cells} ${load} |`);
+  console.log(`| ${n} | ${MEASURES.length} | ${s(fast.wallMs)} s / ${s(fast.cpuMs)} s |${cells} ${load} |`);
 }

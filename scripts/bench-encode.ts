@@ -30,22 +30,23 @@
 import { execSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RawImage } from '@huggingface/transformers';
 import { modelPath, type Dtype, type ModelSpec } from '../src/lib/core/retrieval/models';
-import { median } from '../src/lib/core/eval/stats';
 import type { PlainTensor } from '../tests/browser/bench-ort.worker';
 import {
+  ROOT,
+  benchArgs,
   busySeconds,
   call,
   launchHarness,
+  median,
   renderers,
   startDevServer,
   type BrowserSession,
   type ChromiumProc,
-} from './lib/bench-browser';
+} from './lib/bench-harness';
 import {
   NativeTextEncoder,
   NativeVisionEncoder,
@@ -56,7 +57,6 @@ import {
 } from './lib/native-encoder';
 import { DATA_DIR, medquadDocs, medquadQueries, vqaRadImages } from './lib/parity-data';
 
-const ROOT = resolve(import.meta.dirname, '..');
 const SELF = fileURLToPath(import.meta.url);
 const TEXT_MODEL = 'loupe-test/minilm-l6-random';
 const VISION_MODEL = 'loupe-test/clip-vit-b16-random';
@@ -64,31 +64,29 @@ const ALL_DTYPES: Dtype[] = ['q8', 'fp32'];
 const ALL_THREADS = [1, 2];
 const IMAGE_BATCH = 8;
 
-const { values: argv } = parseArgs({
-  options: {
-    docs: { type: 'string', default: '256' },
-    queries: { type: 'string', default: '64' },
-    images: { type: 'string', default: '16' },
-    repeats: { type: 'string', default: '3' },
-    'max-tokens': { type: 'string', default: '128' },
-    'webgpu-docs': { type: 'string', default: '16' },
-    'webgpu-queries': { type: 'string', default: '4' },
-    'webgpu-images': { type: 'string', default: '1' },
-    /** Subsets, to re-measure one configuration: --dtypes fp32 --threads 2 --no-images. */
-    dtypes: { type: 'string', default: ALL_DTYPES.join(',') },
-    threads: { type: 'string', default: ALL_THREADS.join(',') },
-    'no-images': { type: 'boolean', default: false },
-    'no-webgpu': { type: 'boolean', default: false },
-    'no-breakdown': { type: 'boolean', default: false },
-    'corpus-docs': { type: 'string', default: '320' },
-    'corpus-batch': { type: 'string', default: '32' },
-    rounds: { type: 'string', default: '3' },
-    'corpus-only': { type: 'boolean', default: false },
-    'no-corpus': { type: 'boolean', default: false },
-    out: { type: 'string', default: join(ROOT, 'bench-results/encode.json') },
-    /** Internal: run one native configuration in this (child) process and print JSON. */
-    child: { type: 'string' },
-  },
+const argv = benchArgs({
+  docs: { type: 'string', default: '256' },
+  queries: { type: 'string', default: '64' },
+  images: { type: 'string', default: '16' },
+  repeats: { type: 'string', default: '3' },
+  'max-tokens': { type: 'string', default: '128' },
+  'webgpu-docs': { type: 'string', default: '16' },
+  'webgpu-queries': { type: 'string', default: '4' },
+  'webgpu-images': { type: 'string', default: '1' },
+  /** Subsets, to re-measure one configuration: --dtypes fp32 --threads 2 --no-images. */
+  dtypes: { type: 'string', default: ALL_DTYPES.join(',') },
+  threads: { type: 'string', default: ALL_THREADS.join(',') },
+  'no-images': { type: 'boolean', default: false },
+  'no-webgpu': { type: 'boolean', default: false },
+  'no-breakdown': { type: 'boolean', default: false },
+  'corpus-docs': { type: 'string', default: '320' },
+  'corpus-batch': { type: 'string', default: '32' },
+  rounds: { type: 'string', default: '3' },
+  'corpus-only': { type: 'boolean', default: false },
+  'no-corpus': { type: 'boolean', default: false },
+  out: { type: 'string', default: join(ROOT, 'bench-results/encode.json') },
+  /** Internal: run one native configuration in this (child) process and print JSON. */
+  child: { type: 'string' },
 });
 const N_DOCS = Number(argv.docs);
 const N_QUERIES = Number(argv.queries);

@@ -22,45 +22,39 @@
 // DIR is a shard packed with --index ivf --offsets (for 1M: `npm run pack-ivf` and
 // `npm run pack-shard -- --shard DIR --offsets` over a make-scale-shard --vectors random shard). The
 // generated models have random weights: real compute for their shape, meaningless rankings.
-import { execFileSync, execSync } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { chromium } from 'playwright-core';
-import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
-import { buildSite, serveStatic } from '../tests/e2e/static-server';
 import { serveRanges } from '../tests/e2e/range-server';
-import { median } from '../src/lib/core/eval/stats';
-import { chromiumProcs, cpuProbe, probeSummary, renderers, settleBrowser } from './lib/bench-browser';
-import { writeBenchmarksSection } from './lib/benchmarks-md';
+import {
+  PREFIX,
+  STATIC_DIST,
+  alternate,
+  benchArgs,
+  buildAgainst,
+  cell,
+  median,
+  openBrowser,
+  pageMeasures,
+  publish,
+  runInfo,
+  sampleMemory,
+  sec,
+  staticSite,
+  whole,
+} from './lib/bench-harness';
+import { serveStatic } from '../tests/e2e/static-server';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const OUT = join(ROOT, '.test-results/first-dense-url-dist');
-const PREFIX = '/course/loupe/';
 const TARGET_MS = 3000;
 
-const { values: argv } = parseArgs({
-  options: {
-    shard: { type: 'string' },
-    model: { type: 'string', default: 'loupe-test/minilm-l6-random' },
-    rounds: { type: 'string', default: '2' },
-    'no-build': { type: 'boolean', default: false },
-    against: { type: 'string' },
-    'write-benchmarks': { type: 'boolean', default: false },
-  },
+const argv = benchArgs({
+  shard: { type: 'string' },
+  model: { type: 'string', default: 'loupe-test/minilm-l6-random' },
+  rounds: { type: 'string', default: '2' },
+  against: { type: 'string' },
 });
 if (!argv.shard) {
   console.error('usage: npm run bench:first-dense-url -- --shard DIR[,DIR…] [--model ID] [--rounds 2]');
-  process.exit(1);
+  process.exit(2);
 }
 
 interface Shard {
@@ -94,49 +88,13 @@ function readShard(dir: string): Shard {
   };
 }
 const SHARDS = argv.shard.split(',').map((d) => readShard(resolve(d)));
-const ROUNDS = Number(argv.rounds);
+const ROUNDS = whole('rounds', argv.rounds);
 
-if (!argv['no-build'] || !existsSync(join(OUT, 'index.html'))) {
-  console.log('building the site…');
-  buildSite(OUT);
-}
-
-/** `--against`: the revision, its commit and the folder its site is built into. */
-const against = argv.against ? buildAgainst(argv.against) : null;
-
-/**
- * Builds the site of revision `rev` from a temporary git worktree beside the repository (removed
- * again): its node_modules and models/generated are the working tree's, so its package-lock.json must
- * be the same.
- */
-function buildAgainst(rev: string): { rev: string; commit: string; out: string } {
-  const git = (...a: string[]) => execFileSync('git', a, { cwd: ROOT, encoding: 'utf8' }).trim();
-  const commit = git('rev-parse', '--verify', `${rev}^{commit}`);
-  if (git('diff', commit, '--', 'package-lock.json') !== '') {
-    console.error(
-      `--against ${rev}: its package-lock.json differs from the working tree's (node_modules is shared)`,
-    );
-    process.exit(1);
-  }
-  const out = `${OUT}-against`;
-  const tree = resolve(ROOT, '..', `.loupe-against-${commit.slice(0, 12)}`);
-  rmSync(tree, { recursive: true, force: true });
-  git('worktree', 'prune');
-  git('worktree', 'add', '--detach', tree, commit);
-  try {
-    symlinkSync(join(ROOT, 'node_modules'), join(tree, 'node_modules'));
-    mkdirSync(join(tree, 'models'), { recursive: true });
-    // Hard links, not a symlink: the build copies the folders it finds under models/ (a symlink is
-    // not one).
-    if (existsSync(join(ROOT, 'models/generated')))
-      execFileSync('cp', ['-al', join(ROOT, 'models/generated'), join(tree, 'models/generated')]);
-    console.log(`building ${rev} (${commit.slice(0, 12)})…`);
-    buildSite(out, tree);
-  } finally {
-    git('worktree', 'remove', '--force', tree);
-  }
-  return { rev, commit, out };
-}
+const site = await staticSite(argv['no-build']);
+/** `--against`: the revision, its commit and its site. */
+const against = argv.against ? buildAgainst(argv.against, `${STATIC_DIST}-against`) : null;
+const againstSite = against ? await serveStatic(against.out, PREFIX) : null;
+const hosts = await Promise.all(SHARDS.map((x) => serveRanges(dirname(x.dir), '/data/')));
 
 interface Round {
   openMs: number;
@@ -152,39 +110,13 @@ interface Round {
   settle: { ms: number; cpuSeconds: number; settled: boolean };
 }
 
-const sec = (ms: number) => (ms / 1000).toFixed(2);
-
-const site = await serveStatic(OUT, PREFIX);
-const againstSite = against ? await serveStatic(against.out, PREFIX) : null;
-const hosts = await Promise.all(SHARDS.map((x) => serveRanges(dirname(x.dir), '/data/')));
-
-async function round(shard: Shard, host: (typeof hosts)[number], at = site): Promise<Round> {
-  const shardUrl = `${host.url}${encodeURIComponent(shard.name)}/`;
-  const profile = mkdtempSync(join(tmpdir(), 'loupe-first-dense-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-  });
-  let peak = 0;
-  let largest = 0;
-  const sampler = setInterval(() => {
-    const procs = renderers(chromiumProcs(profile));
-    peak = Math.max(
-      peak,
-      procs.reduce((s, p) => s + p.rssBytes, 0),
-    );
-    // The tab (page, workers, service worker) lives in one renderer: issue 18's and 19's "tab".
-    largest = Math.max(largest, ...procs.map((p) => p.rssBytes));
-  }, 250);
+async function round(k: number, at = site): Promise<Round> {
+  const [shard, host] = [SHARDS[k], hosts[k]];
+  const { page, profileDir, settled, close } = await openBrowser({ settle: true });
+  const mem = sampleMemory(profileDir, { everyMs: 250 });
   try {
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (e) => console.error('page error:', e.message));
-    // A visit happens in a browser that is already running: its start-up work is not the page's.
-    const settle = await settleBrowser(profile);
     const params = new URLSearchParams({
-      shard: shardUrl,
+      shard: `${host.url}${encodeURIComponent(shard.name)}/`,
       task: shard.task,
       'search-model': argv.model!,
       q: shard.query,
@@ -206,12 +138,6 @@ async function round(shard: Shard, host: (typeof hosts)[number], at = site): Pro
     const error = await page.locator('[data-testid="search-error"]').allInnerTexts();
     if (error.length) throw new Error(`search failed: ${error.join(' ')}`);
     const t2 = Date.now();
-    const measures = await page.evaluate(() => {
-      const out: Record<string, number> = {};
-      for (const e of performance.getEntriesByType('measure'))
-        if (e.name.startsWith('loupe:')) out[e.name.slice(6)] = (out[e.name.slice(6)] ?? 0) + e.duration;
-      return out;
-    });
     const bytes: Record<string, number> = {};
     const log = host.log.slice(from);
     for (const e of log) {
@@ -224,45 +150,32 @@ async function round(shard: Shard, host: (typeof hosts)[number], at = site): Pro
       totalMs: t2 - t0,
       bytes,
       requests: log.length,
-      rendererPeakMiB: peak / 2 ** 20,
-      largestRendererMiB: largest / 2 ** 20,
-      measures,
-      settle,
+      rendererPeakMiB: mem.peak / 2 ** 20,
+      largestRendererMiB: mem.largest / 2 ** 20,
+      measures: await pageMeasures(page, 'loupe:'),
+      settle: settled!,
     };
   } finally {
-    clearInterval(sampler);
-    await context.close();
-    rmSync(profile, { recursive: true, force: true });
+    await mem.stop();
+    await close();
   }
 }
 
-const load0 = loadavg()[0];
-const started = new Date();
+const run = runInfo();
 const all: Round[][] = SHARDS.map(() => []);
 /** `--against`: the revision's rounds, by shard. */
 const base: Round[][] = SHARDS.map(() => []);
-/** cpuProbe before each round (the machine idle between visits). */
-const probes: number[] = [];
+let probes: number[];
 try {
-  // Alternating: each shard's rounds interleave with the others' (and the revision's with the working
-  // tree's), so that a change of load over the run falls on all of them alike.
-  for (let i = 0; i < ROUNDS * SHARDS.length; i++) {
-    const k = i % SHARDS.length;
-    probes.push(cpuProbe());
-    if (againstSite) {
-      const b = await round(SHARDS[k], hosts[k], againstSite);
-      base[k].push(b);
-      console.log(
-        `${SHARDS[k].name} at ${against!.rev}: round ${Math.floor(i / SHARDS.length) + 1}: total ${sec(b.totalMs)} s ` +
-          `(open ${sec(b.openMs)} s, query ${sec(b.queryMs)} s)`,
-      );
-    }
-    const r = await round(SHARDS[k], hosts[k]);
-    all[k].push(r);
-    console.log(`${SHARDS[k].name} (CPU probe ${probes.at(-1)!.toFixed(0)} ms):`);
+  // Alternating: each shard's rounds interleave with the others' (and the revision's, first, with the
+  // working tree's), so that a change of load over the run falls on all of them alike.
+  const sides = SHARDS.flatMap((_, k) => (againstSite ? [{ k, at: againstSite }, { k }] : [{ k }]));
+  probes = await alternate(ROUNDS, sides, async ({ k, at }, i) => {
+    const r = await round(k, at);
+    (at ? base : all)[k].push(r);
     const mib = (b: number) => (b / 2 ** 20).toFixed(2);
     console.log(
-      `round ${Math.floor(i / SHARDS.length) + 1}: total ${sec(r.totalMs)} s (open ${sec(r.openMs)} s, query ${sec(r.queryMs)} s), ` +
+      `${SHARDS[k].name}${at ? ` at ${against!.rev}` : ''}: round ${i + 1}: total ${sec(r.totalMs)} s (open ${sec(r.openMs)} s, query ${sec(r.queryMs)} s), ` +
         `after ${sec(r.settle.ms)} s of the browser's own start-up (${r.settle.cpuSeconds.toFixed(2)} CPU-s${r.settle.settled ? '' : ', not settled'}), ` +
         `${r.requests} requests: ` +
         Object.entries(r.bytes)
@@ -273,15 +186,12 @@ try {
           .map(([k, v]) => `${k} ${sec(v)}`)
           .join(' · '),
     );
-  }
+  });
 } finally {
   await site.close();
   await againstSite?.close();
   for (const h of hosts) await h.close();
 }
-const load1 = loadavg()[0];
-
-const cell = (xs: number[]) => `${sec(median(xs))} (${sec(Math.min(...xs))}–${sec(Math.max(...xs))})`;
 
 /** One shard's report: its steps, the app's own measures, the bytes by file, the tab's memory. */
 function report(shard: Shard, rounds: Round[]): string[] {
@@ -337,22 +247,19 @@ if (SHARDS.length > 1) {
     );
   }
 }
-const cpu = cpus()[0]?.model ?? 'unknown CPU';
-const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
 const header =
-  `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
-  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · ` +
-  `${probeSummary(probes)} · ` +
-  `\`npm run bench:first-dense-url -- --shard ${SHARDS.map((x) => x.name).join(',')} --rounds ${ROUNDS}` +
-  `${against ? ` --against ${against.rev}` : ''}\` · ` +
+  `${run.header(
+    `npm run bench:first-dense-url -- --shard ${SHARDS.map((x) => x.name).join(',')} --rounds ${ROUNDS}` +
+      `${against ? ` --against ${against.rev}` : ''}`,
+    { probes },
+  )} · ` +
   `${argv.model} (generated, **random weights**: real compute for its shape, meaningless rankings), default device.`;
-console.log(`\n${header}\n\n${lines.join('\n')}`);
-writeFileSync(
-  join(ROOT, '.test-results/first-dense-url.json'),
-  JSON.stringify(
-    {
-      started,
-      load: [load0, load1],
+publish('first-dense-url', `${header}\n\n${lines.join('\n')}`, {
+  write: argv['write-benchmarks'],
+  json: {
+    file: '.test-results/first-dense-url.json',
+    data: {
+      started: run.started,
       cpuProbeMs: probes,
       ...(against ? { against: { rev: against.rev, commit: against.commit } } : {}),
       shards: SHARDS.map((x, k) => ({
@@ -361,8 +268,5 @@ writeFileSync(
         ...(against ? { againstRounds: base[k] } : {}),
       })),
     },
-    null,
-    2,
-  ),
-);
-if (argv['write-benchmarks']) writeBenchmarksSection('first-dense-url', `${header}\n\n${lines.join('\n')}`);
+  },
+});

@@ -13,49 +13,45 @@
 // its corpus embedded on the first query), each in a fresh profile. Prints medians and ranges;
 // --write-benchmarks replaces the bench:first-query section of BENCHMARKS.md.
 //
-//   npm run bench:first-query [-- --rounds 5] [--no-build] [--write-benchmarks]
+//   npm run bench:first-query [-- --rounds 5] [--no-build] [--write-benchmarks]   (smallest: --rounds 1)
 //
 // The generated model has random weights: the timings are real compute for its shape, the rankings
 // mean nothing.
-import { execFileSync, execSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { chromium, type Page } from 'playwright-core';
-import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
-import { buildSite, serveStatic } from '../tests/e2e/static-server';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { DATA_DIR } from '../tests/paths';
-import { median } from '../src/lib/core/eval/stats';
-import { writeBenchmarksSection } from './lib/benchmarks-md';
-import { cpuProbe, probeSummary, settleBrowser } from './lib/bench-browser';
+import {
+  ROOT,
+  STATIC_DIST,
+  alternate,
+  benchArgs,
+  cell,
+  median,
+  openBrowser,
+  pageMeasures,
+  publish,
+  runInfo,
+  sec,
+  staticSite,
+  whole,
+} from './lib/bench-harness';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const OUT = join(ROOT, '.test-results/first-query-dist');
-const PREFIX = '/course/loupe/';
 const MODEL = 'loupe-test/clip-tiny-random';
 const TASK = 'image-question-to-passage';
 const IMAGE = join(DATA_DIR, 'vqa-rad/images/synpic100132.jpg');
 const QUESTION = 'is there a pneumothorax?';
 const TARGET_MS = 3000;
 
-const { values: argv } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '5' },
-    'no-build': { type: 'boolean', default: false },
-    'write-benchmarks': { type: 'boolean', default: false },
-  },
-});
-const ROUNDS = Number(argv.rounds);
+const argv = benchArgs({ rounds: { type: 'string', default: '5' } });
+const ROUNDS = whole('rounds', argv.rounds);
 
-if (!argv['no-build'] || !existsSync(join(OUT, 'index.html'))) {
-  console.log('building the site…');
-  buildSite(OUT);
-}
+const site = await staticSite(argv['no-build']);
 // Both copies are the build's own (pack-shard --out would write beside the data otherwise): the packed
 // one with its corpus embeddings and its image pack, the plain one with only the image pack, so the
 // pair differs only in the corpus's embedding on the first query.
 function packInto(dir: string, args: string[]) {
+  if (existsSync(join(dir, 'images.zip'))) return;
   rmSync(dir, { recursive: true, force: true });
   cpSync(join(DATA_DIR, 'vqa-rad'), dir, { recursive: true });
   execFileSync(
@@ -67,10 +63,8 @@ function packInto(dir: string, args: string[]) {
     },
   );
 }
-if (!existsSync(join(OUT, 'shards-packed/vqa-rad/images.zip')))
-  packInto(join(OUT, 'shards-packed/vqa-rad'), ['--model', MODEL, '--images']);
-if (!existsSync(join(OUT, 'shards-plain/vqa-rad/images.zip')))
-  packInto(join(OUT, 'shards-plain/vqa-rad'), ['--images']);
+packInto(join(STATIC_DIST, 'shards-packed/vqa-rad'), ['--model', MODEL, '--images']);
+packInto(join(STATIC_DIST, 'shards-plain/vqa-rad'), ['--images']);
 
 interface Round {
   shard: 'packed' | 'plain';
@@ -81,29 +75,9 @@ interface Round {
   stages: Record<string, number>;
 }
 
-async function sumMeasures(page: Page, prefix: string): Promise<Record<string, number>> {
-  return page.evaluate((pre) => {
-    const out: Record<string, number> = {};
-    for (const e of performance.getEntriesByType('measure'))
-      if (e.name.startsWith(pre))
-        out[e.name.slice(pre.length)] = (out[e.name.slice(pre.length)] ?? 0) + e.duration;
-    return out;
-  }, prefix);
-}
-
-async function round(base: string, shard: Round['shard']): Promise<Round> {
-  const profile = mkdtempSync(join(tmpdir(), 'loupe-first-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-  });
+async function round(shard: Round['shard']): Promise<Round> {
+  const { page, close } = await openBrowser({ settle: true });
   try {
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (e) => console.error('page error:', e.message));
-    // A visit happens in a browser that is already running: its start-up work is not the page's.
-    await settleBrowser(profile);
     const params = new URLSearchParams({
       shard: `shards-${shard}/vqa-rad/`,
       task: TASK,
@@ -111,12 +85,12 @@ async function round(base: string, shard: Round['shard']): Promise<Round> {
       device: 'wasm',
     });
     const t0 = Date.now();
-    await page.goto(`${base}?${params}#/search`);
+    await page.goto(`${site.url}?${params}#/search`);
     await page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 10 * 60_000 });
     await page.waitForSelector('[data-testid="search-input"]');
     const t1 = Date.now();
     // The import's phases (read, parse, store…): measured before the query adds its own.
-    const openPhases = await sumMeasures(page, 'loupe:phase:');
+    const openPhases = await pageMeasures(page, 'loupe:phase:');
     await page.setInputFiles('[data-testid="search-image-input"]', IMAGE);
     await page.fill('[data-testid="search-input"]', QUESTION);
     const t2 = Date.now();
@@ -131,50 +105,40 @@ async function round(base: string, shard: Round['shard']): Promise<Round> {
     const error = await page.locator('[data-testid="search-error"]').allInnerTexts();
     if (error.length) throw new Error(`search failed: ${error.join(' ')}`);
     const t3 = Date.now();
-    const all = await sumMeasures(page, 'loupe:phase:');
+    const all = await pageMeasures(page, 'loupe:phase:');
     const phases: Record<string, number> = {};
     for (const [k, v] of Object.entries(all))
       if (v - (openPhases[k] ?? 0) > 0.5) phases[k] = v - (openPhases[k] ?? 0);
     for (const [k, v] of Object.entries(openPhases)) phases[`open:${k}`] = v;
-    const stages = await sumMeasures(page, 'loupe:');
+    const stages = await pageMeasures(page, 'loupe:');
     for (const k of Object.keys(stages)) if (k.startsWith('phase:')) delete stages[k];
     return { shard, openMs: t1 - t0, queryMs: t3 - t2, totalMs: t1 - t0 + (t3 - t2), phases, stages };
   } finally {
-    await context.close();
-    rmSync(profile, { recursive: true, force: true });
+    await close();
   }
 }
 
-const sec = (ms: number) => (ms / 1000).toFixed(2);
-
-const server = await serveStatic(OUT, PREFIX);
-const load0 = loadavg()[0];
-const started = new Date();
+const run = runInfo();
 const rounds: Round[] = [];
-/** cpuProbe before each round: the machine's speed at the time (BENCHMARKS.md compares hours by it). */
-const probes: number[] = [];
+let probes: number[];
 try {
-  for (let i = 0; i < ROUNDS; i++)
-    for (const shard of ['packed', 'plain'] as const) {
-      probes.push(cpuProbe());
-      const r = await round(server.url, shard);
-      rounds.push(r);
-      console.log(
-        `round ${i + 1} ${shard}: total ${sec(r.totalMs)} s (open ${sec(r.openMs)} s, query ${sec(r.queryMs)} s) · ` +
-          Object.entries(r.phases)
-            .map(([k, v]) => `${k} ${sec(v)}`)
-            .join(' · '),
-      );
-    }
+  probes = await alternate(ROUNDS, ['packed', 'plain'] as const, async (shard, i) => {
+    const r = await round(shard);
+    rounds.push(r);
+    console.log(
+      `round ${i + 1} ${shard}: total ${sec(r.totalMs)} s (open ${sec(r.openMs)} s, query ${sec(r.queryMs)} s) · ` +
+        Object.entries(r.phases)
+          .map(([k, v]) => `${k} ${sec(v)}`)
+          .join(' · '),
+    );
+  });
 } finally {
-  await server.close();
+  await site.close();
 }
-const load1 = loadavg()[0];
 
 const lines: string[] = [];
 for (const shard of ['packed', 'plain'] as const) {
   const rs = rounds.filter((r) => r.shard === shard);
-  const cell = (xs: number[]) => `${sec(median(xs))} (${sec(Math.min(...xs))}–${sec(Math.max(...xs))})`;
   const total = median(rs.map((r) => r.totalMs));
   lines.push(
     `**${shard === 'packed' ? 'with packed embeddings' : 'without embeddings'}** (${rs.length} fresh profiles): ` +
@@ -198,17 +162,10 @@ for (const shard of ['packed', 'plain'] as const) {
     lines.push(`| &nbsp;&nbsp;stage: ${k} | ${cell(rs.map((r) => r.stages[k] ?? 0))} |`);
   lines.push(`| **total** | ${cell(rs.map((r) => r.totalMs))} |`, '');
 }
-const cpu = cpus()[0]?.model ?? 'unknown CPU';
-const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
 const header =
-  `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
-  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · ` +
-  `${probeSummary(probes)} · ` +
-  `\`npm run bench:first-query -- --rounds ${ROUNDS}\`. ` +
+  `${run.header(`npm run bench:first-query -- --rounds ${ROUNDS}`, { probes })}. ` +
   `${MODEL} (generated, **random weights**: real compute for its shape, meaningless rankings), WASM.`;
-console.log(`\n${header}\n\n${lines.join('\n')}`);
-writeFileSync(
-  join(ROOT, '.test-results/first-query.json'),
-  JSON.stringify({ started, load: [load0, load1], rounds }, null, 2),
-);
-if (argv['write-benchmarks']) writeBenchmarksSection('first-query', `${header}\n\n${lines.join('\n')}`);
+publish('first-query', `${header}\n\n${lines.join('\n')}`, {
+  write: argv['write-benchmarks'],
+  json: { file: '.test-results/first-query.json', data: { started: run.started, probes, rounds } },
+});

@@ -39,7 +39,6 @@ import { createRequire } from 'node:module';
 import { cpus, hostname, release, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import type * as OrtNS from 'onnxruntime-web';
 import { softwareAdapter } from '../src/lib/platform/gpu/backend';
 import { DEFAULT_OUT, generateModels } from './generate-models';
@@ -55,6 +54,7 @@ import {
   type ExactRow,
 } from './lib/gpu-measure';
 import { describeAdapter, installNodeWebGpu } from './lib/node-webgpu';
+import { benchArgs, whole } from './lib/bench-harness';
 
 const TEXT_MODEL_DEFAULT = 'loupe-test/minilm-l6-random';
 const VISION_MODEL_DEFAULT = 'loupe-test/clip-vit-b16-random';
@@ -64,51 +64,41 @@ const ALL_DTYPES = GPU_DTYPES;
 type Dtype = (typeof ALL_DTYPES)[number];
 type Ort = typeof OrtNS;
 
-const { values: argv } = parseArgs({
-  options: {
-    out: { type: 'string', default: 'bench-results/gpu.json' },
-    'models-dir': { type: 'string', default: DEFAULT_OUT },
-    threads: { type: 'string', default: '2' },
-    repeats: { type: 'string', default: '3' },
-    warmup: { type: 'string', default: '1' },
-    batch: { type: 'string', default: '32' },
-    tokens: { type: 'string', default: '128' },
-    'query-tokens': { type: 'string', default: '16' },
-    images: { type: 'string', default: '8' },
-    vectors: { type: 'string', default: '100000' },
-    queries: { type: 'string', default: '1000' },
-    dtypes: { type: 'string', default: ALL_DTYPES.join(',') },
-    'no-text': { type: 'boolean', default: false },
-    'no-vision': { type: 'boolean', default: false },
-    'no-exact': { type: 'boolean', default: false },
-    'dawn-flag': { type: 'string', multiple: true, default: [] },
-    /** Headless Chromium's own WebGPU instead of Dawn for Node (scripts/lib/gpu-browser.ts). */
-    browser: { type: 'boolean', default: false },
-    'chromium-flag': { type: 'string', multiple: true, default: [] },
-    /** Other generated models (e.g. loupe-test/bert-tiny-random, loupe-test/clip-tiny-random for a quick check). */
-    'text-model': { type: 'string', default: TEXT_MODEL_DEFAULT },
-    'vision-model': { type: 'string', default: VISION_MODEL_DEFAULT },
-  },
+const argv = benchArgs({
+  out: { type: 'string', default: 'bench-results/gpu.json' },
+  'models-dir': { type: 'string', default: DEFAULT_OUT },
+  threads: { type: 'string', default: '2' },
+  repeats: { type: 'string', default: '3' },
+  warmup: { type: 'string', default: '1' },
+  batch: { type: 'string', default: '32' },
+  tokens: { type: 'string', default: '128' },
+  'query-tokens': { type: 'string', default: '16' },
+  images: { type: 'string', default: '8' },
+  vectors: { type: 'string', default: '100000' },
+  queries: { type: 'string', default: '1000' },
+  dtypes: { type: 'string', default: ALL_DTYPES.join(',') },
+  'no-text': { type: 'boolean', default: false },
+  'no-vision': { type: 'boolean', default: false },
+  'no-exact': { type: 'boolean', default: false },
+  'dawn-flag': { type: 'string', multiple: true, default: [] },
+  /** Headless Chromium's own WebGPU instead of Dawn for Node (scripts/lib/gpu-browser.ts). */
+  browser: { type: 'boolean', default: false },
+  'chromium-flag': { type: 'string', multiple: true, default: [] },
+  /** Other generated models (e.g. loupe-test/bert-tiny-random, loupe-test/clip-tiny-random for a quick check). */
+  'text-model': { type: 'string', default: TEXT_MODEL_DEFAULT },
+  'vision-model': { type: 'string', default: VISION_MODEL_DEFAULT },
 });
 
-function positiveInt(name: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) {
-    console.error(`--${name} must be a positive integer, got ${JSON.stringify(value)}`);
-    process.exit(2);
-  }
-  return n;
-}
 const opts = {
-  threads: positiveInt('threads', argv.threads),
-  repeats: positiveInt('repeats', argv.repeats),
-  warmup: Number(argv.warmup) >= 0 && Number.isInteger(Number(argv.warmup)) ? Number(argv.warmup) : 1,
-  batch: positiveInt('batch', argv.batch),
-  tokens: positiveInt('tokens', argv.tokens),
-  queryTokens: positiveInt('query-tokens', argv['query-tokens']),
-  images: positiveInt('images', argv.images),
-  vectors: positiveInt('vectors', argv.vectors),
-  queries: positiveInt('queries', argv.queries),
+  threads: whole('threads', argv.threads),
+  repeats: whole('repeats', argv.repeats),
+  warmup: whole('warmup', argv.warmup, 0),
+  batch: whole('batch', argv.batch),
+  tokens: whole('tokens', argv.tokens),
+  queryTokens: whole('query-tokens', argv['query-tokens']),
+  images: whole('images', argv.images),
+  vectors: whole('vectors', argv.vectors),
+  queries: whole('queries', argv.queries),
   dtypes: argv.dtypes.split(',').map((d) => d.trim()) as Dtype[],
   dawnFlags: argv['dawn-flag'],
 };

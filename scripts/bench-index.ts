@@ -23,42 +23,48 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
-  readdirSync,
   rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
-import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { chromium, type Page } from 'playwright-core';
-import { createServer } from 'vite';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
 import { clusteredVectors } from '../src/lib/core/retrieval/exact';
 import { writeNpy } from '../src/lib/core/shard/vector-files';
 import type { IndexHarness } from '../tests/browser/index-harness';
-import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
+import { harnessCaller } from '../tests/e2e/browser';
+import {
+  EAGER_MEMORY_ARGS,
+  ROOT,
+  benchArgs,
+  chromiumProcs,
+  openBrowser,
+  openHarness,
+  renderers,
+  spread,
+  startDevServer,
+  type ChromiumProc,
+} from './lib/bench-harness';
 
-const ROOT = resolve(import.meta.dirname, '..');
 const PYTHON = '/usr/bin/python3';
 const EFS = [16, 32, 64, 128, 256, 512];
 const M = 16;
 const EF_CONSTRUCTION = 200;
 const HNSW_SEED = 100;
 
-const { values: argv } = parseArgs({
-  options: {
-    n: { type: 'string', default: '100000' },
-    dim: { type: 'string', default: '384' },
-    queries: { type: 'string', default: '1000' },
-    k: { type: 'string', default: '10' },
-    'gpu-queries': { type: 'string', default: '100' },
-    million: { type: 'string', default: '1000000' },
-    rounds: { type: 'string', default: '3' },
-    threads: { type: 'string', default: '1' },
-    'build-rounds': { type: 'string' },
-    seed: { type: 'string', default: '1' },
-    out: { type: 'string', default: join(ROOT, 'bench-results') },
-  },
+const argv = benchArgs({
+  n: { type: 'string', default: '100000' },
+  dim: { type: 'string', default: '384' },
+  queries: { type: 'string', default: '1000' },
+  k: { type: 'string', default: '10' },
+  'gpu-queries': { type: 'string', default: '100' },
+  million: { type: 'string', default: '1000000' },
+  rounds: { type: 'string', default: '3' },
+  threads: { type: 'string', default: '1' },
+  'build-rounds': { type: 'string' },
+  seed: { type: 'string', default: '1' },
+  out: { type: 'string', default: join(ROOT, 'bench-results') },
 });
 const N = Number(argv.n);
 const DIM = Number(argv.dim);
@@ -307,50 +313,11 @@ function judgeBlas(b: BlasInfo): { name: string; ok: boolean; why: string } {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Chromium RSS sampling
+// Chromium's memory and CPU
 
-/** Sums VmRSS of every process whose command line mentions the profile dir (Chromium's tree). */
-function chromiumRssBytes(profileDir: string): number {
-  let total = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmd.includes(profileDir)) continue;
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (m) total += Number(m[1]) * 1024;
-    } catch {
-      /* process gone */
-    }
-  }
-  return total;
-}
-
-/**
- * CPU seconds used so far by Chromium's renderer processes of this profile (the index worker runs
- * in the page's renderer). With other jobs on the machine, CPU time is the fair single-thread
- * measure: wall-clock time also counts waiting for a core.
- */
-function rendererCpuSeconds(profileDir: string): number {
-  let ticks = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmd.includes(profileDir) || !cmd.includes('--type=renderer')) continue;
-      // Fields after the command name: utime and stime are the 12th and 13th, in clock ticks.
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      /* process gone */
-    }
-  }
-  return ticks / CLOCK_TICKS;
-}
-
-/** USER_HZ of /proc/<pid>/stat times. */
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+/** The sum of `f` over this profile's renderer processes (the index worker runs in the page's). */
+const rendererSum = (profileDir: string, f: (p: ChromiumProc) => number) =>
+  renderers(chromiumProcs(profileDir)).reduce((sum, p) => sum + f(p), 0);
 
 // ---------------------------------------------------------------------------------------------
 // The engine's wasm binary, inspected
@@ -671,36 +638,11 @@ function svgCurve(
 
 // ---------------------------------------------------------------------------------------------
 
-/** Median and range of a sample. */
-function spread(xs: number[]): { median: number; min: number; max: number } {
-  const s = [...xs].filter(Number.isFinite).sort((a, b) => a - b);
-  if (!s.length) return { median: NaN, min: NaN, max: NaN };
-  const m = s.length >> 1;
-  return { median: s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2, min: s[0], max: s.at(-1)! };
-}
-
 /** "1.23× [1.10–1.40]": median with the min–max range over rounds. */
 const fmtSpread = (xs: number[], d = 2, unit = '') => {
   const s = spread(xs);
   return `${fmt(s.median, d)}${unit} [${fmt(s.min, d)}–${fmt(s.max, d)}]`;
 };
-
-/** Sums VmRSS (or VmHWM, the process's own peak) of this profile's renderer processes. */
-function rendererRss(profileDir: string, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
-  let total = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmd.includes(profileDir) || !cmd.includes('--type=renderer')) continue;
-      const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (m) total += Number(m[1]) * 1024;
-    } catch {
-      /* process gone */
-    }
-  }
-  return total;
-}
 
 interface Round {
   load: number;
@@ -765,14 +707,10 @@ async function main() {
     const gt = (await native.ask<{ gt: number[][] }>({ op: 'flat', k: K, gt: true })).gt;
 
     log('starting Vite and Chromium');
-    const server = await createServer({
-      configFile: join(ROOT, 'vite.config.ts'),
-      root: ROOT,
-      server: { port: 0, host: '127.0.0.1', strictPort: false },
-      logLevel: 'warn',
+    const { server, base } = await startDevServer(
       // The vectors are streamed from the temp dir at /bench-data/ (a 150 MB body is too big for
       // Playwright's route.fulfill, which sends it through the DevTools protocol).
-      plugins: [
+      [
         {
           name: 'bench-data',
           configureServer(s) {
@@ -797,23 +735,20 @@ async function main() {
           },
         },
       ],
-    });
-    await server.listen();
-    const address = server.httpServer?.address();
-    if (!address || typeof address === 'string') throw new Error('vite did not bind');
-    const base = `http://127.0.0.1:${address.port}`;
-    const profileDir = mkdtempSync(join(tmpdir(), 'loupe-bench-profile-'));
-    const context = await chromium.launchPersistentContext(profileDir, {
-      executablePath: CHROMIUM,
-      // Eager memory measurement: otherwise measureUserAgentSpecificMemory waits for a GC (up to 20 s).
-      args: [...CHROMIUM_ARGS, '--enable-blink-features=ForceEagerMeasureMemory'],
-      headless: true,
-    });
+    );
+    // A fresh browser (memory measured eagerly) on a page of its own per phase.
+    const { context, profileDir, close } = await openBrowser({ args: EAGER_MEMORY_ARGS, log: (m) => log(m) });
     let peakRss = 0;
     let peakRenderer = 0;
     const sampler = setInterval(() => {
-      peakRss = Math.max(peakRss, chromiumRssBytes(profileDir));
-      peakRenderer = Math.max(peakRenderer, rendererRss(profileDir));
+      peakRss = Math.max(
+        peakRss,
+        chromiumProcs(profileDir).reduce((sum, p) => sum + p.rssBytes, 0),
+      );
+      peakRenderer = Math.max(
+        peakRenderer,
+        rendererSum(profileDir, (p) => p.rssBytes),
+      );
     }, 250);
     const browser: Record<string, unknown> = {};
     results.browser = browser;
@@ -822,19 +757,14 @@ async function main() {
     try {
       browser.version =
         context.browser()?.version() ?? (await context.pages()[0]?.evaluate(() => navigator.userAgent));
-      const openHarness = async () => {
+      const newHarness = async () => {
         const page = await context.newPage();
         page.on('pageerror', (e) => log('page error:', String(e)));
-        page.on('crash', () => log('page crashed'));
-        page.on('console', (m) => {
-          if (m.type() === 'error') log('console error:', m.text());
-        });
-        await page.goto(`${base}/tests/browser/index-harness.html`);
-        await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+        await openHarness(page, base, 'tests/browser/index-harness.html');
         return page;
       };
       for (const p of context.pages()) await p.close();
-      let page = await openHarness();
+      let page = await newHarness();
       browser.loaded = await call(
         page,
         'loadNpy',
@@ -844,9 +774,9 @@ async function main() {
 
       /** Runs a harness call, returning its result and the renderer CPU seconds it took. */
       const cpuOf = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
-        const c0 = rendererCpuSeconds(profileDir);
+        const c0 = rendererSum(profileDir, (p) => p.cpuSeconds);
         const r = await fn();
-        return [r, rendererCpuSeconds(profileDir) - c0];
+        return [r, rendererSum(profileDir, (p) => p.cpuSeconds) - c0];
       };
 
       // Warm-up, not counted: the first wasm exact call also quantizes the vectors into the heap,
@@ -961,15 +891,15 @@ async function main() {
         );
         // A fresh page (and renderer): the tab's memory below is this phase's alone.
         await new Promise((r) => setTimeout(r, 2000));
-        page = await openHarness();
+        page = await newHarness();
         peakRenderer = 0;
-        browser.millionRssBaseline = rendererRss(profileDir);
+        browser.millionRssBaseline = rendererSum(profileDir, (p) => p.rssBytes);
         const loaded = await call(page, 'millionLoad', `${base}/bench-data`, MILLION, DIM, K, {
           piece: PIECE,
           sample: 10,
         });
         browser.millionLoad = loaded;
-        browser.millionRssAfterLoad = rendererRss(profileDir);
+        browser.millionRssAfterLoad = rendererSum(profileDir, (p) => p.rssBytes);
         log(
           `renderer RSS: ${mb(browser.millionRssBaseline as number)} before, ${mb(browser.millionRssAfterLoad as number)} after loading`,
         );
@@ -1006,7 +936,7 @@ async function main() {
         browser.millionMemory = await call(page, 'memory');
         browser.millionInfo = await call(page, 'exactCorpusInfo');
         browser.millionPeakRendererRss = peakRenderer;
-        browser.millionRendererHwm = rendererRss(profileDir, 'VmHWM');
+        browser.millionRendererHwm = rendererSum(profileDir, (p) => p.hwmBytes);
       }
     } catch (e) {
       log('browser phase failed:', e);
@@ -1014,9 +944,8 @@ async function main() {
     } finally {
       clearInterval(sampler);
       browser.peakChromiumRssBytes = peakRss;
-      await context.close().catch(() => undefined);
+      await close();
       await server.close().catch(() => undefined);
-      rmSync(profileDir, { recursive: true, force: true });
     }
     results.nativeRss = await native.ask<{ max_rss_bytes: number }>({ op: 'rss' });
   } finally {

@@ -4,6 +4,7 @@
 // the index worker in headless Chromium (a fresh profile) through tests/browser/ivf-harness.html.
 //
 //   npm run bench:ivf -- --docs 100000 [--dim 384] [--queries 100] [--nlist N] [--nprobe N[,M…]] (default: the app's, 1.2 % of the lists, at least 16) [--k 10]
+//   (smallest: --docs 2000 --queries 5)
 //
 // Several --nprobe values are measured over one packed index, each in a fresh browser profile (an
 // empty OPFS cache), so a row per nprobe costs one packing.
@@ -15,47 +16,29 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { chromium } from 'playwright-core';
 import type { IvfHarness } from '../tests/browser/ivf-harness';
-import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
+import { harnessCaller } from '../tests/e2e/browser';
 import { serveRanges } from '../tests/e2e/range-server';
 import { defaultNprobe } from '../src/lib/core/retrieval/ivf';
-import { median } from '../src/lib/core/eval/stats';
-import { chromiumProcs, renderers, startDevServer } from './lib/bench-browser';
+import { benchArgs, median, openBrowser, renderers, startDevServer, whole } from './lib/bench-harness';
 import { exactTopRows, writeIvfFixture } from './lib/ivf-fixture';
 import { defaultNlist, packIvf } from './lib/pack-ivf';
 
-const { values: args } = parseArgs({
-  options: {
-    docs: { type: 'string', default: '100000' },
-    dim: { type: 'string', default: '384' },
-    queries: { type: 'string', default: '100' },
-    nlist: { type: 'string' },
-    nprobe: { type: 'string' },
-    k: { type: 'string', default: '10' },
-  },
+const args = benchArgs({
+  docs: { type: 'string', default: '100000' },
+  dim: { type: 'string', default: '384' },
+  queries: { type: 'string', default: '100' },
+  nlist: { type: 'string' },
+  nprobe: { type: 'string' },
+  k: { type: 'string', default: '10' },
 });
-const N = Number(args.docs);
-const DIM = Number(args.dim);
-const NQ = Number(args.queries);
-const K = Number(args.k);
-
-const NLIST = args.nlist ? Number(args.nlist) : defaultNlist(N);
+const N = whole('docs', args.docs);
+const DIM = whole('dim', args.dim);
+const NQ = whole('queries', args.queries);
+const K = whole('k', args.k);
+const NLIST = args.nlist ? whole('nlist', args.nlist) : defaultNlist(N);
 // The app's default (defaultNprobe) unless given.
-const NPROBES = args.nprobe ? args.nprobe.split(',').map(Number) : [defaultNprobe(NLIST)];
-for (const [name, v] of Object.entries({
-  docs: N,
-  dim: DIM,
-  queries: NQ,
-  k: K,
-  nlist: NLIST,
-  ...Object.fromEntries(NPROBES.map((v, i) => [`nprobe (value ${i + 1})`, v])),
-}))
-  if (!Number.isInteger(v) || v < 1) {
-    console.error(`bench-ivf: --${name} must be a whole number ≥ 1`);
-    process.exit(2);
-  }
+const NPROBES = args.nprobe ? args.nprobe.split(',').map((v) => whole('nprobe', v)) : [defaultNprobe(NLIST)];
 
 const call = harnessCaller<IvfHarness>('ivfHarness');
 const mib = (b: number) => (b / 2 ** 20).toFixed(2);
@@ -91,16 +74,10 @@ try {
 
   /** One nprobe, from a fresh profile: a cold pass over the queries, then the same queries warm. */
   async function measure(NPROBE: number): Promise<void> {
-    const profile = mkdtempSync(join(tmpdir(), 'loupe-bench-ivf-profile-'));
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      args: CHROMIUM_ARGS,
-      headless: true,
+    const { page, procs, close } = await openBrowser({
+      harness: { base, path: 'tests/browser/ivf-harness.html' },
     });
     try {
-      const page = context.pages()[0] ?? (await context.newPage());
-      await page.goto(`${base}/tests/browser/ivf-harness.html`);
-      await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
       const set = `${server.url}shards/scale/${fx.setPath}`;
       const req = { url: `${set}ivf-text.bin`, vectorsUrl: `${set}text.npy`, k: K, nprobe: NPROBE };
       const pass = async () => {
@@ -128,7 +105,7 @@ try {
         hits += x.rows.filter((r) => s.has(r)).length;
       });
       const later = cold.slice(1);
-      const rss = renderers(chromiumProcs(profile)).reduce((s, p) => s + p.hwmBytes, 0);
+      const rss = renderers(procs()).reduce((s, p) => s + p.hwmBytes, 0);
       const row = {
         docs: N,
         dim: DIM,
@@ -156,8 +133,7 @@ try {
       );
       if (mismatched) process.exitCode = 1;
     } finally {
-      await context.close().catch(() => undefined);
-      rmSync(profile, { recursive: true, force: true });
+      await close();
     }
   }
 } finally {

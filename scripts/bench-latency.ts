@@ -14,37 +14,27 @@
 // --write-benchmarks replaces the bench:latency section of BENCHMARKS.md.
 //
 //   npm run bench:latency [-- --queries 100] [--only text|image+text] [--no-build] [--write-benchmarks]
+//   (smallest: --queries 2 --only text)
 //
 // Figures come from generated models with random weights (the shapes of the real ones): their compute
 // cost is the real models', their rankings are not.
-import { execSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { chromium, type Page } from 'playwright-core';
-import { build, preview } from 'vite';
-import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
+import type { Page } from 'playwright-core';
 import { DATA_DIR } from '../tests/paths';
-import { samplePercentile } from '../src/lib/core/eval/stats';
-import { writeBenchmarksSection } from './lib/benchmarks-md';
+import { benchArgs, openBrowser, publish, quantile, runInfo, sitePreview, whole } from './lib/bench-harness';
 
-const ROOT = resolve(import.meta.dirname, '..');
 const STAGES = ['tokenize', 'preprocess', 'encode', 'search', 'fuse', 'render'] as const;
 type Row = Record<(typeof STAGES)[number] | 'query' | 'other', number>;
 
-const { values: argv } = parseArgs({
-  options: {
-    queries: { type: 'string', default: '100' },
-    only: { type: 'string' },
-    'no-build': { type: 'boolean', default: false },
-    'write-benchmarks': { type: 'boolean', default: false },
-    out: { type: 'string', default: 'bench-results/latency.json' },
-    /** A browser profile to keep between runs (its cached corpus embeddings skip the first query's wait). */
-    profile: { type: 'string' },
-  },
+const argv = benchArgs({
+  queries: { type: 'string', default: '100' },
+  only: { type: 'string' },
+  out: { type: 'string', default: 'bench-results/latency.json' },
+  /** A browser profile to keep between runs (its cached corpus embeddings skip the first query's wait). */
+  profile: { type: 'string' },
 });
-const N = Number(argv.queries);
+const N = whole('queries', argv.queries);
 /** Image + text p50 from pressing Search with the image and text embedded ahead (issue 20). */
 const HIDDEN_TARGET_MS = 100;
 /** The pause before Search in the hidden rows (the issue's "image added ≥ 1 s before"). */
@@ -86,8 +76,6 @@ const scenarios: Scenario[] = [
     queries: shardQueries('vqa-rad', 'image-question-to-passage', true),
   },
 ].filter((s) => !argv.only || s.name === argv.only);
-
-const quantile = (xs: number[], q: number): number => samplePercentile(xs, q * 100);
 
 async function timings(page: Page): Promise<Row> {
   return page.evaluate(
@@ -131,23 +119,11 @@ async function ask(page: Page, q: Scenario['queries'][number], hidden = false): 
   return timings(page);
 }
 
-if (!argv['no-build']) {
-  console.log('building the site…');
-  await build({ root: ROOT, logLevel: 'warn' });
-}
 process.env.LOUPE_DATA_DIR = DATA_DIR;
 // A kept profile needs the same origin (port) to find its IndexedDB again.
-const port = argv.profile ? 4199 : 0;
-const server = await preview({
-  root: ROOT,
-  preview: { port, strictPort: !!argv.profile, host: '127.0.0.1' },
-  logLevel: 'warn',
-});
-const address = server.httpServer.address();
-if (!address || typeof address === 'string') throw new Error('preview server did not bind');
-const base = `http://127.0.0.1:${address.port}`;
-const load0 = loadavg()[0];
-const started = new Date();
+const server = await sitePreview({ noBuild: argv['no-build'], port: argv.profile ? 4199 : undefined });
+const base = server.base;
+const run = runInfo();
 
 const results: {
   scenario: string;
@@ -160,18 +136,10 @@ const results: {
 }[] = [];
 
 for (const sc of scenarios) {
-  const profile = argv.profile
-    ? resolve(argv.profile, sc.name)
-    : mkdtempSync(join(tmpdir(), 'loupe-latency-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
+  const { page, close } = await openBrowser({
+    profileDir: argv.profile ? resolve(argv.profile, sc.name) : undefined,
   });
   try {
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (e) => console.error('page error:', e.message));
     const params = new URLSearchParams({
       shard: `${base}/shards/${sc.shard}/`,
       task: sc.task,
@@ -226,12 +194,10 @@ for (const sc of scenarios) {
       hiddenRows,
     });
   } finally {
-    await context.close();
-    if (!argv.profile) rmSync(profile, { recursive: true, force: true });
+    await close();
   }
 }
 await server.close();
-const load1 = loadavg()[0];
 
 const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
 const lines: string[] = [];
@@ -266,21 +232,10 @@ for (const r of results) {
   }
   lines.push('');
 }
-const cpu = cpus()[0]?.model ?? 'unknown CPU';
-const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
 const header =
-  `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
-  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · ` +
-  `\`npm run bench:latency\`. Random-weight generated models (the real models' shapes and compute, not their rankings).`;
-console.log(`\n${header}\n\n${lines.join('\n')}`);
-
-mkdirSync(resolve(ROOT, argv.out!, '..'), { recursive: true });
-writeFileSync(
-  resolve(ROOT, argv.out!),
-  JSON.stringify(
-    { started: started.toISOString(), cpu, chromiumVersion, load: [load0, load1], results },
-    null,
-    2,
-  ),
-);
-if (argv['write-benchmarks']) writeBenchmarksSection('latency', `${header}\n\n${lines.join('\n')}`);
+  `${run.header('npm run bench:latency')}. ` +
+  `Random-weight generated models (the real models' shapes and compute, not their rankings).`;
+publish('latency', `${header}\n\n${lines.join('\n')}`, {
+  write: argv['write-benchmarks'],
+  json: { file: argv.out!, data: { started: run.started.toISOString(), results } },
+});

@@ -12,27 +12,20 @@
 //     (--shard may be given several times: one fresh profile each, in order)
 //
 // Make a Parquet scale shard with `npm run make-scale-parquet -- --from <make-scale-shard dir> --out DIR`.
-import { execSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { asyncBufferFromFile, parquetMetadataAsync } from 'hyparquet';
-import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { chromium } from 'playwright-core';
-import { build, preview } from 'vite';
-import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
-import { chromiumProcs, renderers } from './lib/bench-browser';
-import { writeBenchmarksSection } from './lib/benchmarks-md';
+import {
+  MiB,
+  benchArgs,
+  openBrowser,
+  publish,
+  runInfo,
+  sampleMemory,
+  sitePreview,
+} from './lib/bench-harness';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const MiB = 1024 * 1024;
-const { values: argv } = parseArgs({
-  options: {
-    shard: { type: 'string', multiple: true },
-    'no-build': { type: 'boolean', default: false },
-    'write-benchmarks': { type: 'boolean', default: false },
-  },
-});
+const argv = benchArgs({ shard: { type: 'string', multiple: true } });
 const SHARDS = (argv.shard ?? []).map((s) => resolve(s));
 if (SHARDS.length === 0 || SHARDS.some((s) => !existsSync(s))) {
   console.error(
@@ -80,16 +73,9 @@ interface Result {
   error?: string;
 }
 
-if (!argv['no-build']) {
-  console.log('building the site…');
-  await build({ root: ROOT, logLevel: 'warn' });
-}
-const server = await preview({ root: ROOT, preview: { port: 0, host: '127.0.0.1' }, logLevel: 'warn' });
-const address = server.httpServer.address();
-if (!address || typeof address === 'string') throw new Error('preview server did not bind');
-const base = `http://127.0.0.1:${address.port}`;
-const load0 = loadavg()[0];
-const started = new Date();
+const server = await sitePreview({ noBuild: argv['no-build'] });
+const base = server.base;
+const run = runInfo();
 const results: Result[] = [];
 
 try {
@@ -105,28 +91,10 @@ try {
       renderers: 0,
     };
     results.push(r);
-    const profile = mkdtempSync(join(tmpdir(), 'loupe-pqbench-'));
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      args: CHROMIUM_ARGS,
-      headless: true,
-      viewport: { width: 1280, height: 900 },
-    });
+    const { page, profileDir, close } = await openBrowser();
     let stage: Stage = 'before';
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        const procs = renderers(chromiumProcs(profile));
-        const rss = procs.reduce((s, p) => s + p.rssBytes, 0);
-        r.peak[stage] = Math.max(r.peak[stage] ?? 0, rss);
-        r.peakLargest = Math.max(r.peakLargest, ...procs.map((p) => p.rssBytes));
-        r.renderers = Math.max(r.renderers, procs.length);
-        await new Promise((res) => setTimeout(res, 200));
-      }
-    })();
+    const mem = sampleMemory(profileDir, { phase: () => stage });
     try {
-      const page = context.pages()[0] ?? (await context.newPage());
-      page.on('pageerror', (e) => console.error('page error:', e.message));
       let t0 = 0;
       await page.exposeFunction('loupeBenchJob', (text: string) => {
         const m = /Caching in IndexedDB: ([\d,]+) \/ ([\d,]+) records/.exec(text);
@@ -221,17 +189,16 @@ try {
     } catch (e) {
       r.error = (e as Error).message.split('\n')[0];
     } finally {
-      sampling = false;
-      await sampler;
-      await context.close();
-      rmSync(profile, { recursive: true, force: true });
+      await mem.stop();
+      await close();
     }
+    r.peak = Object.fromEntries(Object.entries(mem.byPhase).map(([k, v]) => [k, v.peak]));
+    [r.peakLargest, r.renderers] = [mem.largest, mem.renderers];
     console.log(JSON.stringify(r));
   }
 } finally {
   await server.close();
 }
-const load1 = loadavg()[0];
 
 const s = (x: number | undefined) => (x === undefined ? '–' : x.toFixed(1));
 const mib = (b: number | undefined) => (b === undefined ? '–' : `${Math.round(b / MiB)}`);
@@ -251,11 +218,5 @@ for (const r of results)
         })
         .join(' / ')} |`,
   );
-const cpu = cpus()[0]?.model ?? 'unknown CPU';
-const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
-const header =
-  `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
-  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · \`npm run bench:parquet-import -- ` +
-  `${SHARDS.map((d) => `--shard ${d}`).join(' ')}\``;
-console.log(`\n${header}\n\n${lines.join('\n')}`);
-if (argv['write-benchmarks']) writeBenchmarksSection('parquet-import', `${header}\n\n${lines.join('\n')}`);
+const header = run.header(`npm run bench:parquet-import -- ${SHARDS.map((d) => `--shard ${d}`).join(' ')}`);
+publish('parquet-import', `${header}\n\n${lines.join('\n')}`, { write: argv['write-benchmarks'] });

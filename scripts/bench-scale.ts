@@ -15,53 +15,47 @@
 //
 // Shards are kept under generated-shards/bench-scale-<docs>-<queries>/ (gitignored) and reused.
 import { execFileSync, execSync } from 'node:child_process';
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { chromium } from 'playwright-core';
-import { build, preview } from 'vite';
-import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
-import { chromiumProcs, renderers } from './lib/bench-browser';
-import { attachHeaps, heapLine, rssParts, type TargetHeap } from './lib/bench-heaps';
-import { writeBenchmarksSection } from './lib/benchmarks-md';
-
-const ROOT = resolve(import.meta.dirname, '..');
-const { values: argv } = parseArgs({
-  options: {
-    // The dense model (and of the vectors of shards made here).
-    model: { type: 'string', default: 'loupe-test/bert-tiny-random' },
-    // Documents from which the dense run takes the compact store (the link's compact-from).
-    'compact-from': { type: 'string' },
-    // Stop a rung whose renderers' summed RSS passes this many MiB (the machine's memory rule).
-    'max-rss-mib': { type: 'string' },
-    rungs: { type: 'string', default: '10000,100000' },
-    queries: { type: 'string', default: '1000' },
-    'no-build': { type: 'boolean', default: false },
-    'write-benchmarks': { type: 'boolean', default: false },
-    // Only the import (the link names the shard and nothing else): its time and the tab's memory.
-    'import-only': { type: 'boolean', default: false },
-    // A shard made before (e.g. /work/gen-shards/…): linked into generated-shards/ and used as the rung.
-    shard: { type: 'string' },
-    // With --import-only: stop once the progress line says every record is committed (before the page
-    // opens the shard, which loads it whole: the import's own memory, at rungs the open cannot hold).
-    'stop-after-store': { type: 'boolean', default: false },
-    // Samples the page's main thread (CDP Profiler) and prints the functions with the most self time.
-    profile: { type: 'boolean', default: false },
-    // Prints each new high of the largest renderer (per 256 MiB) with the phase and progress line,
-    // and the JS heaps of the page and each worker (CDP, sampled every second) at each high and at
-    // each phase's peak.
-    trace: { type: 'boolean', default: false },
-  },
+import {
+  MiB,
+  ROOT,
+  attachHeaps,
+  benchArgs,
+  chromiumProcs,
+  heapLine,
+  openBrowser,
+  pageMeasures,
+  publish,
+  renderers,
+  rssParts,
+  runInfo,
+  sampleMemory,
+  sitePreview,
+  type TargetHeap,
+} from './lib/bench-harness';
+const argv = benchArgs({
+  // The dense model (and of the vectors of shards made here).
+  model: { type: 'string', default: 'loupe-test/bert-tiny-random' },
+  // Documents from which the dense run takes the compact store (the link's compact-from).
+  'compact-from': { type: 'string' },
+  // Stop a rung whose renderers' summed RSS passes this many MiB (the machine's memory rule).
+  'max-rss-mib': { type: 'string' },
+  rungs: { type: 'string', default: '10000,100000' },
+  queries: { type: 'string', default: '1000' },
+  // Only the import (the link names the shard and nothing else): its time and the tab's memory.
+  'import-only': { type: 'boolean', default: false },
+  // A shard made before (e.g. /work/gen-shards/…): linked into generated-shards/ and used as the rung.
+  shard: { type: 'string' },
+  // With --import-only: stop once the progress line says every record is committed (before the page
+  // opens the shard, which loads it whole: the import's own memory, at rungs the open cannot hold).
+  'stop-after-store': { type: 'boolean', default: false },
+  // Samples the page's main thread (CDP Profiler) and prints the functions with the most self time.
+  profile: { type: 'boolean', default: false },
+  // Prints each new high of the largest renderer (per 256 MiB) with the phase and progress line,
+  // and the JS heaps of the page and each worker (CDP, sampled every second) at each high and at
+  // each phase's peak.
+  trace: { type: 'boolean', default: false },
 });
 const MODEL = argv.model;
 const COMPACT_FROM = argv['compact-from'];
@@ -76,7 +70,6 @@ if (RUNGS.some((n) => !Number.isInteger(n) || n < 100) || !Number.isInteger(QUER
   process.exit(2);
 }
 const GEN = join(ROOT, 'generated-shards');
-const MiB = 1024 * 1024;
 
 interface Rung {
   docs: number;
@@ -109,17 +102,10 @@ function du(dir: string): number {
   );
 }
 
-if (!argv['no-build']) {
-  console.log('building the site…');
-  await build({ root: ROOT, logLevel: 'warn' });
-}
 // The preview server serves generated-shards/ at /generated-shards/ (vite.config.ts).
-const server = await preview({ root: ROOT, preview: { port: 0, host: '127.0.0.1' }, logLevel: 'warn' });
-const address = server.httpServer.address();
-if (!address || typeof address === 'string') throw new Error('preview server did not bind');
-const base = `http://127.0.0.1:${address.port}`;
-const load0 = loadavg()[0];
-const started = new Date();
+const server = await sitePreview({ noBuild: argv['no-build'] });
+const base = server.base;
+const run = runInfo();
 const results: Rung[] = [];
 
 try {
@@ -164,13 +150,7 @@ try {
       renderers: 0,
     };
     results.push(rung);
-    const profile = mkdtempSync(join(tmpdir(), 'loupe-scale-'));
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      args: CHROMIUM_ARGS,
-      headless: true,
-      viewport: { width: 1280, height: 900 },
-    });
+    const { context, page, profileDir: profile, close } = await openBrowser();
     let phase = 'idle';
     /** The progress line's text (with --trace: printed with each new high of the largest renderer). */
     let jobText = '';
@@ -183,16 +163,10 @@ try {
     let overRss: (e: Error) => void = () => {};
     const stopped = new Promise<never>((_, reject) => (overRss = reject));
     stopped.catch(() => undefined);
-    const sampler = (async () => {
-      while (sampling) {
-        const procs = renderers(chromiumProcs(profile));
-        const rss = procs.reduce((s, p) => s + p.rssBytes, 0);
-        rung.peakRss[phase] = Math.max(rung.peakRss[phase] ?? 0, rss);
-        rung.peakRssAll = Math.max(rung.peakRssAll, rss);
-        rung.peakLargest = Math.max(rung.peakLargest, ...procs.map((p) => p.rssBytes));
-        rung.renderers = Math.max(rung.renderers, procs.length);
+    const mem = sampleMemory(profile, {
+      phase: () => phase,
+      onSample: (rss, procs) => {
         const largest = Math.max(0, ...procs.map((p) => p.rssBytes));
-        rung.peakLargestByPhase[phase] = Math.max(rung.peakLargestByPhase[phase] ?? 0, largest);
         if (rss > MAX_RSS)
           overRss(new Error(`stopped: the renderers' RSS reached ${Math.round(rss / MiB)} MiB (${phase})`));
         if (argv.trace && largest >= traced + 256 * MiB) {
@@ -201,18 +175,15 @@ try {
           console.log(`  ${t} s · largest renderer ${Math.round(largest / MiB)} MiB · ${phase} · ${jobText}`);
           breakDown = true;
         }
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    })();
+      },
+    });
     try {
-      const page = context.pages()[0] ?? (await context.newPage());
       const cdp = argv.profile ? await context.newCDPSession(page) : null;
       if (cdp) {
         await cdp.send('Profiler.enable');
         await cdp.send('Profiler.setSamplingInterval', { interval: 1000 });
         await cdp.send('Profiler.start');
       }
-      page.on('pageerror', (e) => console.error('page error:', e.message));
       if (argv.trace) {
         const attached = await attachHeaps(context, page);
         const byPhase: NonNullable<Rung['heapsByPhase']> = (rung.heapsByPhase = {});
@@ -298,6 +269,7 @@ try {
       if (argv['stop-after-store']) {
         await Promise.race([ended, allStored, stopped]);
         sampling = false; // the page now opens the shard: not the import's memory
+        await mem.stop();
       } else await Promise.race([ended, stopped]);
       if ((await page.getAttribute('[data-testid="app"]', 'data-phase')) === 'error')
         throw new Error(
@@ -324,22 +296,18 @@ try {
         maxMs: Math.round(Math.max(0, ...long.map(([ms]) => ms))),
         byPhase,
       };
-      rung.phases = await page.evaluate(() => {
-        const out: Record<string, number> = {};
-        for (const e of performance.getEntriesByType('measure'))
-          if (e.name.startsWith('loupe:phase:'))
-            out[e.name.slice(12)] = (out[e.name.slice(12)] ?? 0) + e.duration;
-        return out;
-      });
+      rung.phases = await pageMeasures(page, 'loupe:phase:');
     } catch (e) {
       rung.error = (e as Error).message.split('\n')[0];
     } finally {
       sampling = false;
-      await sampler;
+      await mem.stop();
       await heapSampler;
-      await context.close();
-      rmSync(profile, { recursive: true, force: true });
+      await close();
     }
+    rung.peakRss = Object.fromEntries(Object.entries(mem.byPhase).map(([k, v]) => [k, v.peak]));
+    rung.peakLargestByPhase = Object.fromEntries(Object.entries(mem.byPhase).map(([k, v]) => [k, v.largest]));
+    [rung.peakRssAll, rung.peakLargest, rung.renderers] = [mem.peak, mem.largest, mem.renderers];
     for (const [p, h] of Object.entries(rung.heapsByPhase ?? {}))
       console.log(`  heaps at ${p}'s peak (largest renderer ${Math.round(h.rss / MiB)} MiB): ${h.line}`);
     console.log(JSON.stringify({ ...rung, heapsByPhase: undefined }));
@@ -347,7 +315,6 @@ try {
 } finally {
   await server.close();
 }
-const load1 = loadavg()[0];
 
 const s = (ms: number | undefined) => (ms === undefined ? '–' : (ms / 1000).toFixed(1));
 const mib = (b: number | undefined) => (b === undefined ? '–' : `${Math.round(b / MiB)}`);
@@ -453,20 +420,17 @@ for (const r of results) {
       `${mib(r.peakLargest)} (of ${r.renderers}) | ${longTasksCell(r.longTasks)} |`,
   );
 }
-const cpu = cpus()[0]?.model ?? 'unknown CPU';
-const chromiumVersion = execSync(`${CHROMIUM} --version`).toString().trim();
 const header =
-  `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} × ${cpu} · ${chromiumVersion} · ` +
-  `load average ${load0.toFixed(2)} at start, ${load1.toFixed(2)} at the end · \`npm run bench:scale -- ` +
-  (SHARD
-    ? `--shard ${SHARD}${argv['import-only'] ? ' --import-only' : ''}${argv['stop-after-store'] ? ' --stop-after-store' : ''}${argv.model !== 'loupe-test/bert-tiny-random' ? ` --model ${MODEL}` : ''}${COMPACT_FROM ? ` --compact-from ${COMPACT_FROM}` : ''}\`. `
-    : `--rungs ${RUNGS.join(',')} --queries ${QUERIES}${argv['import-only'] ? ' --import-only' : ''}\`. `) +
+  run.header(
+    'npm run bench:scale -- ' +
+      (SHARD
+        ? `--shard ${SHARD}${argv['import-only'] ? ' --import-only' : ''}${argv['stop-after-store'] ? ' --stop-after-store' : ''}${argv.model !== 'loupe-test/bert-tiny-random' ? ` --model ${MODEL}` : ''}${COMPACT_FROM ? ` --compact-from ${COMPACT_FROM}` : ''}`
+        : `--rungs ${RUNGS.join(',')} --queries ${QUERIES}${argv['import-only'] ? ' --import-only' : ''}`),
+  ) +
+  '. ' +
   `Dense: ${MODEL} (generated, random weights) on WASM, exact search over the shard's random vectors` +
   (COMPACT_FROM ? ` (through the compact store from ${COMPACT_FROM} documents).` : '.');
-console.log(`\n${header}\n\n${lines.join('\n')}`);
-mkdirSync(join(ROOT, 'bench-results'), { recursive: true });
-writeFileSync(
-  join(ROOT, 'bench-results/scale.json'),
-  JSON.stringify({ started, load: [load0, load1], results }, null, 2),
-);
-if (argv['write-benchmarks']) writeBenchmarksSection('scale', `${header}\n\n${lines.join('\n')}`);
+publish('scale', `${header}\n\n${lines.join('\n')}`, {
+  write: argv['write-benchmarks'],
+  json: { file: 'bench-results/scale.json', data: { started: run.started, results } },
+});

@@ -21,46 +21,35 @@
 //     [--rounds 3] [--rerank 100] [--keep-max 100000] [--baseline] [--write-benchmarks]
 //   npm run bench:vectors -- --from-json saved-output.log   (the section from a saved run's last line)
 //   [--section NAME]: write BENCHMARKS.md's <!-- bench:NAME --> section (default: vectors)
-import {
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  closeSync,
-  statSync,
-  createReadStream,
-} from 'node:fs';
-import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
-import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { chromium } from 'playwright-core';
-import type { ViteDevServer } from 'vite';
-import { createServer } from 'vite';
-import { resolve } from 'node:path';
+import { closeSync, createReadStream, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import type { VectorsHarness } from '../tests/browser/vectors-harness';
-import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
-import { chromiumProcs, renderers } from './lib/bench-browser';
-import { writeBenchmarksSection } from './lib/benchmarks-md';
+import { harnessCaller } from '../tests/e2e/browser';
+import {
+  MiB,
+  benchArgs,
+  median,
+  openBrowser,
+  publish,
+  runInfo,
+  sampleMemory,
+  startDevServer,
+} from './lib/bench-harness';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const { values: argv } = parseArgs({
-  options: {
-    rung: { type: 'string', multiple: true, default: ['clustered-100000'] },
-    queries: { type: 'string', default: '200' },
-    rounds: { type: 'string', default: '3' },
-    k: { type: 'string', default: '10' },
-    rerank: { type: 'string', default: '100' },
-    'keep-max': { type: 'string', default: '100000' },
-    piece: { type: 'string', default: '16384' },
-    'write-benchmarks': { type: 'boolean', default: false },
-    /** The BENCHMARKS.md section written (`<!-- bench:NAME -->`). */
-    section: { type: 'string', default: 'vectors' },
-    /** Hold both code layouts and alternate the two-pass scan with the full int8 scan. */
-    baseline: { type: 'boolean', default: false },
-    /** Write the BENCHMARKS.md section from a saved report (the JSON line a run prints last). */
-    'from-json': { type: 'string', multiple: true },
-  },
+const argv = benchArgs({
+  rung: { type: 'string', multiple: true, default: ['clustered-100000'] },
+  queries: { type: 'string', default: '200' },
+  rounds: { type: 'string', default: '3' },
+  k: { type: 'string', default: '10' },
+  rerank: { type: 'string', default: '100' },
+  'keep-max': { type: 'string', default: '100000' },
+  piece: { type: 'string', default: '16384' },
+  /** The BENCHMARKS.md section written (`<!-- bench:NAME -->`). */
+  section: { type: 'string', default: 'vectors' },
+  /** Hold both code layouts and alternate the two-pass scan with the full int8 scan. */
+  baseline: { type: 'boolean', default: false },
+  /** Write the BENCHMARKS.md section from a saved report (the JSON line a run prints last). */
+  'from-json': { type: 'string', multiple: true },
 });
 const NQ = Number(argv.queries);
 const ROUNDS = Number(argv.rounds);
@@ -70,7 +59,6 @@ const KEEP_MAX = Number(argv['keep-max']);
 const PIECE = Number(argv.piece);
 const BASELINE = argv.baseline;
 const COMPACT = BASELINE ? { scan: 'both' as const } : {};
-const MiB = 2 ** 20;
 const log = (...a: unknown[]) => console.log(`[${new Date().toISOString().slice(11, 19)}]`, ...a);
 const call = harnessCaller<VectorsHarness>('vectorsHarness');
 
@@ -96,57 +84,43 @@ interface Phase {
 }
 
 async function main() {
-  const started = new Date();
-  const load0 = loadavg();
+  const run = runInfo();
   const files = new Map<string, { path: string; offset: number; dim: number }>();
-  let server: ViteDevServer | null = await createServer({
-    configFile: join(ROOT, 'vite.config.ts'),
-    root: ROOT,
-    server: { port: 0, host: '127.0.0.1', strictPort: false, hmr: false, watch: null },
-    logLevel: 'warn',
-    plugins: [
-      {
-        name: 'bench-vectors-data',
-        configureServer(s) {
-          // /vec/<file id>/<first row>/<count>: `count` float16 rows from that row on.
-          s.middlewares.use((req, res, next) => {
-            const m = /^\/vec\/(\w+)\/(\d+)\/(\d+)$/.exec(req.url ?? '');
-            const f = m && files.get(m[1]);
-            if (!m || !f) return next();
-            const rowBytes = f.dim * 2;
-            const start = f.offset + Number(m[2]) * rowBytes;
-            const end = Math.min(statSync(f.path).size, start + Number(m[3]) * rowBytes);
-            res.setHeader('Content-Type', 'application/octet-stream');
-            res.setHeader('Content-Length', String(end - start));
-            createReadStream(f.path, { start, end: end - 1 }).pipe(res);
-          });
-        },
+  const { server, base } = await startDevServer([
+    {
+      name: 'bench-vectors-data',
+      configureServer(s) {
+        // /vec/<file id>/<first row>/<count>: `count` float16 rows from that row on.
+        s.middlewares.use((req, res, next) => {
+          const m = /^\/vec\/(\w+)\/(\d+)\/(\d+)$/.exec(req.url ?? '');
+          const f = m && files.get(m[1]);
+          if (!m || !f) return next();
+          const rowBytes = f.dim * 2;
+          const start = f.offset + Number(m[2]) * rowBytes;
+          const end = Math.min(statSync(f.path).size, start + Number(m[3]) * rowBytes);
+          res.setHeader('Content-Type', 'application/octet-stream');
+          res.setHeader('Content-Length', String(end - start));
+          createReadStream(f.path, { start, end: end - 1 }).pipe(res);
+        });
       },
-    ],
-  });
-  await server.listen();
-  const address = server.httpServer?.address();
-  if (!address || typeof address === 'string') throw new Error('vite did not bind');
-  const base = `http://127.0.0.1:${address.port}`;
+    },
+  ]);
   const results: Record<string, unknown>[] = [];
   try {
     for (const [ri, rung] of argv.rung.entries()) {
-      const profileDir = mkdtempSync(join(tmpdir(), 'loupe-bench-vectors-'));
-      const context = await chromium.launchPersistentContext(profileDir, {
-        executablePath: CHROMIUM,
-        args: CHROMIUM_ARGS,
-        headless: true,
+      const { page, profileDir, procs, close } = await openBrowser({
+        log: (m) => log(m),
+        harness: { base, path: 'tests/browser/vectors-harness.html' },
       });
-      const rss = () => renderers(chromiumProcs(profileDir)).reduce((s, p) => s + p.rssBytes, 0);
-      let peak = 0;
-      const sampler = setInterval(() => (peak = Math.max(peak, rss())), 200);
+      let current = '';
+      const mem = sampleMemory(profileDir, { phase: () => current });
       const phases: Phase[] = [];
       const phase = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
-        peak = rss();
+        current = name;
         const t0 = performance.now();
         const r = await fn();
-        peak = Math.max(peak, rss());
-        phases.push({ name, ms: performance.now() - t0, peakRss: peak, endRss: rss() });
+        const peak = Math.max(mem.byPhase[name]?.peak ?? 0, mem.now());
+        phases.push({ name, ms: performance.now() - t0, peakRss: peak, endRss: mem.now() });
         log(
           `  ${name}: ${((performance.now() - t0) / 1000).toFixed(1)} s, peak renderer RSS ${(peak / MiB).toFixed(0)} MiB`,
         );
@@ -155,12 +129,7 @@ async function main() {
       const out: Record<string, unknown> = { rung, phases, load: loadavg()[0] };
       results.push(out);
       try {
-        const page = context.pages()[0] ?? (await context.newPage());
-        page.on('pageerror', (e) => log('page error:', String(e)));
-        page.on('crash', () => log('page crashed'));
-        await page.goto(`${base}/tests/browser/vectors-harness.html`);
-        await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
-        out.baselineRss = rss();
+        out.baselineRss = mem.now();
         let n: number;
         let dim: number;
         let keep: boolean;
@@ -242,27 +211,23 @@ async function main() {
           log(`  ${JSON.stringify(round)}`);
         }
         out.peakRss = Math.max(...phases.map((p) => p.peakRss));
-        out.hwm = renderers(chromiumProcs(profileDir)).reduce((s, p) => s + p.hwmBytes, 0);
+        out.hwm = procs()
+          .filter((p) => p.type === 'renderer')
+          .reduce((s, p) => s + p.hwmBytes, 0);
       } catch (e) {
         out.error = (e as Error)?.message ?? String(e);
         log('rung failed:', out.error);
       } finally {
-        clearInterval(sampler);
-        await context.close().catch(() => undefined);
-        rmSync(profileDir, { recursive: true, force: true });
+        await mem.stop();
+        await close();
       }
     }
   } finally {
-    await server?.close();
-    server = null;
+    await server.close();
   }
   const report = {
     baseline: BASELINE,
-    date: started.toISOString(),
-    machine: `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB`,
-    loadStart: load0,
-    loadEnd: loadavg(),
-    command: `npm run bench:vectors -- ${process.argv.slice(2).join(' ')}`,
+    header: run.header(`npm run bench:vectors -- ${process.argv.slice(2).join(' ')}`),
     queries: NQ,
     rounds: ROUNDS,
     k: K,
@@ -270,13 +235,10 @@ async function main() {
     results,
   };
   console.log(JSON.stringify(report));
-  if (argv['write-benchmarks']) writeBenchmarksSection(argv.section, markdown(report));
+  publish(argv.section, markdown(report), { write: argv['write-benchmarks'] });
 }
 
-const med = (xs: number[]) => {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  return s.length ? s[s.length >> 1] : NaN;
-};
+const med = (xs: number[]) => median(xs.filter(Number.isFinite));
 const range = (xs: number[], d = 1) =>
   `${med(xs).toFixed(d)} [${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)}]`;
 
@@ -287,21 +249,13 @@ const shortName = (rung: string) => /\/([^/]+)\/embeddings\//.exec(rung)?.[1] ??
 function markdown(rep: {
   baseline?: boolean;
   queries?: number;
-  date: string;
-  machine: string;
-  loadStart: number[];
-  loadEnd: number[];
-  command: string;
+  header: string;
   results: Record<string, unknown>[];
 }): string {
   const md: string[] = [];
   const compactSplit: string[] = [];
   md.push(
-    `Run ${rep.date}, ${rep.machine}; load average ${rep.loadStart.map((x) => x.toFixed(1)).join(' / ')} at the start, ${rep.loadEnd.map((x) => x.toFixed(1)).join(' / ')} at the end.`,
-    '',
-    '```sh',
-    rep.command,
-    '```',
+    rep.header,
     '',
     '| corpus | method | build / load | query p50 [min–max over rounds] | query p95 | recall@10 vs exact | renderers’ peak RSS in the phase |',
     '| --- | --- | --: | --: | --: | --: | --: |',
@@ -393,16 +347,14 @@ if (argv['from-json']) {
   // One table from several saved runs (e.g. the 100k rung and the 1M rung, run apart).
   const reps = argv['from-json'].map((f) => {
     const lines = readFileSync(f, 'utf8').trim().split('\n');
-    const rep = JSON.parse(lines.filter((l) => /^\{"(baseline|date)"/.test(l)).at(-1)!);
+    const rep = JSON.parse(lines.filter((l) => /^\{"baseline"/.test(l)).at(-1)!);
     for (const r of rep.results) r.baseline ??= rep.baseline;
     return rep;
   });
   const merged = {
     ...reps[0],
-    date: reps.map((r) => r.date).join(' and '),
-    loadEnd: reps.at(-1).loadEnd,
-    command: reps.map((r) => r.command).join('\n'),
+    header: reps.map((r) => r.header).join('\n\n'),
     results: reps.flatMap((r) => r.results),
   };
-  writeBenchmarksSection(argv.section, markdown(merged));
+  publish(argv.section, markdown(merged), { write: true });
 } else await main();

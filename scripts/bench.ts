@@ -19,13 +19,10 @@
 //
 // Exit codes: 0 done; 2 invalid input (usage, or a shard that fails validation: each issue is printed as
 // file:line [code] message, no stack trace); 1 internal failure (a bug or a broken environment).
-import { build, preview } from 'vite';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { evaluate, measureLabel, standardMeasures } from '../src/lib/core/eval/metrics';
 import { parseQrels, parseRun } from '../src/lib/core/eval/trec';
 import { DEFAULT_SEMANTICS, SEMANTICS, parseSemantics, type Semantics } from '../src/lib/core/eval/semantics';
@@ -37,39 +34,36 @@ import { loadNodeDicomCodecs } from './lib/node-dicom-codecs';
 import { LIMIT_OPTIONS, parseLimits } from '../src/lib/core/shard/limits';
 import { ShardValidationError, type ShardIssue } from '../src/lib/core/shard/source';
 import { FsSource } from './lib/fs-source';
-import { CHROMIUM, CHROMIUM_ARGS } from '../tests/e2e/browser';
+import { ROOT, benchArgs, openBrowser, sitePreview } from './lib/bench-harness';
 
-const { values: args } = parseArgs({
-  options: {
-    shard: { type: 'string' },
-    task: { type: 'string' },
-    retriever: { type: 'string', default: 'bm25' },
-    k1: { type: 'string' },
-    b: { type: 'string' },
-    depth: { type: 'string', default: '100' },
-    model: { type: 'string' },
-    device: { type: 'string', default: 'auto' },
-    dtype: { type: 'string', default: 'auto' },
-    fusion: { type: 'string', default: 'both' },
-    alpha: { type: 'string', default: '0.5' },
-    index: { type: 'string', default: 'exact' },
-    M: { type: 'string' },
-    efConstruction: { type: 'string' },
-    efSearch: { type: 'string' },
-    chunks: { type: 'string', default: 'first' },
-    images: { type: 'string' },
-    overlap: { type: 'string' },
-    compare: { type: 'string' },
-    fuse: { type: 'string' },
-    out: { type: 'string', default: 'bench-results' },
-    semantics: { type: 'string', default: DEFAULT_SEMANTICS },
-    'no-build': { type: 'boolean', default: false },
-    // Shard size limits (README "Limits"): passed to the page URL and to the pre-validation.
-    maxLineMB: { type: 'string' },
-    maxFieldMB: { type: 'string' },
-    maxImageMB: { type: 'string' },
-    maxImageMP: { type: 'string' },
-  },
+const args = benchArgs({
+  shard: { type: 'string' },
+  task: { type: 'string' },
+  retriever: { type: 'string', default: 'bm25' },
+  k1: { type: 'string' },
+  b: { type: 'string' },
+  depth: { type: 'string', default: '100' },
+  model: { type: 'string' },
+  device: { type: 'string', default: 'auto' },
+  dtype: { type: 'string', default: 'auto' },
+  fusion: { type: 'string', default: 'both' },
+  alpha: { type: 'string', default: '0.5' },
+  index: { type: 'string', default: 'exact' },
+  M: { type: 'string' },
+  efConstruction: { type: 'string' },
+  efSearch: { type: 'string' },
+  chunks: { type: 'string', default: 'first' },
+  images: { type: 'string' },
+  overlap: { type: 'string' },
+  compare: { type: 'string' },
+  fuse: { type: 'string' },
+  out: { type: 'string', default: 'bench-results' },
+  semantics: { type: 'string', default: DEFAULT_SEMANTICS },
+  // Shard size limits (README "Limits"): passed to the page URL and to the pre-validation.
+  maxLineMB: { type: 'string' },
+  maxFieldMB: { type: 'string' },
+  maxImageMB: { type: 'string' },
+  maxImageMP: { type: 'string' },
 });
 
 if (!args.shard) {
@@ -87,9 +81,7 @@ if (args.retriever !== 'bm25' && args.retriever !== 'dense') {
   console.error(`unknown retriever '${args.retriever}': use bm25 or dense`);
   process.exit(2);
 }
-const registry = JSON.parse(
-  readFileSync(resolve(import.meta.dirname, '../models/registry.json'), 'utf8'),
-) as {
+const registry = JSON.parse(readFileSync(join(ROOT, 'models/registry.json'), 'utf8')) as {
   models: { id: string; kind: string; local?: boolean }[];
 };
 const model = args.retriever === 'dense' ? registry.models.find((m) => m.id === args.model) : undefined;
@@ -151,36 +143,20 @@ if (!isUrl) {
   }
 }
 const shardPath = isUrl ? args.shard : `/shards/${basename(resolve(args.shard))}/`;
-const root = resolve(import.meta.dirname, '..');
-
-if (!args['no-build'] || !existsSync(join(root, 'dist/index.html'))) {
-  // --no-build reuses dist/: only for repeated runs right after a build (dist may be stale otherwise).
-  console.log('building the site…');
-  // No data goes into dist/: not the shard given, not the demo shards, nothing beside them.
-  process.env.LOUPE_DEMO_SHARDS = '';
-  await build({ root, logLevel: 'warn' });
-}
-if (!isUrl) {
-  // The preview server serves the given shard from where it is, at /shards/<name>/, and nothing else of
-  // its folder (vite.config.ts: LOUPE_DATA_DIR is its parent, LOUPE_DEMO_SHARDS its name).
-  process.env.LOUPE_DATA_DIR = dirname(resolve(args.shard));
-  process.env.LOUPE_DEMO_SHARDS = basename(resolve(args.shard));
-}
-const server = await preview({ root, preview: { port: 0, host: '127.0.0.1' }, logLevel: 'warn' });
-const address = server.httpServer.address();
-if (!address || typeof address === 'string') throw new Error('preview server did not bind');
-const base = `http://127.0.0.1:${address.port}`;
-const shardUrl = new URL(shardPath, base).href;
-
-const profile = mkdtempSync(join(tmpdir(), 'loupe-bench-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  args: CHROMIUM_ARGS,
-  headless: true,
-  acceptDownloads: true,
+// No data goes into dist/: not the shard given, not the demo shards, nothing beside them. The preview
+// server serves the given shard from where it is, at /shards/<name>/, and nothing else of its folder
+// (vite.config.ts: LOUPE_DATA_DIR is its parent, LOUPE_DEMO_SHARDS its name).
+process.env.LOUPE_DEMO_SHARDS = '';
+const server = await sitePreview({
+  noBuild: args['no-build'],
+  previewEnv: isUrl
+    ? {}
+    : { LOUPE_DATA_DIR: dirname(resolve(args.shard)), LOUPE_DEMO_SHARDS: basename(resolve(args.shard)) },
 });
-const page = context.pages()[0] ?? (await context.newPage());
-page.on('pageerror', (e) => console.error('page error:', e.message));
+const base = server.base;
+const shardUrl = new URL(shardPath, base).href;
+const browser = await openBrowser({ acceptDownloads: true });
+const page = browser.page;
 
 /** Navigates and waits for one of the phases; returns ms from navigation start to that phase. */
 async function visit(query: Record<string, string>, until: string[]): Promise<number> {
@@ -450,7 +426,6 @@ try {
     ),
   );
 } finally {
-  await context.close();
+  await browser.close();
   await server.close();
-  rmSync(profile, { recursive: true, force: true });
 }

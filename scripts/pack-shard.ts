@@ -21,13 +21,11 @@
 // DIR/embeddings/<model-id>/<dtype>/{text,image}.npy (float16) with sidecar-{text,image}.json, and
 // listed in DIR/embeddings/index.json. DIR defaults to the shard folder itself; --demo writes under
 // --out/<shard>/ and never into the data folder.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { chromium } from 'playwright-core';
-import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../tests/e2e/browser';
-import { startDevServer } from './lib/bench-browser';
+import { harnessCaller } from '../tests/e2e/browser';
+import { openBrowser, startDevServer } from './lib/bench-harness';
 import { shardsToCopy } from './lib/demo-shards';
 import { packIvf } from './lib/pack-ivf';
 import { writeDocOffsets } from './lib/pack-offsets';
@@ -168,17 +166,9 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
     .map((j) => basename(j.dir))
     .join(',');
   const { server, base } = await startDevServer();
-  const profile = mkdtempSync(join(tmpdir(), 'loupe-pack-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
-    headless: true,
-  });
+  const browser = await openBrowser({ harness: { base, path: 'scripts/lib/pack-harness.html' } });
+  const { page } = browser;
   try {
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (e) => console.error(`page error: ${String(e)}`));
-    await page.goto(`${base}/scripts/lib/pack-harness.html`);
-    await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
     for (const job of jobs.filter((j) => dirname(j.dir) === parent)) {
       const name = basename(job.dir);
       const indexFile = join(job.out, PRECOMPUTED_INDEX);
@@ -233,8 +223,7 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
       if (args.images) await writeImagePacks(job.dir, job.out);
     }
   } finally {
-    await context.close().catch(() => undefined);
-    rmSync(profile, { recursive: true, force: true });
+    await browser.close();
     await server.close();
   }
 }

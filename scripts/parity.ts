@@ -18,7 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CLIPVisionModelWithProjection, Tensor, type RawImage } from '@huggingface/transformers';
 import type { Dtype, ModelSpec } from '../src/lib/core/retrieval/models';
-import { call, launchHarness, startDevServer } from './lib/bench-browser';
+import { call, launchHarness, startDevServer } from './lib/bench-harness';
 import {
   NativeTextEncoder,
   NativeVisionEncoder,

@@ -3,13 +3,9 @@
 // server. On a machine with a GPU, Chromium runs with its GPU process (no --disable-gpu) and
 // Vulkan; add flags with --chromium-flag. Here its adapter is SwiftShader: correctness only.
 import { execSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../../tests/e2e/browser';
 import type { GpuHarness } from '../../tests/browser/gpu-harness';
-import { startDevServer } from './bench-browser';
+import { openBrowser, openHarness, startDevServer } from './bench-harness';
 import type { AdapterReport, EncoderRow, ExactRow, GpuDtype, MeasureOptions } from './gpu-measure';
 
 const call = harnessCaller<GpuHarness>('gpuHarness');
@@ -46,18 +42,11 @@ export async function runInBrowser(args: {
   onExact: (row: ExactRow) => void;
 }): Promise<BrowserRun> {
   const { server, base } = await startDevServer();
-  const profile = mkdtempSync(join(tmpdir(), 'loupe-gpu-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: [...GPU_CHROMIUM_ARGS, ...args.flags],
-    headless: true,
-  });
+  const browser = await openBrowser({ args: [...GPU_CHROMIUM_ARGS, ...args.flags], log: args.log });
+  const { page } = browser;
   try {
-    const page = context.pages()[0] ?? (await context.newPage());
     page.setDefaultTimeout(30 * 60_000);
-    page.on('pageerror', (e) => args.log(`page error: ${e.message}`));
-    await page.goto(`${base}/tests/browser/gpu-harness.html`);
-    await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+    await openHarness(page, base, 'tests/browser/gpu-harness.html');
     const a = await call(page, 'adapter');
     const run: BrowserRun = {
       chromium: execSync(`${CHROMIUM} --version`).toString().trim(),
@@ -84,8 +73,7 @@ export async function runInBrowser(args: {
     }
     return run;
   } finally {
-    await context.close().catch(() => undefined);
-    rmSync(profile, { recursive: true, force: true });
+    await browser.close();
     await server.close();
   }
 }

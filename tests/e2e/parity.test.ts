@@ -14,7 +14,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CLIPVisionModelWithProjection, Tensor } from '@huggingface/transformers';
 import type { Dtype } from '../../src/lib/core/retrieval/models';
-import { call, openHarness } from '../../scripts/lib/bench-browser';
+import { call, openHarness } from '../../scripts/lib/bench-harness';
 import {
   NativeTextEncoder,
   NativeVisionEncoder,

@@ -1,0 +1,704 @@
+// The one harness every bench script runs on: its arguments, the servers (Vite dev server for the
+// tests/browser/*-harness.html pages, the production build with preview or a plain static host), a
+// fresh Chromium and its settle, /proc readings of its processes and a memory sampler, the CPU probe,
+// medians and quantiles, alternating rounds (also against a git revision: `--against REV`), the
+// run's header line and the call into the BENCHMARKS.md writer. Each bench keeps what it measures.
+import { execFileSync, execSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { chromium, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
+import { build, createServer, preview, type PluginOption, type ViteDevServer } from 'vite';
+import type { BenchHarness } from '../../tests/browser/bench-harness';
+import { median, samplePercentile } from '../../src/lib/core/eval/stats';
+import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../../tests/e2e/browser';
+import { buildSite, serveStatic, type StaticServer } from '../../tests/e2e/static-server';
+import { writeBenchmarksSection } from './benchmarks-md';
+
+export { median };
+export const ROOT = resolve(import.meta.dirname, '../..');
+export const MiB = 1024 * 1024;
+
+// ---- arguments -----------------------------------------------------------------------------------
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+/** Flags every bench that builds the site and reports takes. */
+const COMMON = {
+  /** Reuse the site built last time (only right after a build: it may be stale otherwise). */
+  'no-build': { type: 'boolean', default: false },
+  /** Replace the bench's section of BENCHMARKS.md with this run's. */
+  'write-benchmarks': { type: 'boolean', default: false },
+} as const satisfies Options;
+
+/** The bench's own options and the common ones, parsed strictly (an unknown flag is an error). */
+export function benchArgs<const T extends Options>(options: T) {
+  return parseArgs({ options: { ...COMMON, ...options }, strict: true }).values;
+}
+
+/** `--name VALUE` as a whole number ≥ `min`, or exit 2 saying so. */
+export function whole(name: string, value: string | undefined, min = 1): number {
+  const n = Number(value);
+  if (value === undefined || !Number.isInteger(n) || n < min) {
+    console.error(`--${name} must be a whole number ≥ ${min}, got ${JSON.stringify(value)}`);
+    process.exit(2);
+  }
+  return n;
+}
+
+// ---- numbers -------------------------------------------------------------------------------------
+
+/** The q-quantile (0–1) of `xs`. */
+export const quantile = (xs: number[], q: number): number => samplePercentile(xs, q * 100);
+export const sec = (ms: number) => (ms / 1000).toFixed(2);
+/** The median and the range of the finite values of `xs` (NaN for none). */
+export function spread(xs: number[]): { median: number; min: number; max: number } {
+  const s = xs.filter(Number.isFinite);
+  return s.length
+    ? { median: median(s), min: Math.min(...s), max: Math.max(...s) }
+    : { median: NaN, min: NaN, max: NaN };
+}
+/** "1.23 (1.10–1.40)": the median and the range of `xs`, each written by `f`. */
+export const cell = (xs: number[], f: (x: number) => string = sec) => {
+  const s = spread(xs);
+  return `${f(s.median)} (${f(s.min)}–${f(s.max)})`;
+};
+
+/** Wall and CPU (user + system) milliseconds of `f`. */
+export async function timed<T>(
+  f: () => T | Promise<T>,
+): Promise<{ value: T; wallMs: number; cpuMs: number }> {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const value = await f();
+  const c = process.cpuUsage(c0);
+  return { value, wallMs: performance.now() - t0, cpuMs: (c.user + c.system) / 1000 };
+}
+
+// ---- servers -------------------------------------------------------------------------------------
+
+/** The Vite dev server (the harness pages are not part of the build) on 127.0.0.1, with `plugins`. */
+export async function startDevServer(
+  plugins: PluginOption[] = [],
+): Promise<{ server: ViteDevServer; base: string }> {
+  const server = await createServer({
+    configFile: join(ROOT, 'vite.config.ts'),
+    root: ROOT,
+    // No HMR and no file watching: other people editing the tree must not reload the page mid-run.
+    server: { port: 0, host: '127.0.0.1', strictPort: false, hmr: false, watch: null },
+    logLevel: 'warn',
+    plugins,
+  });
+  await server.listen();
+  const address = server.httpServer?.address();
+  if (!address || typeof address === 'string') throw new Error('vite did not bind a TCP port');
+  return { server, base: `http://127.0.0.1:${address.port}` };
+}
+
+/**
+ * The production build (`vite build` into dist/, skipped with `noBuild` when one is there) served by
+ * `vite preview` (cross-origin isolated; generated-shards/ and LOUPE_DATA_DIR's shards beside it).
+ * `port`: a fixed one (a kept profile finds its IndexedDB only on the same origin); `previewEnv`:
+ * set after the build, for the preview server only.
+ */
+export async function sitePreview(
+  opts: { noBuild?: boolean; port?: number; previewEnv?: Record<string, string> } = {},
+) {
+  if (!opts.noBuild || !existsSync(join(ROOT, 'dist/index.html'))) {
+    console.log('building the site…');
+    await build({ root: ROOT, logLevel: 'warn' });
+  }
+  Object.assign(process.env, opts.previewEnv);
+  const server = await preview({
+    root: ROOT,
+    preview: { port: opts.port ?? 0, strictPort: !!opts.port, host: '127.0.0.1' },
+    logLevel: 'warn',
+  });
+  const address = server.httpServer.address();
+  if (!address || typeof address === 'string') throw new Error('preview server did not bind');
+  return { base: `http://127.0.0.1:${address.port}`, close: () => server.close() };
+}
+
+/** Where the static benches build the site (a test build: the generated models in it). */
+export const STATIC_DIST = join(ROOT, '.test-results/bench-dist');
+/** The sub-path a static host serves the site under (no COOP/COEP: the service worker isolates). */
+export const PREFIX = '/course/loupe/';
+
+/** The test build in STATIC_DIST (unless `noBuild` finds one) on a plain static host under PREFIX. */
+export async function staticSite(noBuild = false): Promise<StaticServer> {
+  if (!noBuild || !existsSync(join(STATIC_DIST, 'index.html'))) {
+    console.log('building the site…');
+    buildSite(STATIC_DIST);
+  }
+  return serveStatic(STATIC_DIST, PREFIX);
+}
+
+// ---- the browser ---------------------------------------------------------------------------------
+
+export interface BrowserSession {
+  context: BrowserContext;
+  page: Page;
+  profileDir: string;
+  /** The browser process tree, read from /proc. */
+  procs(): ChromiumProc[];
+  /** Closes the browser and deletes its profile (unless it was given). */
+  close(): Promise<void>;
+}
+
+/**
+ * Chromium on a fresh profile (or `profileDir`, kept), its first page reporting errors to `log`.
+ * `settle`: waits for the browser's own start-up work first (settleBrowser). `harness`: opens
+ * the harness page at `path` on `base` and waits for it to say ready.
+ */
+export async function openBrowser(
+  opts: {
+    args?: string[];
+    profileDir?: string;
+    viewport?: { width: number; height: number };
+    acceptDownloads?: boolean;
+    settle?: boolean;
+    harness?: { base: string; path: string };
+    log?: (s: string) => void;
+  } = {},
+): Promise<BrowserSession & { settled?: Awaited<ReturnType<typeof settleBrowser>> }> {
+  const log = opts.log ?? ((s: string) => console.error(s));
+  const profileDir = opts.profileDir ?? mkdtempSync(join(tmpdir(), 'loupe-bench-'));
+  const context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM,
+    args: opts.args ?? CHROMIUM_ARGS,
+    headless: true,
+    viewport: opts.viewport ?? { width: 1280, height: 900 },
+    acceptDownloads: opts.acceptDownloads,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on('pageerror', (e) => log(`page error: ${String(e)}`));
+  page.on('crash', () => log('page crashed'));
+  if (opts.log)
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning')
+        log(`console ${m.type()}: ${m.text()} (${m.location().url || '?'})`);
+    });
+  // A visit happens in a browser that is already running: its start-up work is not the page's.
+  const settled = opts.settle ? await settleBrowser(profileDir) : undefined;
+  if (opts.harness) await openHarness(page, opts.harness.base, opts.harness.path);
+  return {
+    context,
+    page,
+    profileDir,
+    settled,
+    procs: () => chromiumProcs(profileDir),
+    close: async () => {
+      await context.close().catch(() => undefined);
+      if (!opts.profileDir) rmSync(profileDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Opens a harness page (the encoder's by default) and waits until it says ready. */
+export async function openHarness(page: Page, base: string, path = 'tests/browser/bench-harness.html') {
+  await page.goto(`${base}/${path}`);
+  await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
+}
+
+/** Chromium's flags with measureUserAgentSpecificMemory answering at once (not after a GC, up to 20 s). */
+export const EAGER_MEMORY_ARGS = [...CHROMIUM_ARGS, '--enable-blink-features=ForceEagerMeasureMemory'];
+
+/** A fresh browser on the encoder's harness page, measuring memory eagerly. */
+export const launchHarness = (base: string, log: (s: string) => void) =>
+  openBrowser({
+    args: EAGER_MEMORY_ARGS,
+    harness: { base, path: 'tests/browser/bench-harness.html' },
+    log,
+  });
+
+/** Calls `window.benchHarness[fn](...args)` in the page. */
+export const call = harnessCaller<BenchHarness>('benchHarness');
+
+/** The page's performance measures whose names start with `prefix`, ms summed by the rest of the name. */
+export function pageMeasures(page: Page, prefix: string): Promise<Record<string, number>> {
+  return page.evaluate((pre) => {
+    const out: Record<string, number> = {};
+    for (const e of performance.getEntriesByType('measure'))
+      if (e.name.startsWith(pre))
+        out[e.name.slice(pre.length)] = (out[e.name.slice(pre.length)] ?? 0) + e.duration;
+    return out;
+  }, prefix);
+}
+
+/**
+ * Samples the renderers' resident set every `everyMs` until `stop()`: the peak of their sum and of
+ * the largest one (the tab: page, workers and service worker live in one), overall and by the
+ * `phase()` current at each sample, and the most renderers seen. `onSample` sees each reading.
+ */
+export function sampleMemory(
+  profileDir: string,
+  opts: {
+    everyMs?: number;
+    phase?: () => string;
+    onSample?: (sum: number, procs: ChromiumProc[]) => void;
+  } = {},
+) {
+  const m = {
+    peak: 0,
+    largest: 0,
+    renderers: 0,
+    byPhase: {} as Record<string, { peak: number; largest: number }>,
+    /** The renderers' summed RSS now. */
+    now: () => renderers(chromiumProcs(profileDir)).reduce((s, p) => s + p.rssBytes, 0),
+    stop: async () => {
+      sampling = false;
+      await loop;
+    },
+  };
+  let sampling = true;
+  const loop = (async () => {
+    while (sampling) {
+      const procs = renderers(chromiumProcs(profileDir));
+      const sum = procs.reduce((s, p) => s + p.rssBytes, 0);
+      const largest = Math.max(0, ...procs.map((p) => p.rssBytes));
+      m.peak = Math.max(m.peak, sum);
+      m.largest = Math.max(m.largest, largest);
+      m.renderers = Math.max(m.renderers, procs.length);
+      if (opts.phase) {
+        const b = (m.byPhase[opts.phase()] ??= { peak: 0, largest: 0 });
+        b.peak = Math.max(b.peak, sum);
+        b.largest = Math.max(b.largest, largest);
+      }
+      opts.onSample?.(sum, procs);
+      await new Promise((r) => setTimeout(r, opts.everyMs ?? 200));
+    }
+  })();
+  return m;
+}
+
+// ---- /proc ---------------------------------------------------------------------------------------
+
+export interface ChromiumProc {
+  pid: number;
+  /** `browser`, `renderer`, `gpu-process`, `utility`, `zygote`… */
+  type: string;
+  rssBytes: number;
+  /** Peak RSS of the process so far (VmHWM). */
+  hwmBytes: number;
+  /** User + system CPU time in seconds. */
+  cpuSeconds: number;
+  threads: number;
+}
+
+const CLK_TCK = 100;
+
+function readProc(pid: number): { ppid: number; cmd: string; status: string; stat: string[] } | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return {
+      ppid: Number(rest[1]),
+      cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8'),
+      status: readFileSync(`/proc/${pid}/status`, 'utf8'),
+      stat: rest,
+    };
+  } catch {
+    return null;
+  }
+}
+
+const kb = (status: string, key: string): number => {
+  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(status);
+  return m ? Number(m[1]) * 1024 : 0;
+};
+
+/** The browser process launched on `profileDir` and all its descendants. */
+export function chromiumProcs(profileDir: string): ChromiumProc[] {
+  const all = new Map<number, NonNullable<ReturnType<typeof readProc>>>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const p = readProc(Number(name));
+    if (p) all.set(Number(name), p);
+  }
+  const roots = [...all]
+    .filter(([, p]) => p.cmd.includes(`--user-data-dir=${profileDir}`))
+    .map(([pid]) => pid);
+  const inTree = new Set<number>(roots);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const [pid, p] of all)
+      if (!inTree.has(pid) && inTree.has(p.ppid)) {
+        inTree.add(pid);
+        grew = true;
+      }
+  }
+  return [...inTree].map((pid) => {
+    const p = all.get(pid)!;
+    const type = /--type=([a-z-]+)/.exec(p.cmd)?.[1] ?? 'browser';
+    // stat fields (0-based after the name): 11 utime, 12 stime, 17 num_threads.
+    return {
+      pid,
+      type,
+      rssBytes: kb(p.status, 'VmRSS'),
+      hwmBytes: kb(p.status, 'VmHWM'),
+      cpuSeconds: (Number(p.stat[11]) + Number(p.stat[12])) / CLK_TCK,
+      threads: Number(p.stat[17]),
+    };
+  });
+}
+
+/** The renderer processes of a session (the page and its workers live there). */
+export function renderers(procs: ChromiumProc[]): ChromiumProc[] {
+  return procs.filter((p) => p.type === 'renderer');
+}
+
+/** CPU seconds of the renderers + the GPU process (WebGPU work runs there). */
+export function busySeconds(procs: ChromiumProc[]): number {
+  return procs
+    .filter((p) => p.type === 'renderer' || p.type === 'gpu-process')
+    .reduce((s, p) => s + p.cpuSeconds, 0);
+}
+
+/**
+ * Waits until the browser launched on `profileDir` has finished its own start-up work: Chromium
+ * builds its address bar's WebUI popup in a renderer of its own just after launch, about 0.7
+ * CPU-seconds here, which on a 2-core machine would otherwise share the CPU with the first page a
+ * benchmark times (a real visit happens in a browser that is already running). Settled means the
+ * whole process tree used under `idleShare` of one core over the last `windowMs`; gives up after
+ * `maxMs`. Returns how long it waited and the CPU-seconds the browser used meanwhile.
+ */
+export async function settleBrowser(
+  profileDir: string,
+  opts: { windowMs?: number; idleShare?: number; maxMs?: number } = {},
+): Promise<{ ms: number; cpuSeconds: number; settled: boolean }> {
+  const { windowMs = 400, idleShare = 0.05, maxMs = 10_000 } = opts;
+  const step = 100;
+  const t0 = Date.now();
+  // Per-process CPU, so that a process that exits does not count as negative time.
+  const read = () => new Map(chromiumProcs(profileDir).map((p) => [p.pid, p.cpuSeconds]));
+  const first = read();
+  const samples: { at: number; cpu: Map<number, number> }[] = [{ at: t0, cpu: first }];
+  const used = (from: Map<number, number>, to: Map<number, number>) => {
+    let s = 0;
+    for (const [pid, c] of to) s += Math.max(0, c - (from.get(pid) ?? 0));
+    return s;
+  };
+  for (;;) {
+    await new Promise((r) => setTimeout(r, step));
+    const now = Date.now();
+    const cpu = read();
+    samples.push({ at: now, cpu });
+    const base = samples.find((s) => s.at >= now - windowMs - step / 2) ?? samples[0];
+    const spanMs = now - base.at;
+    if (spanMs >= windowMs && used(base.cpu, cpu) <= (idleShare * spanMs) / 1000)
+      return { ms: now - t0, cpuSeconds: used(first, cpu), settled: true };
+    if (now - t0 >= maxMs) return { ms: now - t0, cpuSeconds: used(first, cpu), settled: false };
+  }
+}
+
+/**
+ * Milliseconds of a fixed single-threaded integer workload (a xorshift loop) in this Node process:
+ * how fast the machine is at that moment. A shared VM's speed drifts by 10–20 % over an hour here,
+ * so a benchmark that reports absolute times (against a target) takes this between its rounds, and
+ * runs of different hours can be told apart by it.
+ */
+export function cpuProbe(iterations = 40_000_000): number {
+  const t0 = performance.now();
+  let x = 0x9e3779b9 | 0;
+  for (let i = 0; i < iterations; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+  }
+  // The result is kept, so the loop cannot be dropped.
+  probeSink ^= x;
+  return performance.now() - t0;
+}
+let probeSink = 0;
+
+/** The probes of a run as a benchmark header says them: median and range. */
+export function probeSummary(probes: number[]): string {
+  return (
+    `CPU probe (a fixed single-thread loop, before each round; lower is faster) ${median(probes).toFixed(0)} ms ` +
+    `(${Math.min(...probes).toFixed(0)}–${Math.max(...probes).toFixed(0)})`
+  );
+}
+
+// ---- JS heaps (CDP) -----------------------------------------------------------------------------
+
+/** One target's Runtime.getHeapUsage (bytes). */
+export interface TargetHeap {
+  /** 'page', or the worker's script name without its build hash ('retrieval.worker', …). */
+  name: string;
+  /** Live objects in the V8 heap. */
+  used: number;
+  /** The V8 heap as allocated (used + free space the GC holds). */
+  total: number;
+  /** Blink's own (Oilpan) heap in use; 0 where the browser does not report it. */
+  embedder: number;
+  /** ArrayBuffer backing stores (typed arrays; not wasm memories); 0 where not reported. */
+  backing: number;
+}
+
+interface Usage {
+  usedSize: number;
+  totalSize: number;
+  embedderHeapUsedSize?: number;
+  backingStorageSize?: number;
+}
+
+/** 'assets/retrieval.worker-AbC123.js' → 'retrieval.worker'; a blob: URL → 'worker'. */
+export function workerName(url: string): string {
+  const file = url.split(/[?#]/)[0].split('/').pop() ?? '';
+  const m = /^(.*?)(?:-[\w-]{6,})?\.(?:m?js|ts)$/.exec(file);
+  return m?.[1] || 'worker';
+}
+
+/**
+ * Attaches to `page` and every worker it starts (now and later). `sample()` returns the page's and
+ * each live worker's heap usage; a target that does not answer within `timeoutMs` (a worker busy in
+ * one long task, or just closed) is left out of that sample.
+ */
+export async function attachHeaps(
+  context: BrowserContext,
+  page: Page,
+  timeoutMs = 2000,
+): Promise<{ sample(): Promise<TargetHeap[]>; detach(): Promise<void> }> {
+  const cdp: CDPSession = await context.newCDPSession(page);
+  /** Live workers: the session path from the page (outermost first) → its name. */
+  const workers = new Map<string, { path: string[]; name: string }>();
+  let nextId = 1;
+  const pending = new Map<number, (r: { result?: unknown; error?: unknown }) => void>();
+
+  /** Sends one CDP message to the target at the end of `path` (wrapped once per level but the first). */
+  const sendNested = (path: string[], message: object) => {
+    let msg = JSON.stringify(message);
+    for (let i = path.length - 1; i >= 1; i--)
+      msg = JSON.stringify({
+        id: nextId++,
+        method: 'Target.sendMessageToTarget',
+        params: { sessionId: path[i], message: msg },
+      });
+    return cdp.send('Target.sendMessageToTarget', { sessionId: path[0], message: msg }).catch(() => {});
+  };
+  /** A message that came from the target at `path`: an answer, or an event (maybe from deeper). */
+  const onMessage = (path: string[], raw: string) => {
+    const m = JSON.parse(raw) as {
+      id?: number;
+      method?: string;
+      params?: Record<string, unknown>;
+      result?: unknown;
+      error?: unknown;
+    };
+    if (m.id !== undefined) {
+      pending.get(m.id)?.(m);
+      pending.delete(m.id);
+    } else if (m.method === 'Target.attachedToTarget') attached(path, m.params as never);
+    else if (m.method === 'Target.detachedFromTarget') detached(path, m.params as never);
+    else if (m.method === 'Target.receivedMessageFromTarget') {
+      const p = m.params as { sessionId: string; message: string };
+      onMessage([...path, p.sessionId], p.message);
+    }
+  };
+  const attached = (outer: string[], e: { sessionId: string; targetInfo: { type: string; url: string } }) => {
+    const path = [...outer, e.sessionId];
+    workers.set(path.join('/'), { path, name: workerName(e.targetInfo.url) });
+    // Its own workers too (ORT's threads, started by the encoder worker).
+    void sendNested(path, {
+      id: nextId++,
+      method: 'Target.setAutoAttach',
+      params: { autoAttach: true, waitForDebuggerOnStart: false, flatten: false },
+    });
+  };
+  const detached = (outer: string[], e: { sessionId: string }) => {
+    const key = [...outer, e.sessionId].join('/');
+    for (const k of [...workers.keys()]) if (k === key || k.startsWith(`${key}/`)) workers.delete(k);
+  };
+  cdp.on('Target.attachedToTarget', (e) => attached([], e as never));
+  cdp.on('Target.detachedFromTarget', (e) => detached([], e as never));
+  cdp.on('Target.receivedMessageFromTarget', (e) => onMessage([e.sessionId], e.message));
+  await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
+
+  const withTimeout = <T>(p: Promise<T>, ms = timeoutMs): Promise<T | null> =>
+    Promise.race([p, new Promise<null>((r) => setTimeout(() => r(null), ms))]);
+  const heapOf = (name: string, u: Usage | null | undefined): TargetHeap | null =>
+    u
+      ? {
+          name,
+          used: u.usedSize,
+          total: u.totalSize,
+          embedder: u.embedderHeapUsedSize ?? 0,
+          backing: u.backingStorageSize ?? 0,
+        }
+      : null;
+  /** One CDP call on the page (path []) or a worker, its result (undefined on an error). */
+  const call = <T>(path: string[], method: string, params: object = {}): Promise<T | undefined> =>
+    path.length === 0
+      ? (cdp.send(method as never, params as never) as Promise<T>).catch(() => undefined)
+      : new Promise<T | undefined>((resolve) => {
+          const id = nextId++;
+          pending.set(id, (r) => resolve(r.result as T | undefined));
+          void sendNested(path, { id, method, params });
+        });
+  return {
+    async sample() {
+      const targets = [{ path: [] as string[], name: 'page' }, ...workers.values()];
+      const all = await Promise.all(
+        targets.map(async (t) => {
+          const h = heapOf(t.name, await withTimeout(call<Usage>(t.path, 'Runtime.getHeapUsage')));
+          return h;
+        }),
+      );
+      for (const id of [...pending.keys()]) pending.delete(id); // answers that came too late
+      return all.filter((h): h is TargetHeap => h !== null);
+    },
+    detach: () => cdp.detach().catch(() => {}),
+  };
+}
+
+/** A process's resident set split as /proc/<pid>/status does: anonymous, file-backed (code, fonts), shared memory. */
+export function rssParts(pid: number): { anon: number; file: number; shmem: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
+    return { anon: kb('RssAnon'), file: kb('RssFile'), shmem: kb('RssShmem') };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * "page 180 (+12 buffers) · retrieval.worker 600 (+40) · … · rest 250 MiB": each target's V8 heap as
+ * allocated plus its ArrayBuffer backing stores (MiB), same-named targets summed, and what the
+ * renderer's RSS holds beyond them (split into file-backed and shared memory when `parts` is given).
+ */
+export function heapLine(
+  heaps: TargetHeap[],
+  rssBytes: number,
+  parts?: { file: number; shmem: number } | null,
+): string {
+  const byName = new Map<string, TargetHeap & { count: number }>();
+  for (const h of heaps) {
+    const b = byName.get(h.name);
+    if (b) {
+      b.used += h.used;
+      b.total += h.total;
+      b.embedder += h.embedder;
+      b.backing += h.backing;
+      b.count++;
+    } else byName.set(h.name, { ...h, count: 1 });
+  }
+  const m = (b: number) => Math.round(b / MiB);
+  const list = [...byName.values()]
+    .sort((a, b) => b.total + b.backing - (a.total + a.backing))
+    .map(
+      (h) =>
+        `${h.name}${h.count > 1 ? ` ×${h.count}` : ''} ${m(h.used)}/${m(h.total)}` +
+        (h.backing ? ` +${m(h.backing)} buffers` : '') +
+        (h.embedder >= 8 * MiB ? ` +${m(h.embedder)} blink` : ''),
+    );
+  const counted = heaps.reduce((s, h) => s + h.total + h.backing + h.embedder, 0);
+  const of = parts ? ` (of the RSS: ${m(parts.file)} file-backed, ${m(parts.shmem)} shared memory)` : '';
+  return `${list.join(' · ')} · rest ${m(rssBytes - counted)} MiB${of} (heap used/allocated, MiB)`;
+}
+
+// ---- rounds --------------------------------------------------------------------------------------
+
+/**
+ * `rounds` rounds over `sides`, a cpuProbe before each measurement (returned): each round runs every
+ * side once, in the same order (`flip`: reversed every other round), so that a drift of the machine's
+ * load falls on all sides alike.
+ */
+export async function alternate<S>(
+  rounds: number,
+  sides: readonly S[],
+  run: (side: S, round: number) => Promise<void>,
+  opts: { flip?: boolean } = {},
+): Promise<number[]> {
+  const probes: number[] = [];
+  for (let r = 0; r < rounds; r++)
+    for (const side of opts.flip && r % 2 ? [...sides].reverse() : sides) {
+      probes.push(cpuProbe());
+      await run(side, r);
+    }
+  return probes;
+}
+
+/**
+ * `--against REV`: builds the site of git revision `rev` into `out` from a temporary worktree beside
+ * the repository (removed again), sharing the working tree's node_modules and, hard-linked, its
+ * models/generated, so its package-lock.json must be the same.
+ */
+export function buildAgainst(rev: string, out: string): { rev: string; commit: string; out: string } {
+  const git = (...a: string[]) => execFileSync('git', a, { cwd: ROOT, encoding: 'utf8' }).trim();
+  const commit = git('rev-parse', '--verify', `${rev}^{commit}`);
+  if (git('diff', commit, '--', 'package-lock.json') !== '') {
+    console.error(
+      `--against ${rev}: its package-lock.json differs from the working tree's (node_modules is shared)`,
+    );
+    process.exit(1);
+  }
+  const tree = resolve(ROOT, '..', `.loupe-against-${commit.slice(0, 12)}`);
+  rmSync(tree, { recursive: true, force: true });
+  git('worktree', 'prune');
+  git('worktree', 'add', '--detach', tree, commit);
+  try {
+    symlinkSync(join(ROOT, 'node_modules'), join(tree, 'node_modules'));
+    mkdirSync(join(tree, 'models'), { recursive: true });
+    // Hard links, not a symlink: the build copies the folders it finds under models/.
+    if (existsSync(join(ROOT, 'models/generated')))
+      execFileSync('cp', ['-al', join(ROOT, 'models/generated'), join(tree, 'models/generated')]);
+    console.log(`building ${rev} (${commit.slice(0, 12)})…`);
+    buildSite(out, tree);
+  } finally {
+    git('worktree', 'remove', '--force', tree);
+  }
+  return { rev, commit, out };
+}
+
+// ---- the report ----------------------------------------------------------------------------------
+
+/** The machine and its load over a run: `start()` at the beginning, `header()` at the end. */
+export function runInfo() {
+  const started = new Date();
+  const load0 = loadavg()[0];
+  return {
+    started,
+    load0,
+    /** "2026-12-02 08:00 UTC · 2 × CPU · Chromium … · load average a at start, b at the end · `command`" */
+    header(command: string, opts: { chromium?: boolean; probes?: number[] } = {}): string {
+      const cpu = cpus()[0]?.model ?? 'unknown CPU';
+      return [
+        `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+        `${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB`,
+        opts.chromium === false
+          ? `Node ${process.version}`
+          : execSync(`${CHROMIUM} --version`).toString().trim(),
+        `load average ${load0.toFixed(2)} at start, ${loadavg()[0].toFixed(2)} at the end`,
+        ...(opts.probes?.length ? [probeSummary(opts.probes)] : []),
+        `\`${command}\``,
+      ].join(' · ');
+    },
+  };
+}
+
+/** Prints the report, saves `json` under bench-results/ and, when asked, writes the BENCHMARKS.md section. */
+export function publish(
+  section: string,
+  text: string,
+  opts: { write?: boolean; json?: { file: string; data: unknown } } = {},
+): void {
+  console.log(`\n${text}`);
+  if (opts.json) {
+    const file = resolve(ROOT, opts.json.file);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, JSON.stringify(opts.json.data, null, 2));
+  }
+  if (opts.write) writeBenchmarksSection(section, text);
+}
