@@ -23,6 +23,7 @@ import {
   runInfo,
   sampleMemory,
   sitePreview,
+  watchJob,
 } from './lib/bench-harness';
 
 const argv = benchArgs({ shard: { type: 'string', multiple: true } });
@@ -96,44 +97,21 @@ try {
     const mem = sampleMemory(profileDir, { phase: () => stage });
     try {
       let t0 = 0;
-      await page.exposeFunction('loupeBenchJob', (text: string) => {
+      // The stages from the progress line: checking, then caching, then every record committed.
+      const stageOf = (text: string) => {
         const m = /Caching in IndexedDB: ([\d,]+) \/ ([\d,]+) records/.exec(text);
-        if (m && stage === 'check') {
+        return m ? (m[1] === m[2] ? 'open' : 'store') : text ? 'check' : null;
+      };
+      const job = await watchJob(page, (_, text) => {
+        const now = stageOf(text);
+        if ((now === 'store' || now === 'open') && stage === 'check') {
           stage = 'store';
           r.checkSeconds = (Date.now() - t0) / 1000;
         }
-        if (m && m[1] === m[2] && stage === 'store') {
+        if (now === 'open' && stage === 'store') {
           r.importSeconds = (Date.now() - t0) / 1000;
           stage = 'open';
         }
-      });
-      await page.addInitScript(() => {
-        // Main-thread tasks over 50 ms from the moment the first job shows, with the stage they began in
-        // (the stages from the progress line: checking, then caching, then every record committed).
-        const w = window as unknown as {
-          loupeLongTasks: { start: number; ms: number }[];
-          loupeStages: { stage: string; at: number }[];
-        };
-        const long: { start: number; ms: number }[] = (w.loupeLongTasks = []);
-        const stages: { stage: string; at: number }[] = (w.loupeStages = []);
-        new PerformanceObserver((list) => {
-          for (const e of list.getEntries()) long.push({ start: e.startTime, ms: e.duration });
-        }).observe({ type: 'longtask', buffered: true });
-        let last = '';
-        setInterval(() => {
-          const text = document.querySelector('[data-testid="job"]')?.textContent ?? '';
-          const m = /Caching in IndexedDB: ([\d,]+) \/ ([\d,]+) records/.exec(text);
-          const stage = m ? (m[1] === m[2] ? 'open' : 'store') : text ? 'check' : null;
-          const now = stages.at(-1)?.stage;
-          // Once the import ran, the job going away is the open's end; a stage never goes back.
-          const order = ['check', 'store', 'open'];
-          if (stage && (!now || order.indexOf(stage) > order.indexOf(now)))
-            stages.push({ stage, at: performance.now() - 50 });
-          if (text !== last) {
-            last = text;
-            (window as unknown as { loupeBenchJob: (t: string) => void }).loupeBenchJob(text);
-          }
-        }, 50);
       });
       await page.goto(`${base}/#/shards`);
       await page.waitForSelector('[data-testid="app"][data-phase="idle"]', { timeout: 120_000 });
@@ -163,7 +141,7 @@ try {
           );
         });
       failed.catch(() => undefined);
-      // The shard open in the app (its name shown); loupeBenchJob has noted when the last record committed.
+      // The shard open in the app (its name shown); the job watcher has noted when the last record committed.
       const done = page.waitForFunction(
         () => (document.querySelector('[data-testid="shard-name"]')?.textContent ?? '') !== '',
         null,
@@ -171,13 +149,17 @@ try {
       );
       await Promise.race([done, failed]);
       r.openSeconds = (Date.now() - t0) / 1000;
-      const { long, stages } = await page.evaluate(() => {
-        const w = window as unknown as {
-          loupeLongTasks: { start: number; ms: number }[];
-          loupeStages: { stage: string; at: number }[];
-        };
-        return { long: w.loupeLongTasks, stages: w.loupeStages };
-      });
+      // Main-thread tasks over 50 ms by the stage they began in (a stage never goes back: once the
+      // import ran, the job going away is the open's end).
+      const { jobs, long } = await job.log();
+      const order = ['check', 'store', 'open'];
+      const stages: { stage: string; at: number }[] = [];
+      for (const j of jobs) {
+        const st = stageOf(j.text);
+        const now = stages.at(-1)?.stage;
+        if (st && (!now || order.indexOf(st) > order.indexOf(now)))
+          stages.push({ stage: st, at: j.at - 100 });
+      }
       r.longTasks = {};
       for (const t of long) {
         const at = stages.filter((x) => x.at <= t.start).at(-1)?.stage as Stage | undefined;

@@ -28,10 +28,10 @@ import {
   pageMeasures,
   publish,
   renderers,
-  rssParts,
   runInfo,
   sampleMemory,
   sitePreview,
+  watchJob,
   type TargetHeap,
 } from './lib/bench-harness';
 const argv = benchArgs({
@@ -199,7 +199,7 @@ try {
             const sampled = await attached.sample();
             const top = renderers(chromiumProcs(profile)).sort((a, b) => b.rssBytes - a.rssBytes)[0];
             const rss = top?.rssBytes ?? 0;
-            const parts = top ? rssParts(top.pid) : null;
+            const parts = top ? { file: top.fileBytes, shmem: top.shmemBytes } : null;
             if (printIt) console.log(`      ${heapLine(sampled, rss, parts)}`);
             const t = Math.round((Date.now() - traceFrom) / 100) / 10;
             appendFileSync(
@@ -214,36 +214,13 @@ try {
         })();
       }
       // The phase on the progress line, for the memory samples.
-      await page.exposeFunction('loupeBenchPhase', (p: string | null) => (phase = p ?? 'idle'));
-      await page.exposeFunction('loupeBenchText', (t: string) => (jobText = t));
       let stored = () => {};
       const allStored = new Promise<void>((r) => (stored = r));
-      await page.exposeFunction('loupeBenchStored', () => stored());
-      await page.addInitScript(() => {
-        // Main-thread tasks over 50 ms from the moment the first job shows (the app's own start excluded).
-        // Each with the progress line's phase when it was reported (the job it belongs to, roughly).
-        const w = window as unknown as { loupeLongTasks: [number, string][]; loupeJobSince?: number };
-        const long: [number, string][] = (w.loupeLongTasks = []);
-        let last: string | null = null;
-        new PerformanceObserver((list) => {
-          for (const e of list.getEntries())
-            if (w.loupeJobSince !== undefined && e.startTime >= w.loupeJobSince)
-              long.push([e.duration, last ?? 'idle']);
-        }).observe({ type: 'longtask', buffered: true });
-        setInterval(() => {
-          const p = document.querySelector('[data-testid="job"]')?.getAttribute('data-phase') ?? null;
-          if (p !== null) w.loupeJobSince ??= performance.now() - 100;
-          if (p !== last) {
-            last = p;
-            (window as unknown as { loupeBenchPhase: (p: string | null) => void }).loupeBenchPhase(p);
-          }
-          const text = document.querySelector('[data-testid="job"]')?.textContent ?? '';
-          const bench = window as unknown as { loupeBenchText: (t: string) => void; loupeLastText?: string };
-          const short = text.replace(/\s+/g, ' ').trim().slice(0, 120);
-          if (short !== bench.loupeLastText) bench.loupeBenchText((bench.loupeLastText = short));
-          const m = /Caching in IndexedDB: ([\d,]+) \/ ([\d,]+) records/.exec(text);
-          if (m && m[1] === m[2]) (window as unknown as { loupeBenchStored: () => void }).loupeBenchStored();
-        }, 100);
+      const job = await watchJob(page, (p, text) => {
+        phase = p ?? 'idle';
+        jobText = text.replace(/\s+/g, ' ').trim().slice(0, 120);
+        const m = /Caching in IndexedDB: ([\d,]+) \/ ([\d,]+) records/.exec(text);
+        if (m && m[1] === m[2]) stored();
       });
       const runs = ['bm25(k1=0.9,b=0.4)', `dense(model=${MODEL},dtype=fp32,device=wasm)`].join(';');
       const q = new URLSearchParams(
@@ -282,9 +259,13 @@ try {
         ]);
       rung.totalSeconds = (Date.now() - t0) / 1000;
       if (cdp) await printProfile((await cdp.send('Profiler.stop')).profile);
-      const long = await page.evaluate(
-        () => (window as unknown as { loupeLongTasks: [number, string][] }).loupeLongTasks,
-      );
+      // Main-thread tasks over 50 ms from the moment the first job shows (the app's own start excluded),
+      // each with the progress line's phase when it began (the job it belongs to, roughly).
+      const { jobs, long: tasks } = await job.log();
+      const since = (jobs.find((j) => j.phase !== null)?.at ?? Infinity) - 100;
+      const long = tasks
+        .filter((t) => t.start >= since)
+        .map((t) => [t.ms, jobs.filter((j) => j.at <= t.start).at(-1)?.phase ?? 'idle'] as const);
       const byPhase: Record<string, { count: number; maxMs: number }> = {};
       for (const [ms, p] of long) {
         const b = (byPhase[p] ??= { count: 0, maxMs: 0 });

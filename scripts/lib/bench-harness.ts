@@ -30,7 +30,6 @@ export const ROOT = resolve(import.meta.dirname, '../..');
 export const MiB = 1024 * 1024;
 
 // ---- arguments -----------------------------------------------------------------------------------
-
 type Options = NonNullable<ParseArgsConfig['options']>;
 /** Flags every bench that builds the site and reports takes. */
 const COMMON = {
@@ -56,7 +55,6 @@ export function whole(name: string, value: string | undefined, min = 1): number 
 }
 
 // ---- numbers -------------------------------------------------------------------------------------
-
 /** The q-quantile (0–1) of `xs`. */
 export const quantile = (xs: number[], q: number): number => samplePercentile(xs, q * 100);
 export const sec = (ms: number) => (ms / 1000).toFixed(2);
@@ -85,7 +83,6 @@ export async function timed<T>(
 }
 
 // ---- servers -------------------------------------------------------------------------------------
-
 /** The Vite dev server (the harness pages are not part of the build) on 127.0.0.1, with `plugins`. */
 export async function startDevServer(
   plugins: PluginOption[] = [],
@@ -99,10 +96,14 @@ export async function startDevServer(
     plugins,
   });
   await server.listen();
-  const address = server.httpServer?.address();
-  if (!address || typeof address === 'string') throw new Error('vite did not bind a TCP port');
-  return { server, base: `http://127.0.0.1:${address.port}` };
+  return { server, base: baseOf(server.httpServer) };
 }
+
+const baseOf = (http: { address(): unknown } | null) => {
+  const address = http?.address() as { port: number } | string | null;
+  if (!address || typeof address === 'string') throw new Error('the server did not bind a TCP port');
+  return `http://127.0.0.1:${address.port}`;
+};
 
 /**
  * The production build (`vite build` into dist/, skipped with `noBuild` when one is there) served by
@@ -123,9 +124,7 @@ export async function sitePreview(
     preview: { port: opts.port ?? 0, strictPort: !!opts.port, host: '127.0.0.1' },
     logLevel: 'warn',
   });
-  const address = server.httpServer.address();
-  if (!address || typeof address === 'string') throw new Error('preview server did not bind');
-  return { base: `http://127.0.0.1:${address.port}`, close: () => server.close() };
+  return { base: baseOf(server.httpServer), close: () => server.close() };
 }
 
 /** Where the static benches build the site (a test build: the generated models in it). */
@@ -143,16 +142,7 @@ export async function staticSite(noBuild = false): Promise<StaticServer> {
 }
 
 // ---- the browser ---------------------------------------------------------------------------------
-
-export interface BrowserSession {
-  context: BrowserContext;
-  page: Page;
-  profileDir: string;
-  /** The browser process tree, read from /proc. */
-  procs(): ChromiumProc[];
-  /** Closes the browser and deletes its profile (unless it was given). */
-  close(): Promise<void>;
-}
+export type BrowserSession = Awaited<ReturnType<typeof openBrowser>>;
 
 /**
  * Chromium on a fresh profile (or `profileDir`, kept), its first page reporting errors to `log`.
@@ -163,22 +153,23 @@ export async function openBrowser(
   opts: {
     args?: string[];
     profileDir?: string;
-    viewport?: { width: number; height: number };
     acceptDownloads?: boolean;
     settle?: boolean;
     harness?: { base: string; path: string };
     log?: (s: string) => void;
   } = {},
-): Promise<BrowserSession & { settled?: Awaited<ReturnType<typeof settleBrowser>> }> {
+) {
   const log = opts.log ?? ((s: string) => console.error(s));
   const profileDir = opts.profileDir ?? mkdtempSync(join(tmpdir(), 'loupe-bench-'));
   const context = await chromium.launchPersistentContext(profileDir, {
     executablePath: CHROMIUM,
     args: opts.args ?? CHROMIUM_ARGS,
     headless: true,
-    viewport: opts.viewport ?? { width: 1280, height: 900 },
+    viewport: { width: 1280, height: 900 },
     acceptDownloads: opts.acceptDownloads,
   });
+  // The dev server compiles a harness page on its first load: slow on a busy 2-core machine.
+  context.setDefaultNavigationTimeout(120_000);
   const page = context.pages()[0] ?? (await context.newPage());
   page.on('pageerror', (e) => log(`page error: ${String(e)}`));
   page.on('crash', () => log('page crashed'));
@@ -195,7 +186,9 @@ export async function openBrowser(
     page,
     profileDir,
     settled,
+    /** The browser process tree, read from /proc. */
     procs: () => chromiumProcs(profileDir),
+    /** Closes the browser and deletes its profile (unless it was given). */
     close: async () => {
       await context.close().catch(() => undefined);
       if (!opts.profileDir) rmSync(profileDir, { recursive: true, force: true });
@@ -232,6 +225,35 @@ export function pageMeasures(page: Page, prefix: string): Promise<Record<string,
         out[e.name.slice(pre.length)] = (out[e.name.slice(pre.length)] ?? 0) + e.duration;
     return out;
   }, prefix);
+}
+
+/**
+ * Watches the app's progress line ([data-testid="job"]) from the page's start, polled every 100 ms:
+ * `onChange(phase, text)` in Node at each change (phase null: no job shown). `log()` returns each
+ * change with its page time, and the main-thread tasks over 50 ms (their start and length).
+ */
+export async function watchJob(page: Page, onChange: (phase: string | null, text: string) => void) {
+  type Log = {
+    jobs: { at: number; phase: string | null; text: string }[];
+    long: { start: number; ms: number }[];
+  };
+  await page.exposeFunction('loupeBenchJob', onChange);
+  await page.addInitScript(() => {
+    const w = window as unknown as { loupeJob: Log; loupeBenchJob: typeof onChange };
+    const log: Log = (w.loupeJob = { jobs: [], long: [] });
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) log.long.push({ start: e.startTime, ms: e.duration });
+    }).observe({ type: 'longtask', buffered: true });
+    setInterval(() => {
+      const el = document.querySelector('[data-testid="job"]');
+      const [phase, text] = [el?.getAttribute('data-phase') ?? null, el?.textContent ?? ''];
+      const last = log.jobs.at(-1);
+      if (phase === (last?.phase ?? null) && text === (last?.text ?? '')) return;
+      log.jobs.push({ at: performance.now(), phase, text });
+      w.loupeBenchJob(phase, text);
+    }, 100);
+  });
+  return { log: () => page.evaluate(() => (window as unknown as { loupeJob: Log }).loupeJob) };
 }
 
 /**
@@ -281,7 +303,6 @@ export function sampleMemory(
 }
 
 // ---- /proc ---------------------------------------------------------------------------------------
-
 export interface ChromiumProc {
   pid: number;
   /** `browser`, `renderer`, `gpu-process`, `utility`, `zygote`… */
@@ -291,7 +312,9 @@ export interface ChromiumProc {
   hwmBytes: number;
   /** User + system CPU time in seconds. */
   cpuSeconds: number;
-  threads: number;
+  /** What of the RSS is file-backed (code, fonts) and shared memory. */
+  fileBytes: number;
+  shmemBytes: number;
 }
 
 const CLK_TCK = 100;
@@ -341,14 +364,15 @@ export function chromiumProcs(profileDir: string): ChromiumProc[] {
   return [...inTree].map((pid) => {
     const p = all.get(pid)!;
     const type = /--type=([a-z-]+)/.exec(p.cmd)?.[1] ?? 'browser';
-    // stat fields (0-based after the name): 11 utime, 12 stime, 17 num_threads.
+    // stat fields (0-based after the name): 11 utime, 12 stime.
     return {
       pid,
       type,
       rssBytes: kb(p.status, 'VmRSS'),
       hwmBytes: kb(p.status, 'VmHWM'),
       cpuSeconds: (Number(p.stat[11]) + Number(p.stat[12])) / CLK_TCK,
-      threads: Number(p.stat[17]),
+      fileBytes: kb(p.status, 'RssFile'),
+      shmemBytes: kb(p.status, 'RssShmem'),
     };
   });
 }
@@ -366,11 +390,9 @@ export function busySeconds(procs: ChromiumProc[]): number {
 }
 
 /**
- * Waits until the browser launched on `profileDir` has finished its own start-up work: Chromium
- * builds its address bar's WebUI popup in a renderer of its own just after launch, about 0.7
- * CPU-seconds here, which on a 2-core machine would otherwise share the CPU with the first page a
- * benchmark times (a real visit happens in a browser that is already running). Settled means the
- * whole process tree used under `idleShare` of one core over the last `windowMs`; gives up after
+ * Waits until the browser on `profileDir` has done its own start-up work (its address bar's WebUI
+ * popup, about 0.7 CPU-s, would share a 2-core CPU with the first page timed; a real visit happens in
+ * a running browser): its tree used under `idleShare` of a core over the last `windowMs`, at most
  * `maxMs`. Returns how long it waited and the CPU-seconds the browser used meanwhile.
  */
 export async function settleBrowser(
@@ -403,10 +425,8 @@ export async function settleBrowser(
 }
 
 /**
- * Milliseconds of a fixed single-threaded integer workload (a xorshift loop) in this Node process:
- * how fast the machine is at that moment. A shared VM's speed drifts by 10–20 % over an hour here,
- * so a benchmark that reports absolute times (against a target) takes this between its rounds, and
- * runs of different hours can be told apart by it.
+ * Milliseconds of a fixed single-threaded integer loop (xorshift) in this Node process: the machine's
+ * speed now (a shared VM drifts 10–20 % over an hour), taken between rounds to tell hours apart.
  */
 export function cpuProbe(iterations = 40_000_000): number {
   const t0 = performance.now();
@@ -416,22 +436,16 @@ export function cpuProbe(iterations = 40_000_000): number {
     x ^= x >>> 17;
     x ^= x << 5;
   }
-  // The result is kept, so the loop cannot be dropped.
-  probeSink ^= x;
+  probeSink ^= x; // kept, so that the loop cannot be dropped
   return performance.now() - t0;
 }
 let probeSink = 0;
 
 /** The probes of a run as a benchmark header says them: median and range. */
-export function probeSummary(probes: number[]): string {
-  return (
-    `CPU probe (a fixed single-thread loop, before each round; lower is faster) ${median(probes).toFixed(0)} ms ` +
-    `(${Math.min(...probes).toFixed(0)}–${Math.max(...probes).toFixed(0)})`
-  );
-}
+export const probeSummary = (probes: number[]) =>
+  `CPU probe (a fixed single-thread loop, before each round; lower is faster) ${cell(probes, (x) => x.toFixed(0))} ms`;
 
 // ---- JS heaps (CDP) -----------------------------------------------------------------------------
-
 /** One target's Runtime.getHeapUsage (bytes). */
 export interface TargetHeap {
   /** 'page', or the worker's script name without its build hash ('retrieval.worker', …). */
@@ -446,12 +460,12 @@ export interface TargetHeap {
   backing: number;
 }
 
-interface Usage {
+type Usage = {
   usedSize: number;
   totalSize: number;
   embedderHeapUsedSize?: number;
   backingStorageSize?: number;
-}
+};
 
 /** 'assets/retrieval.worker-AbC123.js' → 'retrieval.worker'; a blob: URL → 'worker'. */
 export function workerName(url: string): string {
@@ -524,19 +538,17 @@ export async function attachHeaps(
   cdp.on('Target.detachedFromTarget', (e) => detached([], e as never));
   cdp.on('Target.receivedMessageFromTarget', (e) => onMessage([e.sessionId], e.message));
   await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
-
   const withTimeout = <T>(p: Promise<T>, ms = timeoutMs): Promise<T | null> =>
     Promise.race([p, new Promise<null>((r) => setTimeout(() => r(null), ms))]);
   const heapOf = (name: string, u: Usage | null | undefined): TargetHeap | null =>
-    u
-      ? {
-          name,
-          used: u.usedSize,
-          total: u.totalSize,
-          embedder: u.embedderHeapUsedSize ?? 0,
-          backing: u.backingStorageSize ?? 0,
-        }
-      : null;
+    (u && {
+      name,
+      used: u.usedSize,
+      total: u.totalSize,
+      embedder: u.embedderHeapUsedSize ?? 0,
+      backing: u.backingStorageSize ?? 0,
+    }) ||
+    null;
   /** One CDP call on the page (path []) or a worker, its result (undefined on an error). */
   const call = <T>(path: string[], method: string, params: object = {}): Promise<T | undefined> =>
     path.length === 0
@@ -550,27 +562,15 @@ export async function attachHeaps(
     async sample() {
       const targets = [{ path: [] as string[], name: 'page' }, ...workers.values()];
       const all = await Promise.all(
-        targets.map(async (t) => {
-          const h = heapOf(t.name, await withTimeout(call<Usage>(t.path, 'Runtime.getHeapUsage')));
-          return h;
-        }),
+        targets.map(async (t) =>
+          heapOf(t.name, await withTimeout(call<Usage>(t.path, 'Runtime.getHeapUsage'))),
+        ),
       );
       for (const id of [...pending.keys()]) pending.delete(id); // answers that came too late
       return all.filter((h): h is TargetHeap => h !== null);
     },
     detach: () => cdp.detach().catch(() => {}),
   };
-}
-
-/** A process's resident set split as /proc/<pid>/status does: anonymous, file-backed (code, fonts), shared memory. */
-export function rssParts(pid: number): { anon: number; file: number; shmem: number } | null {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
-    return { anon: kb('RssAnon'), file: kb('RssFile'), shmem: kb('RssShmem') };
-  } catch {
-    return null;
-  }
 }
 
 /**
@@ -585,14 +585,15 @@ export function heapLine(
 ): string {
   const byName = new Map<string, TargetHeap & { count: number }>();
   for (const h of heaps) {
-    const b = byName.get(h.name);
-    if (b) {
-      b.used += h.used;
-      b.total += h.total;
-      b.embedder += h.embedder;
-      b.backing += h.backing;
-      b.count++;
-    } else byName.set(h.name, { ...h, count: 1 });
+    const b = byName.get(h.name) ?? { ...h, used: 0, total: 0, embedder: 0, backing: 0, count: 0 };
+    byName.set(h.name, b);
+    [b.used, b.total, b.embedder, b.backing] = [
+      b.used + h.used,
+      b.total + h.total,
+      b.embedder + h.embedder,
+      b.backing + h.backing,
+    ];
+    b.count++;
   }
   const m = (b: number) => Math.round(b / MiB);
   const list = [...byName.values()]
@@ -609,7 +610,6 @@ export function heapLine(
 }
 
 // ---- rounds --------------------------------------------------------------------------------------
-
 /**
  * `rounds` rounds over `sides`, a cpuProbe before each measurement (returned): each round runs every
  * side once, in the same order (`flip`: reversed every other round), so that a drift of the machine's
@@ -639,9 +639,7 @@ export function buildAgainst(rev: string, out: string): { rev: string; commit: s
   const git = (...a: string[]) => execFileSync('git', a, { cwd: ROOT, encoding: 'utf8' }).trim();
   const commit = git('rev-parse', '--verify', `${rev}^{commit}`);
   if (git('diff', commit, '--', 'package-lock.json') !== '') {
-    console.error(
-      `--against ${rev}: its package-lock.json differs from the working tree's (node_modules is shared)`,
-    );
+    console.error(`--against ${rev}: its package-lock.json is not the working tree's (one node_modules)`);
     process.exit(1);
   }
   const tree = resolve(ROOT, '..', `.loupe-against-${commit.slice(0, 12)}`);
@@ -663,14 +661,12 @@ export function buildAgainst(rev: string, out: string): { rev: string; commit: s
 }
 
 // ---- the report ----------------------------------------------------------------------------------
-
-/** The machine and its load over a run: `start()` at the beginning, `header()` at the end. */
+/** The machine and its load over a run: called at its start, `header()` at its end. */
 export function runInfo() {
   const started = new Date();
   const load0 = loadavg()[0];
   return {
     started,
-    load0,
     /** "2026-12-02 08:00 UTC · 2 × CPU · Chromium … · load average a at start, b at the end · `command`" */
     header(command: string, opts: { chromium?: boolean; probes?: number[] } = {}): string {
       const cpu = cpus()[0]?.model ?? 'unknown CPU';
