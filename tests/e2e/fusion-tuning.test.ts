@@ -182,17 +182,22 @@ describe('fusing and tuning runs in the Benchmark view', () => {
     await page.waitForSelector('[data-testid="message"]:has-text("cancelled")');
     expect(await page.locator('[data-testid="compare-pick"]').count()).toBe(5);
 
-    for (const width of [390, 1024, 1440]) {
-      await page.setViewportSize({ width, height: 900 });
-      await page.waitForTimeout(200);
-      const [sw, iw] = await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
-      expect({ width, sw }).toEqual({ width, sw: iw });
-      await page
-        .locator('[data-testid="compare"]')
-        .screenshot({ path: shotPath(`fusion-controls-${width}.png`) });
-      await page
-        .locator('[data-testid="fusion-details"]')
-        .screenshot({ path: shotPath(`fusion-details-${width}.png`) });
+    // With the cross-validation form open, then with the per-run weights (tuning off).
+    for (const tune of [true, false]) {
+      await page.setChecked('[data-testid="fusion-tune"]', tune);
+      expect(await page.locator('[data-testid="fusion-weights"]').count()).toBe(tune ? 0 : 1);
+      for (const width of [390, 1024, 1440]) {
+        await page.setViewportSize({ width, height: 900 });
+        await page.waitForTimeout(200);
+        const [sw, iw] = await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
+        expect({ width, tune, sw }).toEqual({ width, tune, sw: iw });
+        const name = `${tune ? 'cv' : 'weights'}-${width}`;
+        await page.locator('[data-testid="compare"]').screenshot({ path: shotPath(`fusion-${name}.png`) });
+        if (tune)
+          await page
+            .locator('[data-testid="fusion-details"]')
+            .screenshot({ path: shotPath(`fusion-details-${width}.png`) });
+      }
     }
     await page.setViewportSize({ width: 1400, height: 1000 });
     expect(pageErrors(page).join('\n')).toBe('');
