@@ -191,12 +191,17 @@ describe('fusing and tuning runs in the Benchmark view', () => {
         await page.waitForTimeout(200);
         const [sw, iw] = await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
         expect({ width, tune, sw }).toEqual({ width, tune, sw: iw });
-        const name = `${tune ? 'cv' : 'weights'}-${width}`;
-        await page.locator('[data-testid="compare"]').screenshot({ path: shotPath(`fusion-${name}.png`) });
+        // The fold table fits the details box: nothing past its right edge.
+        const right = (sel: string) => page.locator(sel).evaluate((e) => e.getBoundingClientRect().right);
         if (tune)
           await page
             .locator('[data-testid="fusion-details"]')
             .screenshot({ path: shotPath(`fusion-details-${width}.png`) });
+        const over =
+          (await right('[data-testid="fold-table"]')) - (await right('[data-testid="fusion-details"]'));
+        expect({ width, over: over > 0.5 ? over : 0 }).toEqual({ width, over: 0 });
+        const name = `${tune ? 'cv' : 'weights'}-${width}`;
+        await page.locator('[data-testid="compare"]').screenshot({ path: shotPath(`fusion-${name}.png`) });
       }
     }
     await page.setViewportSize({ width: 1400, height: 1000 });
