@@ -1,6 +1,6 @@
 // Statistics worker: paired bootstrap / randomization comparisons, all pairs of N runs (Tukey's HSD and
-// its randomized version), metric@k curves and the range of the measures over tie orders, so thousands
-// of resamples or whole re-evaluations never block the page.
+// its randomized version), metric@k curves, the range of the measures over tie orders and fusion tuning
+// by cross-validation, so thousands of resamples or whole re-evaluations never block the page.
 import * as Comlink from 'comlink';
 import {
   allPairs,
@@ -12,7 +12,8 @@ import { compareRuns, curveMeans, type CompareInput } from '../src/lib/core/eval
 import { evaluate, type EvalOptions } from '../src/lib/core/eval/metrics';
 import type { CompareOptions } from '../src/lib/core/eval/stats';
 import { tieRange } from '../src/lib/core/eval/ties';
-import type { Qrels, Run } from '../src/lib/core/types';
+import { tuneFusion, type TuneFusionOptions } from '../src/lib/core/retrieval/fusion-tuning';
+import type { ProgressFn, Qrels, Run } from '../src/lib/core/types';
 
 const api = {
   compare(args: {
@@ -65,6 +66,25 @@ const api = {
   tieRange(qrels: Qrels, run: Run, measures: string[], opts: EvalOptions) {
     const { best, worst } = tieRange(qrels, run, measures, opts);
     return { best: best.all, worst: worst.all };
+  },
+
+  /** A fusion tuned by k-fold cross-validation (core/retrieval/fusion-tuning.ts), grid points counted. */
+  tuneFusion(
+    runs: Run[],
+    qrels: Qrels,
+    opts: Omit<TuneFusionOptions, 'onProgress'>,
+    onProgress?: ProgressFn,
+  ) {
+    let last = 0;
+    return tuneFusion(runs, qrels, {
+      ...opts,
+      onProgress: (done, total) => {
+        // A few ticks a second at most.
+        if (done < total && performance.now() - last < 200) return;
+        last = performance.now();
+        onProgress?.({ kind: 'status', message: `Tuning the fusion: grid point ${done} / ${total}` });
+      },
+    });
   },
 };
 

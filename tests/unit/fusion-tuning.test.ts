@@ -220,13 +220,16 @@ describe('tuneFusion', () => {
     const { A, B, qrels } = splitRuns(['a1', 'a2', 'a3'], ['b1', 'b2']);
     const base: FusionBase = { method: 'linear', normalization: 'minmax' };
     const grid = fusionGrid('linear', 2, { step: 0.5 });
+    const ticks: number[][] = [];
     const r = tuneFusion([A, B], qrels, {
       fusion: base,
       grid,
       gridSpec: { step: 0.5 },
       measure: 'ndcg_cut_10',
       folds: 2,
+      onProgress: (done, total) => ticks.push([done, total]),
     });
+    expect(ticks).toEqual(grid.map((_, i) => [i + 1, grid.length]));
     const d = describeFusion(base, ['bm25', 'dense'], r.tuning);
     expect(d.weights).toBeUndefined();
     expect(d.normalization).toBe('minmax');
@@ -239,7 +242,7 @@ describe('tuneFusion', () => {
         .flat()
         .sort(),
     ).toEqual(['a1', 'a2', 'a3', 'b1', 'b2']);
-    expect(fusionLabel(d)).toBe('Linear minmax 2-fold CV ndcg_cut_10');
+    expect(fusionLabel(d)).toBe('Linear minmax 2-fold CV ndcg_cut_10 seed 42');
     expect(JSON.parse(JSON.stringify(d))).toEqual(d);
     const c = fusionConfig(d, ['id1', 'id2']);
     expect(c.tuning).toEqual(r.tuning);

@@ -1,5 +1,5 @@
 import type { StatsWorkerApi } from '../../../workers/stats.worker';
-import { WorkerClient } from './worker-client';
+import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
 
 const client = new WorkerClient<StatsWorkerApi>(
   () => new Worker(new URL('../../../workers/stats.worker.ts', import.meta.url), { type: 'module' }),
@@ -20,4 +20,14 @@ export function curvesInWorker(...args: Parameters<Api['curves']>) {
 /** Each measure's overall mean over tie orders (best-first, worst-first), in the stats worker. */
 export function tieRangeInWorker(...args: Parameters<Api['tieRange']>) {
   return client.run((r) => r.tieRange(...args));
+}
+
+/** Tunes a fusion by cross-validation in the stats worker, with progress; abort terminates it. */
+export function tuneFusionInWorker(
+  runs: Parameters<Api['tuneFusion']>[0],
+  qrels: Parameters<Api['tuneFusion']>[1],
+  opts: Parameters<Api['tuneFusion']>[2],
+  job: JobOptions = {},
+) {
+  return client.run((r) => r.tuneFusion(runs, qrels, opts, proxyProgress(job.onProgress)), job.signal);
 }

@@ -3,22 +3,25 @@
 // picked ones, so a task switch can never leave another task's comparison, plots or link on screen.
 import { queryImageDocs } from './shard-docs.svelte';
 import type { Comparison } from '../core/eval/compare';
+import { fusionRequestOf, type FuseSpec, type FusionRequest } from '../core/eval/permalink';
 import { queryFacets, qrelsFor } from '../core/eval/report';
 import {
   describeFusion,
   fuse,
   fusionConfig,
   fusionLabel,
+  METHOD_LABELS,
   type FusionBase,
   type FusionDescriptor,
   type FusionGridSpec,
   type FusionOptions,
   type FusionParams,
 } from '../core/retrieval/fusion';
-import { tuneFusion } from '../core/retrieval/fusion-tuning';
+import { DEFAULT_FOLDS } from '../core/retrieval/fusion-tuning';
 import type { Run } from '../core/types';
 import type { RetrieverConfig } from '../core/retrieval/runs';
-import { compareInWorker, curvesInWorker } from '../clients/stats-client';
+import { compareInWorker, curvesInWorker, tuneFusionInWorker } from '../clients/stats-client';
+import { isAbortError } from '../clients/worker-client';
 import { SEMANTICS, type Semantics } from '../core/eval/semantics';
 import type { Jobs } from './jobs.svelte';
 import type { Library } from './library.svelte';
@@ -38,6 +41,9 @@ export interface CompareHost {
 
 /** Measures compared; the first is the primary one (facets, changed queries). */
 export const COMPARE_MEASURES = ['ndcg_cut_10', 'recall_100', 'recip_rank', 'map', 'P_10'];
+
+/** A fused run and how to describe it given its inputs' names. */
+type Fused = { run: Run; describe: (names: string[]) => FusionDescriptor };
 
 interface ComputedComparison {
   taskId: string;
@@ -174,6 +180,21 @@ export class CompareState {
     );
   }
 
+  /**
+   * Fuses the picked runs as a `fuse=` spec says (core/eval/permalink.ts): with fixed parameters, or
+   * tuned by cross-validation.
+   */
+  async fuseSpec(spec: FuseSpec) {
+    let request: FusionRequest;
+    try {
+      request = fusionRequestOf(spec, this.pickedIds.length);
+    } catch (e) {
+      this.app.messages.error(`Fusing runs failed: ${e instanceof Error ? e.message : String(e)}`);
+      return;
+    }
+    return request.kind === 'fixed' ? this.fuse(request.options) : this.fuseTuned(request);
+  }
+
   /** Fuses the picked runs of the task into a new stored run (or finds the same fusion stored). */
   async fuse(opts: FusionOptions) {
     return this.#fuse((runs) => ({
@@ -184,8 +205,9 @@ export class CompareState {
 
   /**
    * Tunes a fusion of the picked runs by k-fold cross-validation over the task's queries
-   * (core/retrieval/fusion-tuning.ts) and stores the held-out run, with its folds and per-fold
-   * parameters in its configuration. The measure is evaluated under the current trec_eval semantics.
+   * (core/retrieval/fusion-tuning.ts) in the stats worker, as a job with progress and cancel, and
+   * stores the held-out run, with its folds and per-fold parameters in its configuration. The measure
+   * is evaluated under the current trec_eval semantics.
    */
   async fuseTuned(req: {
     base: FusionBase;
@@ -197,34 +219,32 @@ export class CompareState {
   }) {
     const s = this.app.library.shard;
     const taskId = this.app.library.taskId;
-    return this.#fuse((runs) => {
-      const qrels = qrelsFor(
-        s!.qrels,
-        s!.queries.filter((q) => q.task === taskId).map((q) => q.id),
-      );
-      const { complete } = SEMANTICS[this.app.runs.semantics].options;
-      const tuned = tuneFusion(runs, qrels, {
-        fusion: req.base,
-        grid: req.grid,
-        gridSpec: req.gridSpec,
-        measure: req.measure,
-        folds: req.folds,
-        seed: req.seed,
-        evalOptions: complete ? { complete } : {},
-      });
-      return { run: tuned.run, describe: (names) => describeFusion(req.base, names, tuned.tuning) };
-    });
+    const { complete } = SEMANTICS[this.app.runs.semantics].options;
+    const { base, grid, gridSpec, measure, folds, seed } = req;
+    const label = `Tuning ${METHOD_LABELS[base.method]} by ${folds ?? DEFAULT_FOLDS}-fold cross-validation (${grid.length} grid points)`;
+    return this.app.jobs.run(label, 'Tuning the fusion', (job) =>
+      this.#fuse(async (runs) => {
+        const qrels = qrelsFor(
+          s!.qrels,
+          s!.queries.filter((q) => q.task === taskId).map((q) => q.id),
+        );
+        const opts = { fusion: base, grid, gridSpec, measure, folds, seed };
+        const evalOptions = complete ? { complete } : {};
+        const tuned = await tuneFusionInWorker(runs, qrels, { ...opts, evalOptions }, job);
+        return { run: tuned.run, describe: (names) => describeFusion(base, names, tuned.tuning) };
+      }),
+    );
   }
 
   /** Fuses the picked runs with `make` and stores the result (or finds the same fusion stored). */
-  async #fuse(make: (runs: Run[]) => { run: Run; describe: (names: string[]) => FusionDescriptor }) {
+  async #fuse(make: (runs: Run[]) => Fused | Promise<Fused>) {
     const picked = this.picked;
     if (!this.app.library.shard || picked.length < 2) {
       this.app.messages.error('Pick at least two runs of this task to fuse.');
       return;
     }
     try {
-      const { run, describe } = make(picked.map((r) => r.run));
+      const { run, describe } = await make(picked.map((r) => r.run));
       const d = describe(picked.map((r) => r.meta.name));
       const config: RetrieverConfig = fusionConfig(
         d,
@@ -244,6 +264,7 @@ export class CompareState {
       this.app.phase = 'done';
       return result;
     } catch (e) {
+      if (isAbortError(e)) throw e;
       this.app.messages.error(`Fusing runs failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   }

@@ -5,13 +5,11 @@ import {
   formatFuseSpec,
   formatRunSpec,
   fuseSpecOf,
-  fusionRequestOf,
   parseFuseSpec,
   parseRunSpecs,
   specMatches,
   specOf,
   type FuseSpec,
-  type FusionRequest,
   type RunSpec,
 } from '../core/eval/permalink';
 import type { Dtype } from '../core/retrieval/models';
@@ -96,15 +94,7 @@ export async function openPermalink(app: LinksHost, params: URLSearchParams) {
   }
   compare.setPicks(ids);
   if (fuseSpec && ids.length >= 2) {
-    let request: FusionRequest;
-    try {
-      request = fusionRequestOf(fuseSpec, ids.length);
-    } catch (e) {
-      messages.error(`Reading the link failed: ${e instanceof Error ? e.message : String(e)}`, 'shard');
-      return;
-    }
-    const fused =
-      request.kind === 'fixed' ? await compare.fuse(request.options) : await compare.fuseTuned(request);
+    const fused = await compare.fuseSpec(fuseSpec);
     if (fused) ids.push(fused.meta.id);
     compare.setPicks(ids);
   }

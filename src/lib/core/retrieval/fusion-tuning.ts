@@ -129,6 +129,8 @@ export interface TuneFusionOptions {
   seed?: number;
   /** evaluate's options (trec_eval -l, -c, -M); the fusion's float32Ties is passed on as well. */
   evalOptions?: Pick<EvalOptions, 'relevanceLevel' | 'complete' | 'maxDocs'>;
+  /** Called after each grid point is scored (done of total points). */
+  onProgress?: (done: number, total: number) => void;
 }
 
 export interface TunedFusion {
@@ -197,6 +199,7 @@ export function tuneFusion(runs: readonly Run[], qrels: Qrels, opts: TuneFusionO
       const v = per.get(q)?.[measure];
       if (v !== undefined) values[gi * n + i] = v;
     });
+    opts.onProgress?.(gi + 1, grid.length);
   });
 
   const run: Run = new Map();

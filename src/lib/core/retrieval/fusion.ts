@@ -101,14 +101,14 @@ export const METHOD_LABELS: Readonly<Record<FusionMethod, string>> = {
 
 /**
  * Short UI label: `RRF k=60`, `CombMNZ zscore`, `Linear minmax 0.7/0.3`, and for a tuned fusion
- * `Linear minmax 5-fold CV ndcg_cut_10`.
+ * `Linear minmax 5-fold CV ndcg_cut_10 seed 42`.
  */
 export function fusionLabel(d: FusionDescriptor): string {
   const parts = [METHOD_LABELS[d.method] ?? d.method];
   if (d.k !== undefined) parts.push(`k=${d.k}`);
   if (d.normalization !== undefined) parts.push(d.normalization);
   if (d.weights) parts.push(d.weights.join('/'));
-  if (d.tuning) parts.push(`${d.tuning.folds.length}-fold CV ${d.tuning.measure}`);
+  if (d.tuning) parts.push(`${d.tuning.folds.length}-fold CV ${d.tuning.measure} seed ${d.tuning.seed}`);
   return parts.join(' ');
 }
 
