@@ -198,6 +198,19 @@ describe('all pairs of eight runs (issue 37 item 1)', () => {
     expect(pooledJson.pooled.method).toBe(across.pooled.method);
     expect(pooledJson.per_task.map((t: { task: string }) => t.task)).toEqual(TASKS);
     expect(pooledJson.skipped_tasks).toEqual(['image-to-image']);
+    // The CSV's per-task rows: each task's means and tied group at full precision.
+    const perTaskRows = (await download(page, 'pairs-csv'))
+      .split('# per task')[1]
+      .trim()
+      .split('\n')
+      .slice(2);
+    expect(perTaskRows).toEqual(
+      across.perTask.flatMap(({ task, comparison: c }) =>
+        c!.runs.map((r, i) =>
+          [task, r, c!.names![i], c!.means[i], ...c!.rankIntervals[i], c!.tiedWithBest.includes(r)].join(','),
+        ),
+      ),
+    );
     await noSideScroll(page, 'all-pairs-across');
     expect(errors.join('\n')).toBe('');
   }, 900_000);
