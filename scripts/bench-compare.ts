@@ -12,7 +12,7 @@
 // Node worker thread (scripts/lib/stats-worker-node.ts; the runs cross by structured clone as in the
 // browser): Tukey's HSD and the randomized Tukey HSD (1,000 trials), timed from the call to the answer,
 // and the runs table the app and the headless runner print, for the first size. --write puts the
-// timings in BENCHMARKS.md (section bench:all-pairs).
+// timings in docs/benchmarks/all-pairs.md (section bench:all-pairs).
 import { loadavg } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
@@ -171,7 +171,7 @@ if (args.write)
   writeBenchmarksSection(
     'all-pairs',
     [
-      '### All pairs of N runs (issue 37 item 1)',
+      `## All pairs of N runs (issue 37 item 1, ${new Date().toISOString().slice(0, 10)})`,
       '',
       `\`npm run bench:compare -- --write\` on ${new Date().toISOString().slice(0, 10)}: ${nRuns} synthetic runs' per-query ` +
         'measures sent to workers/stats.worker.ts (run in a Node worker thread, arguments by structured clone), ' +

@@ -368,7 +368,7 @@ describe('faults: model files', () => {
       await session.context.unroute(Q8);
     }
     // A new encoder worker (as a reload gives): the same worker keeps failing on the file it parsed
-    // (README "Failure behaviour"), but the truncated copy is gone from the Cache API.
+    // (docs/failures.md), but the truncated copy is gone from the Cache API.
     await enc(session.page, 'stop');
     const again = await enc(session.page, 'load', MODEL, { ...LOAD, dtype: 'q8' });
     expect(again.ok, JSON.stringify(again)).toBe(true);

@@ -121,10 +121,19 @@ describe('the first query tells its story', () => {
     });
     const lines = await story(page);
     const at = (re: RegExp) => lines.findIndex((l) => re.test(l.text));
-    const download = at(/^Downloading \S+: [\d.]+ [KM]iB of [\d.]+ [KM]iB · [\d.]+ [KM]iB\/s · \d+ s left$/);
+    const download = at(
+      /^Downloading \S+(?: and \d+ more files?)?: [\d.]+ [KM]iB of [\d.]+ [KM]iB · [\d.]+ [KM]iB\/s · \d+ s left$/,
+    );
     const compile = at(/^Warming up CLIP tiny.* on WASM \(compiling its kernels\)$/);
     const embed = at(/^Embedding the corpus: [\d,]+ \/ 314 documents/);
     expect(download, JSON.stringify(lines)).toBeGreaterThanOrEqual(0);
+    // The model's files download side by side as one summed line: no line of another kind (a file's
+    // "Loading", "Preparing the model") between its first and its last download line.
+    const lastDownload = lines.map((l) => l.phase).lastIndexOf('download');
+    expect(
+      lines.slice(download, lastDownload + 1).filter((l) => l.phase !== 'download'),
+      JSON.stringify(lines),
+    ).toEqual([]);
     expect(compile, JSON.stringify(lines)).toBeGreaterThan(download);
     expect(embed, JSON.stringify(lines)).toBeGreaterThan(compile);
     expect(lines[download].phase).toBe('download');

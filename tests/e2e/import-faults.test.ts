@@ -74,10 +74,11 @@ describe('streamed import faults at the 100k rung (issue 18)', () => {
         null,
         { timeout: 180_000, polling: 100 },
       );
-      // The progress line: records committed of all, the rate and the time left (once measurable).
+      // The progress line: documents committed of the shard's, the rate and the time left (once
+      // measurable), counted as the offer to resume below counts them.
       await page.waitForFunction(
         () =>
-          /Caching in IndexedDB: [\d,]+ \/ [\d,]+ records · [\d,]+ records\/s · .+ left/.test(
+          /Caching in IndexedDB: [\d,]+ \/ 100,000 documents \(then [\d,]+ queries, judgements and images\) · [\d,]+ records\/s · .+ left/.test(
             document.querySelector('[data-testid="job"]')?.textContent ?? '',
           ),
         null,

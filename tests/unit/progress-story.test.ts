@@ -2,7 +2,7 @@
 // measurable, compiling, the corpus embedded (with its rate and time left) or taken from the shard's
 // precomputed embeddings or the stored batches, and the phase each tick is timed as.
 import { describe, expect, it } from 'vitest';
-import { formatSeconds, phaseOf, progressText } from '../../src/lib/state/progress-story';
+import { DownloadTally, formatSeconds, phaseOf, progressText } from '../../src/lib/state/progress-story';
 
 const MiB = 1024 * 1024;
 
@@ -22,6 +22,49 @@ describe('progress line', () => {
     // Without a length from the server: the rate, no time left.
     expect(progressText({ ...p, total: undefined }, first, 2000)).toBe(
       'Downloading onnx/model.onnx: 2.0 MiB · 2.0 MiB/s',
+    );
+  });
+
+  it("a model's files downloading side by side make one line, summed, that does not flip", () => {
+    const tally = new DownloadTally();
+    const loading = (file: string) => ({ kind: 'status' as const, message: `Loading ${file}` });
+    const preparing = { kind: 'status' as const, message: 'Preparing the model (tokenizer, ONNX session)' };
+    const dl = (file: string, loaded: number, total?: number) => ({
+      kind: 'download' as const,
+      file,
+      loaded,
+      total,
+    });
+    const line = (p: ReturnType<DownloadTally['take']>) => (p ? progressText(p, null, 0) : null);
+    // Before any download, a file's start is shown as it is.
+    expect(line(tally.take(loading('tokenizer.json')))).toBe('Loading tokenizer.json');
+    expect(line(tally.take(dl('tokenizer.json', MiB, 2 * MiB)))).toBe(
+      'Downloading tokenizer.json: 1.0 MiB of 2.0 MiB',
+    );
+    // The weights start while the tokenizer is still coming in: no "Loading" line, the sum instead,
+    // named after the largest file.
+    expect(tally.take(loading('onnx/text_model.onnx'))).toBeNull();
+    expect(line(tally.take(dl('onnx/text_model.onnx', MiB, 8 * MiB)))).toBe(
+      'Downloading onnx/text_model.onnx and 1 more file: 2.0 MiB of 10 MiB',
+    );
+    // The tokenizer is in while the weights are not: "Preparing the model" waits.
+    expect(line(tally.take(dl('tokenizer.json', 2 * MiB, 2 * MiB)))).toBe(
+      'Downloading onnx/text_model.onnx and 1 more file: 3.0 MiB of 10 MiB',
+    );
+    expect(tally.take(preparing)).toBeNull();
+    // A file of unknown length keeps the total unknown.
+    expect(line(tally.take(dl('config.json', 512)))).toBe(
+      'Downloading onnx/text_model.onnx and 2 more files: 3.0 MiB',
+    );
+    tally.take(dl('config.json', 1024, 1024));
+    expect(line(tally.take(dl('onnx/text_model.onnx', 8 * MiB, 8 * MiB)))).toBe(
+      'Downloading onnx/text_model.onnx and 2 more files: 10 MiB of 10 MiB',
+    );
+    // All in: the preparation shows; the next step starts a new tally.
+    expect(line(tally.take(preparing))).toBe('Preparing the model (tokenizer, ONNX session)');
+    expect(tally.take({ kind: 'compile', model: 'CLIP tiny', device: 'WASM' })).not.toBeNull();
+    expect(line(tally.take(dl('onnx/vision_model.onnx', MiB, 4 * MiB)))).toBe(
+      'Downloading onnx/vision_model.onnx: 1.0 MiB of 4.0 MiB',
     );
   });
 
@@ -95,7 +138,17 @@ describe('progress line', () => {
         null,
         0,
       ),
-    ).toBe('Caching in IndexedDB: 40,000 / 110,000 records · 5,000 records/s · 14 s left');
+    ).toBe(
+      'Caching in IndexedDB: 40,000 / 100,000 documents (then 10,000 queries, judgements and images) · 5,000 records/s · 14 s left',
+    );
+    // Counted as the offer to resume a stopped import counts: documents first, then the rest.
+    expect(
+      progressText(
+        { kind: 'store', what: 'documents', docTotal: 100_000, done: 104_000, total: 110_000 },
+        null,
+        0,
+      ),
+    ).toBe('Caching in IndexedDB: 100,000 documents, 4,000 / 10,000 queries, judgements and images');
     expect(progressText(store, null, 0)).toBe('Caching in IndexedDB: 40,000 / 110,000');
   });
 

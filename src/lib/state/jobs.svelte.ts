@@ -3,6 +3,7 @@ import {
   formatBytes,
   phaseOf,
   progressText,
+  DownloadTally,
   type CountSample,
   type DownloadSample,
   type JobPhase,
@@ -41,10 +42,19 @@ export class Job {
   readonly corpus = { computed: 0, reused: 0 };
 
   /** Progress callback to hand to a worker client. */
-  onProgress = (p: Progress) => {
+  /** The model files downloading in this step, shown as one line. */
+  #tally = new DownloadTally();
+
+  onProgress = (tick: Progress) => {
     const now = performance.now();
-    if (p.kind === 'download' && this.#download?.file !== p.file)
-      this.#download = { file: p.file, at: now, loaded: p.loaded };
+    const p = this.#tally.take(tick);
+    if (!p) return;
+    // The rate is measured from the first file's first tick; a file joining renames the line only.
+    if (p.kind === 'download')
+      this.#download =
+        this.#download && this.progress?.kind === 'download'
+          ? { ...this.#download, file: p.file }
+          : { file: p.file, at: now, loaded: p.loaded };
     // A counted step starts again with a new kind, or when its count goes back (the next index).
     if (
       (p.kind === 'index' || p.kind === 'search' || p.kind === 'store') &&

@@ -44,6 +44,50 @@ export function phaseOf(p: Progress): JobPhase {
   }
 }
 
+/** A model file's start ("Loading onnx/model.onnx") and the session's preparation after a file is in. */
+const FILE_STATUS = /^(Loading \S+|Preparing the model.*)$/;
+
+/**
+ * A model's files as they download side by side (the tokenizer's beside the weights): one line for
+ * all of them, summed, instead of a line that flips between the files, "Loading" the next one and
+ * "Preparing the model" while another is still coming in.
+ */
+export class DownloadTally {
+  #files = new Map<string, { loaded: number; total?: number }>();
+
+  /** The tick to show for `p` (downloads summed), or null to keep the line as it is. */
+  take(p: Progress): Progress | null {
+    if (p.kind === 'download') {
+      this.#files.set(p.file, { loaded: p.loaded, total: p.total });
+      return this.sum();
+    }
+    if (p.kind === 'status' && FILE_STATUS.test(p.message)) return this.busy() ? null : p;
+    this.#files.clear();
+    return p;
+  }
+
+  /** Whether a file is still coming in (its length unknown or not reached). */
+  busy(): boolean {
+    for (const f of this.#files.values()) if (f.total === undefined || f.loaded < f.total) return true;
+    return false;
+  }
+
+  sum(): Progress {
+    let loaded = 0;
+    let total: number | undefined = 0;
+    let big = '';
+    let bigSize = -1;
+    for (const [file, f] of this.#files) {
+      loaded += f.loaded;
+      total = total === undefined || f.total === undefined ? undefined : total + f.total;
+      if ((f.total ?? f.loaded) > bigSize) [big, bigSize] = [file, f.total ?? f.loaded];
+    }
+    const more = this.#files.size - 1;
+    const file = more ? `${big} and ${more} more file${more > 1 ? 's' : ''}` : big;
+    return { kind: 'download', file, loaded, total };
+  }
+}
+
 /** A download's first sample (per file): its rate is measured from there. */
 export interface DownloadSample {
   file: string;
@@ -121,13 +165,24 @@ export function progressText(
       );
     case 'parse':
       return `Parsing ${p.file}: ${/\.parquet$/.test(p.file) ? 'row' : 'line'} ${count(p.lines)}`;
-    case 'store':
+    case 'store': {
+      if (p.what !== 'documents' || p.docTotal === undefined)
+        return `Caching in IndexedDB: ${count(p.done)} / ${count(p.total)}` + countedLeft(p, counted, now);
+      // Counted in documents, as the offer to resume an import that stopped counts them; the
+      // queries, judgements and images stored after them are counted on their own.
+      const rest = p.total - p.docTotal;
+      const left = rates(p.docsPerSec, p.etaSeconds, 'records');
+      if (p.done < p.docTotal || rest === 0)
+        return (
+          `Caching in IndexedDB: ${count(Math.min(p.done, p.docTotal))} / ${count(p.docTotal)} documents` +
+          (rest ? ` (then ${count(rest)} queries, judgements and images)` : '') +
+          left
+        );
       return (
-        `Caching in IndexedDB: ${count(p.done)} / ${count(p.total)}` +
-        (p.what === 'documents'
-          ? ` records${rates(p.docsPerSec, p.etaSeconds, 'records')}`
-          : countedLeft(p, counted, now))
+        `Caching in IndexedDB: ${count(p.docTotal)} documents, ` +
+        `${count(p.done - p.docTotal)} / ${count(rest)} queries, judgements and images${left}`
       );
+    }
     case 'index':
       return (
         (p.what === 'ids'
