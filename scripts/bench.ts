@@ -12,7 +12,9 @@
 //                    [--images first|mean|max]                  (multi-image items: README "Shards")
 //   npm run bench -- --shard ../shared/data/vqa-rad --task text-to-image \
 //                    --compare 'bm25(k1=0.9,b=0.4);dense(model=loupe-test/clip-tiny-random,dtype=fp32)' [--fuse 'rrf(k=60)']
-//     runs (or reuses) each retriever through the UI's permalink and prints the UI's comparison table.
+//     runs (or reuses) each retriever through the UI's permalink and prints the UI's comparison table;
+//     with three runs or more also the UI's "which runs really differ" table (Tukey HSD on nDCG@10: runs
+//     by mean, rank intervals, tied with the best; the table bench:compare prints).
 //     --fuse takes any permalink fusion: rrf, wrrf, combsum, combmnz, combmax, combmin, combanz, linear,
 //     isr, logisr, borda, condorcet, with k=, norm=minmax|zscore|sum|max|rank|none, w=0.7:0.3, and
 //     cross-validated tuning: 'linear(norm=minmax,cv=5,seed=42,measure=ndcg_cut_10,step=0.1)'.
@@ -28,6 +30,7 @@ import { parseQrels, parseRun } from '../src/lib/core/eval/trec';
 import { DEFAULT_SEMANTICS, SEMANTICS, parseSemantics, type Semantics } from '../src/lib/core/eval/semantics';
 import { compareWithTrecEval } from './lib/trec-eval-output';
 import { parseFuseSpec } from '../src/lib/core/eval/permalink';
+import { formatTextTable } from '../src/lib/core/eval/all-pairs';
 import { TIE_TOP_K, queriesWithTies } from '../src/lib/core/eval/ties';
 import { readShard } from '../src/lib/core/shard/read-shard';
 import { loadNodeDicomCodecs } from './lib/node-dicom-codecs';
@@ -265,6 +268,19 @@ async function compareMode() {
   console.log(`\nLoupe comparison · ${args.task} · ${shardUrl} · ${SEMANTICS[semantics].label}\n`);
   for (const r of table)
     console.log(r.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  '));
+  if ((await page.locator('[data-testid="compare-pick"]:checked').count()) >= 3) {
+    await page.click('[data-testid="pairs-run"]');
+    await page.waitForFunction(() => performance.getEntriesByName('loupe:pairs').length > 0, null, {
+      timeout: 30 * 60_000,
+    });
+    const rows = await page.$$eval('[data-testid="pairs-runs"] tr', (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('th, td')].map((c) => (c.textContent ?? '').trim())),
+    );
+    console.log(
+      `\nWhich runs really differ · ${await page.innerText('[data-testid="pairs-method-note"]')}\n`,
+    );
+    console.log(formatTextTable(rows));
+  }
   const message = await page.locator('[data-testid="message"]').allInnerTexts();
   if (message.length) console.log(`\n${message.join('\n')}`);
   console.log(`\npermalink (this server): ${link}`);

@@ -21,6 +21,8 @@ import {
   multiComparisonJson,
   pairsCsv,
   runsCsv,
+  runsTable,
+  formatTextTable,
 } from '../../src/lib/core/eval/all-pairs';
 import {
   MAX_EXACT_ARRANGEMENTS,
@@ -661,6 +663,21 @@ describe('export', () => {
       `run02,run02,${res.means[1]},2,2,${res.pVsBest[1]},false`,
       `run03,run03,${res.means[2]},1,1,1,true`,
     ]);
+  });
+
+  it('the printed runs table: best first, rank intervals, p against the best, the tied group', () => {
+    const res = tukeyHsd(g.runs, scoresOf(g));
+    const rows = runsTable(res);
+    expect(rows.map((r) => [r[0], r[1], r[3], r[5]])).toEqual([
+      ['1', 'run03', '1', 'best'],
+      ['2', 'run02', '2', 'no'],
+      ['3', 'run01', '3', 'no'],
+    ]);
+    expect(rows[0][4]).toBe('');
+    expect(rows[1][2]).toBe(res.means[1].toFixed(4));
+    const lines = formatTextTable([['#', 'Run', 'Mean'], ...rows.map((r) => r.slice(0, 3))]).split('\n');
+    expect(lines[0]).toMatch(/^# {2}Run {4}\s+Mean$/);
+    expect(new Set(lines.map((l) => l.length)).size).toBe(1);
   });
 
   it('CSV quotes names and says how the randomized p was computed; JSON uses the golden names', () => {

@@ -31,3 +31,16 @@ export function tuneFusionInWorker(
 ) {
   return client.run((r) => r.tuneFusion(runs, qrels, opts, proxyProgress(job.onProgress)), job.signal);
 }
+
+/** All pairs of N runs on one measure (Tukey's HSD or its randomized version); abort terminates it. */
+export function allPairsInWorker(args: Parameters<Api['allPairs']>[0], signal?: AbortSignal) {
+  return client.run((r) => r.allPairs(args), signal);
+}
+
+/** All pairs on each task and on the tasks pooled; abort terminates it. */
+export function allPairsAcrossTasksInWorker(
+  args: Parameters<Api['allPairsAcrossTasks']>[0],
+  signal?: AbortSignal,
+) {
+  return client.run((r) => r.allPairsAcrossTasks(args), signal);
+}

@@ -8,6 +8,7 @@ import { RunStore } from './runs.svelte';
 import { Retrievers } from './retrievers.svelte';
 import { Reranker } from './rerank.svelte';
 import { CompareState } from './compare.svelte';
+import { PairsState } from './pairs.svelte';
 import { SearchState } from './search.svelte';
 import { StorageState } from './storage.svelte';
 import { openPermalink } from './links.svelte';
@@ -42,6 +43,7 @@ export class App {
   readonly retrievers = new Retrievers(this);
   readonly reranker = new Reranker(this);
   readonly compare = new CompareState(this);
+  readonly pairs = new PairsState(this);
   readonly search = new SearchState(this);
   readonly storage = new StorageState(this.library, this.messages);
 

@@ -318,3 +318,41 @@ export function multiComparisonJson(c: MultiComparison): string {
     ) + '\n'
   );
 }
+
+// ---------------------------------------------------------------------------------------------------
+// The table the app, the headless runner and bench:compare print
+
+/** Run indexes ordered by mean, best first (stable on ties). */
+export function orderByMean(c: MultiComparison): number[] {
+  return c.runs.map((_, i) => i).sort((i, j) => c.means[j] - c.means[i] || i - j);
+}
+
+/** A p value as the tables print it. */
+export const formatP = (p: number) => (Number.isNaN(p) ? '–' : p < 0.0001 ? '<0.0001' : p.toFixed(4));
+
+export const RUNS_TABLE_HEADER = ['#', 'Run', 'Mean', 'Rank interval', 'p vs best', 'Tied with best'];
+
+/** One text row per run, best first: mean, rank interval, adjusted p against the best, tied or not. */
+export function runsTable(c: MultiComparison): string[][] {
+  const tied = new Set(c.tiedWithBest);
+  return orderByMean(c).map((i, k) => {
+    const [lo, hi] = c.rankIntervals[i];
+    const id = c.runs[i];
+    return [
+      String(k + 1),
+      c.names?.[i] ?? id,
+      c.means[i].toFixed(4),
+      lo === hi ? String(lo) : `${lo}–${hi}`,
+      id === c.best ? '' : formatP(c.pVsBest[i]),
+      id === c.best ? 'best' : tied.has(id) ? 'yes' : 'no',
+    ];
+  });
+}
+
+/** Rows as padded text columns (the run name column left-aligned, the others right-aligned). */
+export function formatTextTable(rows: readonly (readonly string[])[]): string {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows
+    .map((r) => r.map((c, i) => (i === 1 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  '))
+    .join('\n');
+}
