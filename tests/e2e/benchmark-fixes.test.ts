@@ -72,6 +72,10 @@ describe('Benchmark fixes', () => {
     await phase(page, 'done', 'error');
     expect(await page.locator('[data-testid="runs-table"] tbody tr').count()).toBeGreaterThanOrEqual(2);
     await page.waitForSelector('[data-testid="rerank-model"]');
+    // The reranker picker marks its models like the other pickers (issue 36 item 10).
+    const rerankers = await page.locator('[data-testid="rerank-model"] option').allInnerTexts();
+    expect(rerankers.length).toBeGreaterThan(0);
+    expect(rerankers.filter((o) => !/· (needs the network|offline \(.+\))$/.test(o))).toEqual([]);
     for (const route of ['benchmark', 'search', 'shards', 'home']) {
       if (route === 'home') await page.click('header a.brand');
       else await page.click(`[data-testid="nav-${route}"]`);
@@ -124,5 +128,14 @@ describe('Benchmark fixes', () => {
         .locator('[data-testid="runs-table"] tr[data-task]')
         .evaluateAll((rs) => [...new Set(rs.map((r) => r.getAttribute('data-task')))]),
     ).toEqual(['image-question-to-passage']);
+  });
+
+  test('a cached shard opened by its name from the Shards view returns to the Benchmark (issue 36 item 10)', async () => {
+    const { page } = s;
+    await page.click('[data-testid="nav-benchmark"]');
+    await page.click('[data-testid="nav-shards"]');
+    await page.click('[data-testid="cached-shards"] li[data-name="medquad"] [data-testid="cached-name"]');
+    await page.waitForSelector('[data-testid="shard-name"]:text-is("medquad")');
+    await page.waitForSelector('[data-testid="app"][data-route="benchmark"]');
   });
 });

@@ -82,6 +82,10 @@ describe('comparing runs', () => {
       1,
     );
     expect(await page.locator('[data-testid="changed-queries"] li').count()).toBeGreaterThan(0);
+    // The other runs' numbers read as differences to the baseline, not as scores (issue 36 item 10).
+    expect(await page.locator('[data-testid="changed-queries"] li').first().innerText()).toMatch(
+      /^\S+ baseline \d\.\d{4}; Δ vs baseline: \S/,
+    );
 
     // Plots export as SVG.
     const [dl] = await Promise.all([

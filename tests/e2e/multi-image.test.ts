@@ -155,9 +155,21 @@ describe('multi-image items', () => {
     // Max-sim: the item the two views came from ranks first (its own images match, cosine 1).
     const first = await page.locator('[data-testid="results"] li button').first().getAttribute('data-doc');
     expect(first).toBe(q.exclude_ids[0]);
-    // One image removed: a one-image query again.
-    await page.click('[data-testid="search-image-more"] button');
+    // Each image, the first too, has its own ✕ of at least 24 px on its thumbnail (issue 36 item 10).
+    const xs = await page.locator('[data-testid="search-image-zone"] .thumb').evaluateAll((ts) =>
+      ts.map((t) => {
+        const img = t.querySelector('img')!.getBoundingClientRect();
+        const x = t.querySelector('[data-testid="search-image-remove"]')!.getBoundingClientRect();
+        const inside =
+          x.left >= img.left && x.right <= img.right && x.top >= img.top && x.bottom <= img.bottom;
+        return { w: x.width >= 24, h: x.height >= 24, inside };
+      }),
+    );
+    expect(xs).toEqual([0, 1].map(() => ({ w: true, h: true, inside: true })));
+    // The first image removed by its ✕: the second is the query's image, a one-image query again.
+    await page.locator('[data-testid="search-image-first"] [data-testid="search-image-remove"]').click();
     expect(await page.locator('[data-testid="search-image-more"]').count()).toBe(0);
+    expect(await page.getAttribute('[data-testid="search-image-preview"]', 'alt')).toBe('Your query');
     await page.setViewportSize({ width: 390, height: 900 });
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth)).toBe(true);
     await page.screenshot({ path: shotPath('multi-image-search-390.png'), fullPage: true });

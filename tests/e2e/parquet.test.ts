@@ -9,7 +9,7 @@ import { join, relative, sep } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Harness, Outcome } from '../browser/harness';
-import { makeMieb, MIEB_OUT_DIR, type MiebFixture } from '../fixtures/parquet/make-mieb';
+import { makeMieb, MIEB_OUT_DIR, writeParquet, type MiebFixture } from '../fixtures/parquet/make-mieb';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
 import { shotPath } from './artifacts';
 
@@ -45,9 +45,27 @@ describe('Parquet (MIEB layout) import in Chromium', () => {
   let session: Session;
   let page: Page;
   let fx: MiebFixture;
+  /** A dataset whose corpus `text` is an INT64 column, as DuckDB writes one (issue 36 item 9). */
+  const intText = join(MIEB_OUT_DIR, 'int-text');
 
   beforeAll(async () => {
     fx = makeMieb(MIEB_OUT_DIR);
+    const int64 = (name: string) => ({ name, kind: 'int64' as const });
+    const str = (name: string) => ({ name, kind: 'string' as const });
+    const rows = [{ id: 'd1', text: 1n }];
+    writeParquet(join(intText, 'corpus/test-00000-of-00001.parquet'), [str('id'), int64('text')], rows, 8);
+    writeParquet(
+      join(intText, 'query/test-00000-of-00001.parquet'),
+      [str('id'), str('text')],
+      [{ id: 'q1', text: 'x' }],
+      8,
+    );
+    writeParquet(
+      join(intText, 'qrels/test-00000-of-00001.parquet'),
+      [str('query-id'), str('corpus-id'), int64('score')],
+      [{ 'query-id': 'q1', 'corpus-id': 'd1', score: 1n }],
+      8,
+    );
     session = await launch();
     page = session.page;
     await page.goto(HARNESS);
@@ -57,6 +75,7 @@ describe('Parquet (MIEB layout) import in Chromium', () => {
       broken: fx.brokenRowGroup,
       missing: fx.missingColumn,
       unknown: fx.unknownId,
+      intText,
     })) {
       await call(page, 'fetchFiles', name, urlOf(dir), filesOf(dir));
     }
@@ -176,6 +195,16 @@ describe('Parquet (MIEB layout) import in Chromium', () => {
       },
     ]);
 
+    // An integer `text` column is refused by file, column, type and the type it needs (issue 36 item 9).
+    expect(issues(await call(page, 'importFiles', 'intText'))).toEqual([
+      {
+        file: 'corpus/test-00000-of-00001.parquet',
+        code: 'wrong-type',
+        message:
+          'column "text" (the document text) holds number values (Parquet INT64); the document text needs string or binary values',
+      },
+    ]);
+
     expect(await call(page, 'counts')).toEqual(before);
     expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
   });
@@ -266,6 +295,16 @@ describe('Parquet (MIEB layout) import in Chromium', () => {
       // The shard opened before stays open.
       expect(await ui.getByTestId('shard-name').innerText()).toBe('vqa-rad via the app');
       await ui.screenshot({ path: shotPath('parquet-issues.png'), fullPage: true });
+
+      // An integer text column: the mapping names file, column and type, and nothing can be imported.
+      await ui.setInputFiles('[data-testid="folder-input"]', intText);
+      await expect
+        .poll(() => panel.getByRole('alert').textContent(), { timeout: 60_000 })
+        .toContain(
+          'corpus/test-00000-of-00001.parquet column "text" (the document text) holds number values (Parquet INT64)',
+        );
+      expect(await panel.getByRole('button', { name: 'Import with these columns' }).isDisabled()).toBe(true);
+      expect(await ui.locator('[data-testid="cached-shards"] li').count()).toBe(cachedBefore);
       expect(errors).toEqual([]);
     } finally {
       await ui.close();

@@ -253,12 +253,18 @@ describe('shard cache (IndexedDB) in Chromium', () => {
   it('rejects an invalid shard, naming the file and line, and stores nothing', async () => {
     const before = await call(page, 'counts');
     const bad = await call(page, 'importZip', 'medquad', {
-      edits: [{ path: 'corpus.jsonl', line: 3, text: '{"_id": "mq-d00003", "title": broken' }],
+      edits: [{ path: 'corpus.jsonl', line: 3, text: '{"_id": "mq-d00003", "title": "t" broken' }],
     });
     expect(bad.ok).toBe(false);
     if (bad.ok || !('issues' in bad)) throw new Error(`expected validation issues: ${JSON.stringify(bad)}`);
     expect(bad.issues).toContainEqual(
-      expect.objectContaining({ file: 'corpus.jsonl', line: 3, code: 'malformed-json' }),
+      expect.objectContaining({
+        file: 'corpus.jsonl',
+        line: 3,
+        code: 'malformed-json',
+        // The place within the line is no second line number (issue 36 item 10).
+        message: expect.stringMatching(/^malformed JSON: [^()]* at character 35 of the line$/),
+      }),
     );
     expect(await call(page, 'counts')).toEqual(before);
 

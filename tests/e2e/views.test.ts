@@ -299,6 +299,20 @@ describe('Search and Benchmark views', () => {
     await expect.poll(() => page.locator('[data-testid="search-summary"]').count()).toBe(0);
     await page.selectOption('[data-testid="task-select"]', asked);
     await expect.poll(() => page.locator('[data-testid="search-summary"]').count()).toBe(1);
+    // Two columns of results read down: rank 2 under rank 1, the second column after the first's
+    // last rank (issue 36 item 10).
+    const ranks = await page
+      .locator('[data-testid="results"] .rank')
+      .evaluateAll((rs) =>
+        rs.map((r) => ({ x: r.getBoundingClientRect().x, y: r.getBoundingClientRect().y })),
+      );
+    const half = Math.ceil(ranks.length / 2);
+    expect(ranks.length).toBeGreaterThan(3);
+    expect([ranks[1].x, ranks[1].y > ranks[0].y, ranks[half].x > ranks[0].x]).toEqual([
+      ranks[0].x,
+      true,
+      true,
+    ]);
 
     for (const route of ROUTES) {
       await view(page, route);

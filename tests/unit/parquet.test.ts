@@ -347,6 +347,57 @@ describe('Parquet messages name the real column and split (issue 23)', () => {
     ]);
     expect(elsewhere.map((i) => i.message).join('\n')).not.toContain('(none)');
   });
+
+  it('refuses a role column of the wrong type by file, column and type (issue 36 item 9)', async () => {
+    // DuckDB writes an integer `text`; an image kept as a path string: both are mapped, then refused.
+    const found = await issues({
+      'corpus/test-00000-of-00001.parquet': file([
+        strings('id', ['d1']),
+        { name: 'text', data: [7n], type: 'INT64' as const },
+        strings('image', ['images/d1.png']),
+      ]),
+      'query/test-00000-of-00001.parquet': queries,
+      'qrels/test-00000-of-00001.parquet': qrels,
+    });
+    expect(found).toEqual([
+      {
+        file: 'corpus/test-00000-of-00001.parquet',
+        code: 'wrong-type',
+        message:
+          'column "text" (the document text) holds number values (Parquet INT64); the document text needs string or binary values',
+      },
+      {
+        file: 'corpus/test-00000-of-00001.parquet',
+        code: 'wrong-type',
+        message:
+          'column "image" (the document image) holds string values (Parquet BYTE_ARRAY UTF8); the document image needs image or binary values',
+      },
+    ]);
+    // A qrels score of text and a query id of booleans are refused the same way.
+    const qrelsFile = file([
+      strings('query-id', ['q1']),
+      strings('corpus-id', ['d1']),
+      { name: 'score', data: [true], type: 'BOOLEAN' as const },
+    ]);
+    const more = await issues({
+      'corpus/test-00000-of-00001.parquet': corpus(['d1']),
+      'query/test-00000-of-00001.parquet': file([
+        { name: 'id', data: [true], type: 'BOOLEAN' as const },
+        strings('text', ['heart']),
+      ]),
+      'qrels/test-00000-of-00001.parquet': qrelsFile,
+    });
+    expect(more.map((i) => [i.file, i.message.split(';')[0]])).toEqual([
+      [
+        'query/test-00000-of-00001.parquet',
+        'column "id" (the query id) holds boolean values (Parquet BOOLEAN)',
+      ],
+      [
+        'qrels/test-00000-of-00001.parquet',
+        'column "score" (the relevance score) holds boolean values (Parquet BOOLEAN)',
+      ],
+    ]);
+  });
 });
 
 describe('DICOM in a Parquet image column', () => {

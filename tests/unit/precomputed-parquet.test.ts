@@ -336,8 +336,8 @@ describe('embeddings from a Parquet column', () => {
     it('a list-of-floats column is its own kind; the mapping check names a wrong column, model id or dimension', async () => {
       const [f] = await openAll(files(), [F1]);
       expect(f.info.columns).toEqual([
-        { name: '_id', kind: 'string' },
-        { name: 'embedding', kind: 'float-list' },
+        { name: '_id', kind: 'string', type: 'BYTE_ARRAY UTF8' },
+        { name: 'embedding', kind: 'float-list', type: 'LIST' },
       ]);
       const info = (
         path: string,
@@ -376,7 +376,8 @@ describe('embeddings from a Parquet column', () => {
         {
           file: F1,
           code: 'wrong-type',
-          message: 'column "text" (the embedding column) holds string values; expected float-list',
+          message:
+            'column "text" (the embedding column) holds string values; the embedding column needs float-list values',
         },
       ]);
       expect(

@@ -36,6 +36,8 @@ export class App {
   unopenedLink = $state.raw<ViewShard | null>(null);
   /** A link's own route is kept while its shard opens (the landing page with a shard: `#/`). */
   #keepRoute = false;
+  /** The last of Search and Benchmark shown: a shard opened from the Shards view returns to it. */
+  #lastView: Route = 'search';
   readonly messages = new Messages();
   readonly jobs = new Jobs(this.messages);
   readonly library = new Library(this.messages, this.jobs);
@@ -53,7 +55,8 @@ export class App {
     this.library.onShardChange(
       (s) => {
         this.phase = 'idle';
-        if (s && !this.#keepRoute && (this.route === 'home' || this.route === 'shards')) this.go('search');
+        if (s && !this.#keepRoute && (this.route === 'home' || this.route === 'shards'))
+          this.go(this.route === 'shards' ? this.#lastView : 'search');
         if (!s && this.route !== 'shards') this.go('home');
       },
       { first: true },
@@ -124,6 +127,7 @@ export class App {
   /** Shows a view (the landing page too while a shard is open); the URL follows (url-sync.svelte.ts). */
   go(route: Route) {
     this.route = route;
+    if (route === 'search' || route === 'benchmark') this.#lastView = route;
   }
 
   /** The route a hash names (unknown hashes: none). */
@@ -151,7 +155,7 @@ export class App {
         : params.has('runs') || params.get('run') === '1'
           ? 'benchmark'
           : null;
-    if (wanted) this.route = wanted;
+    if (wanted) this.go(wanted);
     const num = (k: string) => (params.has(k) ? Number(params.get(k)) : NaN);
     if (Number.isFinite(num('k1'))) r.bm25.k1 = num('k1');
     if (Number.isFinite(num('b'))) r.bm25.b = num('b');
@@ -189,7 +193,7 @@ export class App {
     } finally {
       this.#keepRoute = false;
     }
-    if (wanted) this.route = wanted;
+    if (wanted) this.go(wanted);
     // The task, retrievers and the Search view's query and model (after the shard opened: opening
     // resets them); from here on the URL follows the state.
     applyViewSettings(this, view);

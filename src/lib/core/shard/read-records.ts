@@ -26,7 +26,15 @@ export function parseObject(ctx: ShardReadContext, file: string, l: Line): Json 
       file,
       line: l.line,
       code: 'malformed-json',
-      message: `malformed JSON: ${truncate(errorMessage(e), 200)}`,
+      // The parser's place is within this line: said as a character, not as V8's "(line 1 column 512)"
+      // or Firefox's "at line 1 column 512", which read as a second line number.
+      message: `malformed JSON: ${truncate(
+        errorMessage(e).replace(
+          / at position (\d+)(?: \(line 1 column \d+\))?| at line 1 column (\d+)(?= of the JSON data)/,
+          (_, p, c) => ` at character ${c ?? Number(p) + 1} of the line`,
+        ),
+        200,
+      )}`,
     });
     return null;
   }

@@ -23,6 +23,8 @@ export type ParquetColumnKind =
 export interface ParquetColumnInfo {
   name: string;
   kind: ParquetColumnKind;
+  /** The Parquet type as its schema says it (`INT64`, `BYTE_ARRAY STRING`, `LIST`), for messages. */
+  type?: string;
 }
 
 /** A Parquet file of the dataset, with the role and split read from its path and its footer. */
@@ -196,14 +198,13 @@ export function inSplits(f: ParquetFileInfo, splits: string[]): boolean {
   return f.split === ANY_SPLIT || splits.includes(f.split);
 }
 
-function find(
-  columns: ParquetColumnInfo[],
-  names: string[],
-  kinds?: ParquetColumnKind[],
-): string | undefined {
-  const ok = (c: ParquetColumnInfo) => !kinds || kinds.includes(c.kind);
+/**
+ * The first column named like a role, whatever its type: a `text` column of integers is mapped as the
+ * text so that checkParquetMapping refuses it by name, instead of the text silently becoming metadata.
+ */
+function find(columns: ParquetColumnInfo[], names: string[]): string | undefined {
   for (const n of names) {
-    const c = columns.find((c) => c.name.toLowerCase() === n && ok(c));
+    const c = columns.find((c) => c.name.toLowerCase() === n);
     if (c) return c.name;
   }
   return undefined;
@@ -238,21 +239,19 @@ export function detectParquetMapping(
   const qrelsCols = of('qrels');
 
   const corpus: CorpusColumns = {
-    id: find(corpusCols, NAMES.corpusId, ID_KINDS) ?? '',
-    text: find(corpusCols, NAMES.text, TEXTUAL),
-    title: find(corpusCols, NAMES.title, TEXTUAL),
-    image:
-      find(corpusCols, NAMES.image, ['image', 'binary']) ?? corpusCols.find((c) => c.kind === 'image')?.name,
+    id: find(corpusCols, NAMES.corpusId) ?? '',
+    text: find(corpusCols, NAMES.text),
+    title: find(corpusCols, NAMES.title),
+    image: find(corpusCols, NAMES.image) ?? corpusCols.find((c) => c.kind === 'image')?.name,
     modality: opts.modalityColumns?.corpus,
     meta: [],
   };
   const query: QueryColumns = {
-    id: find(queryCols, NAMES.queryId, ID_KINDS) ?? '',
-    text: find(queryCols, NAMES.queryText, TEXTUAL),
-    image:
-      find(queryCols, NAMES.image, ['image', 'binary']) ?? queryCols.find((c) => c.kind === 'image')?.name,
+    id: find(queryCols, NAMES.queryId) ?? '',
+    text: find(queryCols, NAMES.queryText),
+    image: find(queryCols, NAMES.image) ?? queryCols.find((c) => c.kind === 'image')?.name,
     modality: opts.modalityColumns?.query,
-    excludeIds: find(queryCols, NAMES.excludeIds, ['string-list']),
+    excludeIds: find(queryCols, NAMES.excludeIds),
     meta: [],
   };
   const used = (o: object) => new Set(Object.values(o).filter((v): v is string => typeof v === 'string'));
@@ -266,9 +265,9 @@ export function detectParquetMapping(
     .map((c) => c.name);
 
   const qrels: QrelsColumns = {
-    queryId: find(qrelsCols, NAMES.qrelQuery, ID_KINDS) ?? '',
-    corpusId: find(qrelsCols, NAMES.qrelCorpus, ID_KINDS) ?? '',
-    score: find(qrelsCols, NAMES.score, ['number', 'string']),
+    queryId: find(qrelsCols, NAMES.qrelQuery) ?? '',
+    corpusId: find(qrelsCols, NAMES.qrelCorpus) ?? '',
+    score: find(qrelsCols, NAMES.score),
   };
 
   const querySplits = new Set(files.filter((f) => f.role === 'query').map((f) => f.split));
@@ -339,7 +338,7 @@ export function checkParquetMapping(files: ParquetFileInfo[], mapping: ParquetMa
         issues.push({
           file: f.path,
           code: 'wrong-type',
-          message: `column "${column}" (the ${what}) holds ${c.kind} values; expected ${kinds.join(' or ')}`,
+          message: `column "${column}" (the ${what}) holds ${c.kind} values${c.type ? ` (Parquet ${c.type})` : ''}; the ${what} needs ${kinds.join(' or ')} values`,
         });
       }
     }

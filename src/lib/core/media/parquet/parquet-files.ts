@@ -92,6 +92,14 @@ function columnKind(node: SchemaTree): ParquetColumnKind {
   return 'other';
 }
 
+/** A column's Parquet type for messages: `INT64`, `BYTE_ARRAY STRING`, `LIST`, `struct`. */
+function typeName(node: SchemaTree): string {
+  const e = node.element;
+  const note = e.logical_type?.type ?? e.converted_type;
+  if (node.children.length > 0) return note ?? 'struct';
+  return note ? `${e.type} ${note}` : `${e.type}`;
+}
+
 /** One opened Parquet file: what the mapping sees of it, its bytes and footer. */
 export interface OpenFile {
   info: ParquetFileInfo;
@@ -132,6 +140,7 @@ export async function openAll(source: ShardSource, paths: string[]): Promise<Ope
     const columns: ParquetColumnInfo[] = parquetSchema(metadata).children.map((c) => ({
       name: c.element.name,
       kind: columnKind(c),
+      type: typeName(c),
     }));
     const rowGroups = metadata.row_groups.map((g) => Number(g.num_rows));
     const groupStarts: number[] = [];
