@@ -109,11 +109,9 @@ function qrelsRows(shard: ParsedShard): number {
 // ---- the real shards ------------------------------------------------------------------------------
 
 describe('real shards', () => {
-  it('medquad: 3000 docs, 1000 queries, 1000 qrels, quickly', async () => {
-    const t0 = performance.now();
+  // Its speed is measured by the benches (BENCHMARKS.md), never asserted here: a slow machine is not a bug.
+  it('medquad: 3000 docs, 1000 queries, 1000 qrels', async () => {
     const shard = await readShard(new FsSource(join(DATA_DIR, 'medquad')));
-    const ms = performance.now() - t0;
-    expect(ms).toBeLessThan(1000);
     expect(shard.manifest.format).toBe('beir+images');
     expect(shard.manifest.name).toBe('medquad');
     expect(shard.manifest.tasks.map((t) => t.id)).toEqual(['qa-answer-retrieval']);
