@@ -194,10 +194,12 @@ describe('Loupe in Chromium', () => {
     await page.click('[data-testid="close-document"]');
     expect(shardRequests).toBe(0);
 
-    // Delete: gone from the list, and after a reload too.
+    // Delete (confirmed, its undo window left to pass): gone from the list, and after a reload too.
     await view(page, 'shards');
     await page.click('[data-testid="cached-shards"] li[data-name="medquad"] [data-testid="delete-shard"]');
+    await page.click('[data-testid="confirm-delete-shard"]');
     await expect.poll(() => cachedNames(page)).toEqual([]);
+    await page.getByTestId('undo-delete').waitFor({ state: 'detached', timeout: 30_000 });
     await page.reload();
     await phase(page, 'idle');
     expect(await cachedNames(page)).toEqual([]);
@@ -342,6 +344,7 @@ describe('Loupe in Chromium', () => {
     expect(dialogs).toBe(0);
     await view(page, 'shards');
     await page.click('[data-testid="cached-shards"] li[data-name="xss"] [data-testid="delete-shard"]');
+    await page.click('[data-testid="confirm-delete-shard"]');
   });
 
   test('a 50 MB line is refused by the default limit; raised by the URL option, it streams with progress and cancel', async () => {
@@ -409,5 +412,6 @@ describe('Loupe in Chromium', () => {
     expect(await overall(page, 'recip_rank')).toBe(1);
     await view(page, 'shards');
     await page.click('[data-testid="cached-shards"] li[data-name="big-line"] [data-testid="delete-shard"]');
+    await page.click('[data-testid="confirm-delete-shard"]');
   });
 });

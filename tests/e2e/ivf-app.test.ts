@@ -70,6 +70,7 @@ async function search(page: Page): Promise<void> {
     .locator('[data-testid="search-summary"]')
     .getAttribute('data-seq', { timeout: 1000 })
     .catch(() => null);
+  await page.fill('[data-testid="search-input"]', QUERY);
   await page.click('[data-testid="search-submit"]');
   await page.waitForFunction(
     (prev) => {
@@ -176,7 +177,7 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     }
     expect(exact.run.size).toBe(NQ);
     await page.goto(
-      `${baseUrl}/?shard=${url}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+      `${baseUrl}/?shard=${url}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32#/search`,
     );
     await phase(page, 'ready', 'done');
     await search(page);
@@ -188,7 +189,7 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
   test('Search on the packed shard: Range reads only, bytes shown = server log, then 0 bytes from the cache', async () => {
     const from = server.log.length;
     await page.goto(
-      `${baseUrl}/?shard=${packedUrl()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+      `${baseUrl}/?shard=${packedUrl()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32#/search`,
     );
     await phase(page, 'ready', 'done');
     const opened = server.log.length;
@@ -381,7 +382,7 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     // Cleared: the next query reads the header and its lists from the host again.
     const from = server.log.length;
     await page.goto(
-      `${baseUrl}/?shard=${packedUrl()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+      `${baseUrl}/?shard=${packedUrl()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32#/search`,
     );
     await phase(page, 'ready', 'done');
     await search(page);

@@ -111,7 +111,7 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
         : undefined;
     try {
       await page.goto(
-        `${baseUrl}/?shard=${url()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+        `${baseUrl}/?shard=${url()}&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32#/search`,
       );
       await phase(page, 'ready', 'done');
     } finally {
@@ -135,6 +135,7 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     // (The packed index's header is read meanwhile too, ahead of the first query: not counted here.)
     const openedBytes = opened.filter((e) => !e.path.includes('/ivf-')).reduce((a, e) => a + e.bytes, 0);
     expect(openedBytes).toBeLessThan(100_000);
+    await page.fill('[data-testid="search-input"]', QUERY);
     await page.click('[data-testid="search-submit"]');
     await page.waitForSelector('[data-testid="search-ivf"]', { timeout: 300_000 });
     const hits = await page
@@ -165,10 +166,11 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     // student picks the packed index's model and searches at once, before that load has ended.
     const other = 'loupe-test/xlmr-tiny-random';
     await page.goto(
-      `${baseUrl}/?shard=${url()}&task=${TASK}&search-model=${other}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+      `${baseUrl}/?shard=${url()}&task=${TASK}&search-model=${other}&device=wasm&dtype=fp32#/search`,
     );
     await phase(page, 'ready', 'done');
     await page.selectOption('[data-testid="search-model"]', MODEL);
+    await page.fill('[data-testid="search-input"]', QUERY);
     await page.click('[data-testid="search-submit"]');
     await page.waitForSelector('[data-testid="search-ivf"], [data-testid="search-error"]', {
       timeout: 300_000,
@@ -209,7 +211,7 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
         : undefined;
     try {
       await page.goto(
-        `${baseUrl}/?shard=${server.url}shards/medquad-q8/&task=${TASK}&search-model=${MODEL}&retriever=dense&model=${MODEL}&device=wasm&q=${encodeURIComponent(QUERY)}#/search`,
+        `${baseUrl}/?shard=${server.url}shards/medquad-q8/&task=${TASK}&search-model=${MODEL}&retriever=dense&model=${MODEL}&device=wasm#/search`,
       );
       await phase(page, 'ready', 'done');
     } finally {
@@ -217,6 +219,7 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
       s.context.off('request', onRequest);
     }
     expect(held).toEqual({ askedFirst: true });
+    await page.fill('[data-testid="search-input"]', QUERY);
     await page.click('[data-testid="search-submit"]');
     await page.waitForSelector('[data-testid="search-ivf"], [data-testid="search-error"]', {
       timeout: 300_000,
@@ -310,12 +313,13 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     const open = async (name: string, ...phases: string[]) => {
       const from = server.log.length;
       await page.goto(
-        `${baseUrl}/?shard=${server.url}shards/${name}/&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32&q=${encodeURIComponent(QUERY)}#/search`,
+        `${baseUrl}/?shard=${server.url}shards/${name}/&task=${TASK}&search-model=${MODEL}&device=wasm&dtype=fp32#/search`,
       );
       await phase(page, ...(phases.length ? phases : ['ready', 'done']));
       return server.log.slice(from).filter((e) => e.method === 'GET' && e.path.includes(`/${name}/`));
     };
     const search = async () => {
+      await page.fill('[data-testid="search-input"]', QUERY);
       await page.click('[data-testid="search-submit"]');
       await page.waitForSelector('[data-testid="search-ivf"], [data-testid="search-error"]', {
         timeout: 300_000,

@@ -125,7 +125,9 @@ describe('the URL is the state (static build under a sub-path)', () => {
     expect(text).toContain(`${PREFIX}shards/no-such-shard/`);
     // The reason: the server answered 404 for the shard's files.
     expect(text).toMatch(/404|not found/i);
-    expect(await route(page)).toBe('search');
+    // The page shown is the landing page, and the URL says so.
+    expect(await route(page)).toBe('home');
+    await expect.poll(() => new URL(page.url()).hash).toBe('#/');
     // The link stays as it was (a reload tries again).
     expect(new URL(page.url()).searchParams.get('shard')).toBe('shards/no-such-shard/');
 

@@ -4,7 +4,7 @@ import { pageOptions, readView, samePlace, viewHref, type View } from '../../src
 const PAGE = 'https://example.org/course/loupe/';
 
 const view: View = {
-  route: 'search',
+  route: 'benchmark',
   shard: { kind: 'demo', name: 'vqa-rad' },
   task: 'image-question-to-passage',
   retriever: 'dense',
@@ -13,14 +13,25 @@ const view: View = {
   dtype: 'auto',
   searchModel: 'bm25',
   q: 'a; b & c=d #1 ✓',
+  picks: ['run-1', 'run-2'],
+  compared: 'run-2',
 };
 
 describe('view URLs', () => {
   test('a view written and read back is the same view', () => {
     const href = viewHref(PAGE, view);
     expect(href.startsWith(`${PAGE}?`)).toBe(true);
-    expect(new URL(href).hash).toBe('#/search');
+    expect(new URL(href).hash).toBe('#/benchmark');
     expect(readView(href, ['vqa-rad'])).toEqual(view);
+  });
+
+  test("the Search view's URL names the model Search uses, not the Benchmark's retriever or picks", () => {
+    const href = viewHref(PAGE, { ...view, route: 'search', searchModel: 'loupe-test/clip-tiny-random' });
+    const p = new URL(href).searchParams;
+    expect(p.get('search-model')).toBe('loupe-test/clip-tiny-random');
+    for (const k of ['retriever', 'model', 'picked', 'compared']) expect(p.get(k)).toBeNull();
+    // Read back: the Benchmark's retriever and model are left as they are ('').
+    expect(readView(href, ['vqa-rad'])).toMatchObject({ retriever: '', model: '', picks: [], compared: '' });
   });
 
   test('the landing page is #/; no shard: no shard parameters', () => {
@@ -39,17 +50,23 @@ describe('view URLs', () => {
     expect(readView(other).shard).toEqual({ kind: 'url', url: away });
   });
 
-  test('shard= names a demo only when the site has a demo of that name', () => {
+  test('shard= names a demo when the site has a demo of that name, or a bare name on a site with demos', () => {
     const href = `${PAGE}?shard=medquad`;
     expect(readView(href, ['medquad']).shard).toEqual({ kind: 'demo', name: 'medquad' });
     expect(readView(href, []).shard).toEqual({ kind: 'url', url: `${PAGE}medquad` });
+    // A bare name on a site with demos is a (mistyped) demo, never a folder fetched next to the page.
+    expect(readView(`${PAGE}?shard=vqa-radd`, ['vqa-rad']).shard).toEqual({ kind: 'demo', name: 'vqa-radd' });
+    expect(readView(`${PAGE}?shard=shards/mine/`, ['vqa-rad']).shard).toEqual({
+      kind: 'url',
+      url: `${PAGE}shards/mine/`,
+    });
     expect(readView(`${PAGE}?cached=abc`).shard).toEqual({ kind: 'cached', hash: 'abc' });
   });
 
   test('route, shard and task make a place; model and query text do not', () => {
     expect(samePlace(view, { ...view, q: 'other', model: 'x' })).toBe(true);
     expect(samePlace(view, { ...view, task: 'text-to-image' })).toBe(false);
-    expect(samePlace(view, { ...view, route: 'benchmark' })).toBe(false);
+    expect(samePlace(view, { ...view, route: 'search' })).toBe(false);
     expect(samePlace(view, { ...view, shard: { kind: 'cached', hash: 'h' } })).toBe(false);
   });
 });

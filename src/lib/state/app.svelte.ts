@@ -193,15 +193,25 @@ export class App {
     } finally {
       this.#keepRoute = false;
     }
-    if (wanted) this.go(wanted);
+    // A view of a shard that did not open shows the landing page: the URL says so (`#/`).
+    if (wanted) this.go(lib.shard || wanted === 'shards' ? wanted : 'home');
     // The task, retrievers and the Search view's query and model (after the shard opened: opening
     // resets them); from here on the URL follows the state.
     applyViewSettings(this, view);
     startUrlSync(this);
     if (!lib.shard) return;
-    if (!(await r.prepare())) return;
+    // A Search link that names a query answers it (the progress line shows a model loading first).
+    const answer = this.route === 'search' && !!this.search.text.trim();
+    if (!(await r.prepare())) {
+      if (answer && lib.remote) await this.search.search();
+      return;
+    }
     if (params.has('runs')) await openPermalink(this, params);
     // `phase` changed inside the awaits above; TypeScript's narrowing from `= 'idle'` does not know.
     else if (params.get('run') === '1' && (this.phase as AppPhase) === 'ready') await r.run();
+    else if (answer) await this.search.search();
+    // A reloaded Benchmark with a comparison open: computed again for the ticked runs.
+    else if (view.compared && this.route === 'benchmark' && this.compare.picked.length >= 2)
+      await this.compare.compare();
   }
 }

@@ -177,9 +177,41 @@ export class StorageState {
     }
   }
 
-  /** Removes a shard with its runs, embeddings and indexes (closing it when it is open). */
-  async removeShard(hash: string): Promise<void> {
-    await this.library.deleteShard(hash);
+  /**
+   * The shard whose removal waits out its undo window: hidden from the lists, deleted only when the
+   * window ends, so a page closed or reloaded meanwhile keeps it. `reopen`: it was the open shard.
+   */
+  pendingDelete = $state.raw<{ hash: string; name: string; reopen: boolean } | null>(null);
+  #deleteTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /** Removes a shard with its runs, embeddings and indexes once `UNDO_MS` pass without an undo. */
+  async removeShard(hash: string, name: string): Promise<void> {
+    await this.finishDelete();
+    const reopen = this.library.shard?.summary.hash === hash;
+    if (reopen) await this.library.close();
+    this.pendingDelete = { hash, name, reopen };
+    this.#deleteTimer = setTimeout(() => void this.finishDelete(), StorageState.UNDO_MS);
+  }
+
+  static readonly UNDO_MS = 10_000;
+
+  /** Keeps the shard whose removal is pending (and opens it again when it was open). */
+  async undoDelete(): Promise<void> {
+    const p = this.pendingDelete;
+    clearTimeout(this.#deleteTimer);
+    this.pendingDelete = null;
+    if (p?.reopen && !this.library.shard) await this.library.open(p.hash);
+  }
+
+  /** Deletes the shard whose removal is pending now (its window ended, or another removal began). */
+  async finishDelete(): Promise<void> {
+    const p = this.pendingDelete;
+    clearTimeout(this.#deleteTimer);
+    if (!p) return;
+    this.pendingDelete = null;
+    // Opened again meanwhile (a link, a demo): the user wants it after all.
+    if (this.library.shard?.summary.hash === p.hash) return;
+    await this.library.deleteShard(p.hash);
     await this.refresh();
   }
 

@@ -21,6 +21,7 @@ import type { DemoShard, Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
 import type { Retrievers } from './retrievers.svelte';
 import type { SearchState } from './search.svelte';
+import type { CompareState } from './compare.svelte';
 import { preloadSearchModel, startSearchModelWorker } from './model-preload';
 
 /** What the URL is derived from and restored into (the App). */
@@ -32,6 +33,7 @@ export interface UrlHost {
   readonly library: Library;
   readonly retrievers: Retrievers;
   readonly search: SearchState;
+  readonly compare: CompareState;
   readonly messages: Messages;
   openDemo(d: DemoShard): Promise<void>;
   importFrom(source: SourceDescriptor): Promise<void>;
@@ -66,8 +68,16 @@ export function currentView(app: UrlHost): View {
     model: r.pickedDenseModel ?? '',
     device: r.device,
     dtype: r.dtype,
-    searchModel: open ? (app.search.pickedRetriever ?? '') : '',
-    q: open ? app.search.text.trim() : '',
+    // The Search view names the model it uses (its default too); other views only a picked one.
+    searchModel: open
+      ? app.route === 'search'
+        ? app.search.retriever
+        : (app.search.pickedRetriever ?? '')
+      : '',
+    // A link whose shard could not be opened keeps its query (a reload or a corrected link answers it).
+    q: open || app.unopenedLink ? app.search.text.trim() : '',
+    picks: open ? app.compare.pickedIds : [],
+    compared: open && app.compare.current ? (app.compare.baselineId ?? '') : '',
   };
 }
 
@@ -133,9 +143,11 @@ export async function openLinkShard(app: UrlHost, s: ViewShard, v?: View): Promi
   if (s.kind === 'cached')
     reason =
       'it is not cached in this browser: load the same shard (folder or .zip) first, then open the link again';
-  else if (s.kind === 'demo' && !lib.demoShards.some((x) => x.name === s.name))
-    reason = 'this site has no demo shard of that name';
-  else if (issues.length) {
+  else if (s.kind === 'demo' && !lib.demoShards.some((x) => x.name === s.name)) {
+    // The landing page says so, with the demos as links (Landing.svelte).
+    app.unopenedLink = s;
+    return false;
+  } else if (issues.length) {
     const i = issues[0];
     reason =
       `${i.file}${i.line ? ` line ${i.line}` : ''}: ${i.message}` +
@@ -180,15 +192,16 @@ export function applyViewSettings(app: UrlHost, v: View, from?: View) {
   const differs = <K extends keyof View>(k: K) => !from || JSON.stringify(from[k]) !== JSON.stringify(v[k]);
   const r = app.retrievers;
   if (v.task && lib.shard && differs('task')) lib.selectTask(v.task);
-  if (differs('retriever')) r.kind = v.retriever;
-  if (differs('model')) r.denseModelId = v.model;
+  // A Search view's URL names neither the Benchmark's retriever nor its model: they stay as they are.
+  if (v.retriever && differs('retriever')) r.kind = v.retriever;
+  if ((v.retriever || v.model) && differs('model')) r.denseModelId = v.model;
   if (differs('device') && (v.device === 'webgpu' || v.device === 'wasm' || v.device === 'auto'))
     r.device = v.device as Device;
   if (differs('dtype') && v.dtype) r.dtype = v.dtype as Dtype | 'auto';
-  if (lib.shard) {
-    if (differs('searchModel')) app.search.retriever = v.searchModel;
-    if (differs('q')) app.search.text = v.q;
-  }
+  if (lib.shard && differs('searchModel')) app.search.retriever = v.searchModel;
+  if ((lib.shard || app.unopenedLink) && differs('q')) app.search.text = v.q;
+  if (lib.shard && v.route === 'benchmark' && differs('picks')) app.compare.setPicks(v.picks);
+  if (lib.shard && v.compared) app.compare.baselineId = v.compared;
 }
 
 /**

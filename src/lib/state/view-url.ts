@@ -17,8 +17,11 @@ export interface View {
   route: string;
   shard: ViewShard | null;
   task: string;
-  /** The Benchmark's retriever and its dense model (kept while BM25 is picked: the select shows it). */
-  retriever: 'bm25' | 'dense';
+  /**
+   * The Benchmark's retriever and its dense model (kept while BM25 is picked: the select shows it).
+   * The Search view's URL names neither (`''`: left as they are), only the model Search uses.
+   */
+  retriever: 'bm25' | 'dense' | '';
   model: string;
   /** The Benchmark's backend and precision, when not left to Loupe (`auto`). */
   device: string;
@@ -26,6 +29,12 @@ export interface View {
   /** The Search view's retriever (`bm25` or a model id) and query text. */
   searchModel: string;
   q: string;
+  /**
+   * The Benchmark's ticked runs (ids of runs stored in this browser: `picked=`) and, while their
+   * comparison is open, its baseline (`compared=`): a reload reopens both.
+   */
+  picks: string[];
+  compared: string;
 }
 
 /**
@@ -42,6 +51,8 @@ export const VIEW_PARAMS = [
   'dtype',
   'search-model',
   'q',
+  'picked',
+  'compared',
 ] as const;
 
 /**
@@ -93,12 +104,14 @@ export function viewHref(base: string, view: View, options: [string, string][] =
     if (s.kind === 'cached') p.set('cached', s.hash);
     else p.set('shard', s.kind === 'demo' ? s.name : relativeTo(u, s.url));
     if (view.task) p.set('task', view.task);
-    p.set('retriever', view.retriever);
-    if (view.model) p.set('model', view.model);
+    if (view.route !== 'search' && view.retriever) p.set('retriever', view.retriever);
+    if (view.route !== 'search' && view.model) p.set('model', view.model);
     if (view.device && view.device !== 'auto') p.set('device', view.device);
     if (view.dtype && view.dtype !== 'auto') p.set('dtype', view.dtype);
     if (view.searchModel) p.set('search-model', view.searchModel);
     if (view.q) p.set('q', view.q);
+    if (view.route === 'benchmark' && view.picks.length) p.set('picked', view.picks.join(','));
+    if (view.route === 'benchmark' && view.compared) p.set('compared', view.compared);
   }
   return u.href;
 }
@@ -110,8 +123,9 @@ function relativeTo(page: URL, url: string): string {
 }
 
 /**
- * What a URL asks to show. `shard=` is a demo's name when `demoNames` has it, else a URL (relative
- * ones resolved against the page, as a link in the page would be).
+ * What a URL asks to show. `shard=` is a demo's name when `demoNames` has it, or when it is a bare
+ * name (no `/` or `.`) on a site with demos (a mistyped demo, not a folder to fetch); else a URL
+ * (relative ones resolved against the page, as a link in the page would be).
  */
 export function readView(href: string, demoNames: readonly string[] = []): View {
   const u = new URL(href);
@@ -120,7 +134,7 @@ export function readView(href: string, demoNames: readonly string[] = []): View 
   const shardParam = p.get('shard');
   const cached = p.get('cached');
   const shard: ViewShard | null = shardParam
-    ? demoNames.includes(shardParam)
+    ? demoNames.includes(shardParam) || (demoNames.length > 0 && /^[\w-]+$/.test(shardParam))
       ? { kind: 'demo', name: shardParam }
       : { kind: 'url', url: new URL(shardParam, u).href }
     : cached
@@ -130,12 +144,14 @@ export function readView(href: string, demoNames: readonly string[] = []): View 
     route: hashRoute === '' ? 'home' : hashRoute,
     shard,
     task: p.get('task') ?? '',
-    retriever: p.get('retriever') === 'dense' ? 'dense' : 'bm25',
+    retriever: p.get('retriever') === 'dense' ? 'dense' : p.has('retriever') ? 'bm25' : '',
     model: p.get('model') ?? '',
     device: p.get('device') ?? 'auto',
     dtype: p.get('dtype') ?? 'auto',
     searchModel: p.get('search-model') ?? '',
     q: p.get('q') ?? '',
+    picks: (p.get('picked') ?? '').split(',').filter(Boolean),
+    compared: p.get('compared') ?? '',
   };
 }
 

@@ -601,6 +601,15 @@ export function urlSource(baseUrl: string, files?: string[]): ShardSource {
       await res.body?.cancel().catch(() => undefined);
       throw new Error(`HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''} for ${u.href}`);
     }
+    // A web page where a shard file should be: the server answers paths it does not have with its
+    // index page (a single-page-app fallback) instead of a 404.
+    if (/^text\/html/i.test(res.headers.get('Content-Type') ?? '') && !/\.html?$/i.test(path)) {
+      await res.body?.cancel().catch(() => undefined);
+      throw new Error(
+        `${u.href} is a web page (text/html), not the shard's ${path}: the server answers files it ` +
+          `does not have with its index page, so there is no shard at ${base.href}; check the shard's URL`,
+      );
+    }
     return res;
   };
 

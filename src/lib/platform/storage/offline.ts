@@ -125,11 +125,6 @@ export async function listStorage(): Promise<StorageReport> {
   return { shards, models: await cachedModels(), shellFiles, ...est };
 }
 
-/** Removes a cached shard with everything derived from it (runs, embeddings, indexes). */
-export async function removeShard(hash: string): Promise<void> {
-  await (await openShardStore({ sweep: false })).delete(hash);
-}
-
 /** Removes a shard's stored corpus embeddings (computed and precomputed); runs stay. */
 export async function removeEmbeddings(hash: string): Promise<void> {
   const store = await openShardStore({ sweep: false });
