@@ -3,7 +3,7 @@
 // FIRST_PASS_CANDIDATES, exact rescoring of the best COMPACT_RERANK per query; see
 // workers/index/compact-store.ts) instead of the retrieval worker's float32 matrix.
 //
-// When: from COMPACT_FROM_BYTES of float32 rows (256 MiB: about 175,000 documents at 384 dimensions),
+// When (core/retrieval/dense-plan.ts, useCompactStore): from COMPACT_FROM_BYTES of float32 rows (256 MiB: about 175,000 documents at 384 dimensions),
 // for single-vector queries (one query part; no chunk or image max rows) and exact search (HNSW
 // runs keep their own path). Below it the float32 matrix fits beside everything else in the tab's
 // 1 GB and is exact by construction; above it the matrix alone grows past a quarter of the budget
@@ -30,8 +30,6 @@ import {
   type PackedStrings,
 } from '../core/retrieval/packed-ids';
 
-/** float32 corpus bytes from which a dense run uses the compact store. */
-export const COMPACT_FROM_BYTES = 256 * 2 ** 20;
 /** Candidates rescored exactly per query (recall@10 vs exact in BENCHMARKS.md, issue 18 item 4). */
 export const COMPACT_RERANK = 100;
 /** Rows per piece sent to the index worker while filling the store. */
@@ -51,22 +49,6 @@ export function compactIndex(depth: number): CompactIndex {
     rerank,
     firstPass: { bits: 4, candidates: Math.max(FIRST_PASS_CANDIDATES, rerank) },
   };
-}
-
-/** Documents from which a dense run goes through the compact store (`override`: the URL's compact-from). */
-export function compactFromRows(dim: number, override?: number): number {
-  return override ?? Math.ceil(COMPACT_FROM_BYTES / (4 * dim));
-}
-
-/** Whether a dense run over `n` documents of `dim` takes the compact store (see the file's header). */
-export function useCompactStore(
-  n: number,
-  dim: number,
-  settings: { compactFrom?: number; ann?: unknown },
-  rowsPerDoc: boolean,
-  queryParts: number,
-): boolean {
-  return n >= compactFromRows(dim, settings.compactFrom) && !settings.ann && !rowsPerDoc && queryParts === 1;
 }
 
 /** The corpus the store was last filled with by this page: its key, document ids (packed) and missing ones. */

@@ -35,12 +35,8 @@ export interface RemoteIvf {
   rank: DenseRanker;
   /** What the ranking cost so far (all calls of `rank`), or null before the first. */
   info(): IvfRunInfo | null;
-  /** The rest of the run's outcome: no corpus batch embedded, the notes, what the index cost. */
-  outcome(notes: string[]): {
-    embedded: { part: EmbedPart; computedBatches: 0; reusedBatches: 0; precomputedBatches: 0; missing: 0 }[];
-    notes: string[];
-    ivf?: IvfRunInfo;
-  };
+  /** The run's notes: which index was searched, and how. */
+  notes: string[];
 }
 
 /**
@@ -183,20 +179,5 @@ async function packedIvfFor(
     return out;
   };
   const info = () => (last ? ivfRunInfo(stats, last) : null);
-  return {
-    set,
-    rank,
-    info,
-    outcome: (before) => ({
-      embedded: plan.docParts.map((part) => ({
-        part,
-        computedBatches: 0,
-        reusedBatches: 0,
-        precomputedBatches: 0,
-        missing: 0,
-      })),
-      notes: [...before, ...notes],
-      ...(last ? { ivf: info()! } : {}),
-    }),
-  };
+  return { set, rank, info, notes };
 }

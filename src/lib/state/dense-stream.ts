@@ -4,12 +4,9 @@
 // the encoder worker, the page and in transit at once). The encoder worker sends each piece of rows
 // (workers/encoder/stream.ts) to this page, which forwards it to the index worker and drops it; the
 // page keeps only the document ids (one packed UTF-8 table) and the missing list. Used where the run
-// takes the compact store anyway (dense-compact.ts's useCompactStore: one vector per document and per
+// takes the compact store anyway (the plan's useCompactStore: one vector per document and per
 // query, exact search), and where no query image reuses a corpus image's row (those rows stay in the
 // page as before).
-import type { EmbedPart } from '../core/types';
-import type { Chunking } from '../core/retrieval/chunking';
-import type { MultiImage } from '../core/retrieval/multi-image';
 import {
   embedCorpus,
   type CorpusSink,
@@ -22,42 +19,10 @@ import type { JobOptions } from '../clients/worker-client';
 import { packedCount, type PackedStrings } from '../core/retrieval/packed-ids';
 import * as compact from './dense-compact';
 
-/** The retrieval worker's key of a corpus matrix: the embedding keys, and how chunks and images were aggregated. */
-export function denseDocsKey(
-  keys: string[],
-  chunking: Chunking | undefined,
-  multiImage?: MultiImage,
-): string {
-  return (
-    keys.join('+') + (chunking ? `|agg=${chunking.aggregate}` : '') + (multiImage ? `|img=${multiImage}` : '')
-  );
-}
-
-/** How a run's corpus may be streamed: from how many documents, and the store key of an embedding key. */
+/** How a run's corpus may be streamed (core/retrieval/dense-plan.ts): from how many documents, and the store key of an embedding key. */
 export interface StreamPlan {
   fromDocs: number;
   storeKey: (embeddingKey: string) => string;
-}
-
-/**
- * The stream plan of a dense run, or undefined when its corpus must come to the page: more than one
- * document part (fused in the page), HNSW, several query parts, or image queries against an image
- * corpus (a query image that is a corpus image takes that row). Chunked and multi-image rows are
- * never streamed (the encoder worker decides: several rows per document).
- */
-export function streamPlan(
-  docParts: EmbedPart[],
-  queryParts: EmbedPart[],
-  dim: number,
-  settings: { compactFrom?: number; ann?: unknown },
-  chunking: Chunking | undefined,
-  multiImage: MultiImage | undefined,
-): StreamPlan | undefined {
-  if (docParts.length !== 1 || queryParts.length !== 1 || settings.ann) return undefined;
-  if (docParts[0] === 'image' && queryParts[0] === 'image') return undefined;
-  // The documents from which useCompactStore takes the store (one row per document).
-  const fromDocs = compact.compactFromRows(dim, settings.compactFrom);
-  return { fromDocs, storeKey: (k) => denseDocsKey([k], chunking, multiImage) };
 }
 
 /** A corpus's result, with its ids as the packed table the stream began with when it was streamed. */
