@@ -187,7 +187,7 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
     expect(compact.encoderWorkers.closed).toBe(1);
     // The run's details say so, step by step, each with its reason.
     expect(compact.plan.map((l) => l.split(':')[0])).toEqual([
-      'Stopped the idle BM25 worker',
+      'Freed the BM25 index’s memory',
       'Loaded the model',
       'Embedded the queries',
       'Stopped the encoder worker',

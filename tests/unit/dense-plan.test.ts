@@ -197,7 +197,7 @@ describe('the dense run as a plan', () => {
     const p = planDenseRun(facts({ docs: 1_000_000, encoder, corpusRows: 1_000_000 }));
     const shown = describePlan(p.steps);
     expect(shown.map((s) => s.does)).toEqual([
-      'Stopped the idle BM25 worker',
+      'Freed the BM25 index’s memory',
       'Loaded the model',
       'Embedded the queries',
       'Stopped the encoder worker',

@@ -100,7 +100,7 @@ export type DenseStep = { why: string } & (
 
 /** What a step does, in words (the run's details). */
 export const STEP_WORDS: Record<DenseStep['kind'], string> = {
-  'free-bm25': 'Stopped the idle BM25 worker',
+  'free-bm25': 'Freed the BM25 index’s memory',
   'load-model': 'Loaded the model',
   'embed-queries': 'Embedded the queries',
   'free-encoder': 'Stopped the encoder worker',
@@ -140,7 +140,7 @@ export function planDenseRun<A>(f: DenseFacts<A>) {
   )
     steps.push({
       kind: 'free-bm25',
-      why: `the corpus (${f.docs} documents) goes to the compact store: the BM25 index and its worker's heap are given back before the model loads (the next BM25 search reads the index back from the cache)`,
+      why: `the corpus (${f.docs} documents) goes to the compact store: an idle BM25 worker is stopped (a busy one releases its index) before the model loads; the next BM25 search reads the index back from the cache`,
     });
   const setDtype = f.setDtypes?.length
     ? ` (the shard has vectors of this model at ${f.setDtypes.join(', ')})`
