@@ -20,11 +20,9 @@ import { freeBm25, hasDenseDocs, runDense, setDenseDocs } from '../clients/retri
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../clients/worker-client';
 import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../clients/index-client';
-import { remoteIvfFor, type DenseRanker } from './dense-remote';
+import { denseLoadOptions, remoteIvfFor, shardSetDtypes, type DenseRanker } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import * as compact from './dense-compact';
-import { corpusDocCount, embedCorpusTo, type CorpusResult } from './dense-stream';
-import { denseLoadOptions, shardSetDtypes } from './set-dtypes';
 import { embedQueries, rankQueries } from './dense-queries';
 
 /** HNSW parameters of an approximate dense run. */
@@ -124,7 +122,7 @@ async function denseTaskWith(
   adhocMore: Blob[] = [],
 ): Promise<DenseOutcome> {
   const { spec, dtype } = args.settings;
-  // At dtype auto, a dtype the shard has embeddings of this model for (its sets decide, set-dtypes.ts).
+  // At dtype auto, a dtype the shard has embeddings of this model for (its sets decide, dense-remote.ts).
   const setDtypes = dtype === 'auto' ? await shardSetDtypes(args.shardHash, spec) : [];
   const { task, docCount: docs, prefetch } = args;
   const adhoc = reuseCorpus;
@@ -141,7 +139,7 @@ async function denseTaskWith(
   let q: DenseQueries | undefined;
   let early = false;
   const runs: DenseOutcome['runs'] = [];
-  const parts = new Map<EmbedPart, CorpusResult>();
+  const parts = new Map<EmbedPart, compact.CorpusResult>();
   let chunkRows: Uint32Array | undefined;
   let chunkStats: DenseOutcome['chunks'];
   /** Multi-image max: the image rows and their documents (before any fusion with the text). */
@@ -192,7 +190,7 @@ async function denseTaskWith(
       runs.push(...(await rankQueries(args, q!, reuseCorpus, ivf!.rank)));
     } else if (step.kind === 'embed-corpus') {
       const { part } = step;
-      let r = await embedCorpusTo(
+      let r = await compact.embedCorpusTo(
         {
           shardHash: args.shardHash,
           spec,
@@ -242,7 +240,7 @@ async function denseTaskWith(
           if (i >= 0 && !imageRows.missing.includes(docId)) imageRowOf.set(path, i);
         }
       imageCopy = imageRows ? imageRows.embeddings.slice() : null;
-      const rows = { corpusRows: corpusDocCount(first), rowsPerDoc: !!chunkRows };
+      const rows = { corpusRows: compact.corpusDocCount(first), rowsPerDoc: !!chunkRows };
       plan = planDenseRun({ ...facts, encoder, ...rows });
     } else if (step.kind === 'store' && step.store === 'compact') {
       const { key, matrix, dim, docIds, missing } = corpus!;
@@ -293,7 +291,7 @@ async function denseTaskWith(
  * normalised sum of its two parts (or the one it has); multi-image max rows fused with their text.
  */
 function corpusMatrix(
-  parts: Map<EmbedPart, CorpusResult>,
+  parts: Map<EmbedPart, compact.CorpusResult>,
   imageRowDoc: Uint32Array | undefined,
   chunking: Chunking | undefined,
   multiImage: MultiImage | undefined,

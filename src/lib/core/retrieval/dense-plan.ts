@@ -74,7 +74,7 @@ export interface DenseFacts<A = unknown> {
   adhoc: boolean;
   /** The shard's documents as its summary counts them (a task's run). */
   docs?: number;
-  /** The dtypes the shard has vectors of this model at (set-dtypes.ts), when the dtype is auto. */
+  /** The dtypes the shard has vectors of this model at (state/dense-remote.ts), when the dtype is auto. */
   setDtypes?: string[];
   /** The encoder, once loaded. */
   encoder?: { device: string; dtype: string; dim: number; deviceReason?: string };
