@@ -5,7 +5,7 @@
 // (`compact-from=10000`; the default is 256 MiB of float32 rows). The run must say it used the store,
 // read R = 100 float32 rows per query back from OPFS (the index worker's counters), and rank every
 // query's top 10 as the float32 exact run of the same link without the option does (fresh profile).
-// The corpus goes from IndexedDB to the store in pieces (src/lib/state/dense-stream.ts): the page
+// The corpus goes from IndexedDB to the store in pieces (src/lib/state/dense-compact.ts, embedCorpusTo): the page
 // must never have received the matrix (its embedCorpus results carried no vectors), while the exact
 // run's page received the whole matrix.
 import { execFileSync } from 'node:child_process';
@@ -78,6 +78,8 @@ async function denseRun(dir: string, extra: Record<string, string>, search?: str
       () => (globalThis as unknown as { loupeCorpusReceived: Record<string, number> }).loupeCorpusReceived,
     );
     const message = await page.locator('[data-testid="messages"]').innerText();
+    // The run's details: what Loupe did and why, one line a step of its plan.
+    const plan = await page.locator('[data-testid="run-plan"] [data-testid="plan-step"]').allInnerTexts();
     let searchTop: string | null = null;
     if (search) {
       // The Search view of the same page: the model loads again if the run stopped it.
@@ -95,7 +97,7 @@ async function denseRun(dir: string, extra: Record<string, string>, search?: str
     expect(pageErrors(page).join('\n')).toBe('');
     // Counted now: closing the browser closes the rest.
     const workers = { ...encoderWorkers };
-    return { name, trec, counters, encoder, received, encoderWorkers: workers, message, searchTop };
+    return { name, trec, counters, encoder, received, encoderWorkers: workers, message, searchTop, plan };
   } finally {
     await s.dispose();
   }
@@ -183,6 +185,18 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
     expect(compact.encoder.batchesEmbedded).toBe(0);
     expect(compact.encoderWorkers.started).toBe(2);
     expect(compact.encoderWorkers.closed).toBe(1);
+    // The run's details say so, step by step, each with its reason.
+    expect(compact.plan.map((l) => l.split(':')[0])).toEqual([
+      'Freed the BM25 index’s memory',
+      'Loaded the model',
+      'Embedded the queries',
+      'Stopped the encoder worker',
+      'Took the corpus vectors (text)',
+      'Handed the corpus to the compact store',
+      'Ranked the queries against the compact store',
+    ]);
+    expect(compact.plan[3]).toContain('ORT never gives it back');
+    expect(compact.plan[5]).toContain(`threshold of ${DOCS}`);
     const exact = await denseRun(dir, {});
     // The float32 path still brings the whole matrix (bert-tiny-random: 64 dimensions) to the page.
     expect(exact.received).toEqual({ results: 1, floats: DOCS * 64, streamed: 0 });
@@ -190,6 +204,13 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
     expect(exact.name).not.toContain('int8');
     expect(exact.message).not.toContain('the query model was stopped');
     expect(exact.encoderWorkers).toEqual({ started: 1, closed: 0 });
+    expect(exact.plan.map((l) => l.split(':')[0])).toEqual([
+      'Loaded the model',
+      'Took the corpus vectors (text)',
+      'Handed the corpus to the float32 matrix',
+      'Embedded the queries',
+      'Ranked the queries against the float32 matrix',
+    ]);
     // The float32 path never searched the store (its index worker, if started at all, read nothing).
     expect(exact.counters ?? { searches: 0, rowsRead: 0 }).toMatchObject({ searches: 0, rowsRead: 0 });
     const a = top10(compact.trec);

@@ -21,10 +21,10 @@ import {
 import { describeConfig, runTag, type RetrieverConfig } from '../../src/lib/core/retrieval/runs';
 import {
   COMPACT_FROM_BYTES,
-  compactIndex,
   compactFromRows,
   useCompactStore,
-} from '../../src/lib/state/dense-compact';
+} from '../../src/lib/core/retrieval/dense-plan';
+import { compactIndex } from '../../src/lib/state/dense-compact';
 import { INT8_KERNEL_WASM, int8Kernel, int8KernelSupported } from '../../workers/kernels/int8-kernel';
 
 /** A wasm memory holding n rows of codes (P wide), then the query, then the scores. */

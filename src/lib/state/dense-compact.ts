@@ -1,17 +1,21 @@
 // Dense runs over large corpora through the index worker's compact vector store (int8 codes as two
-// 4-bit planes, the high one in memory and the low one in OPFS beside the float32 rows; a 4-bit first pass, int8 scores of its best
-// FIRST_PASS_CANDIDATES, exact rescoring of the best COMPACT_RERANK per query; see
-// workers/index/compact-store.ts) instead of the retrieval worker's float32 matrix.
+// 4-bit planes, the high one in memory and the low one in OPFS beside the float32 rows; a 4-bit
+// first pass, int8 scores of its best FIRST_PASS_CANDIDATES, exact rescoring of the best
+// COMPACT_RERANK per query; see workers/index/compact-store.ts) instead of the retrieval worker's
+// float32 matrix. When: core/retrieval/dense-plan.ts (useCompactStore: from COMPACT_FROM_BYTES of
+// float32 rows, about 175,000 documents at 384 dimensions, single-vector queries, exact search; the
+// URL's `compact-from=N` moves it). Below it the float32 matrix fits beside everything else in the
+// tab's 1 GB and is exact by construction; above it the matrix alone grows past a quarter of the
+// budget (1M × 384 is 1.5 GB), while the store holds an eighth of it (192 MB at 1M) and answers in
+// one 4-bit scan, 2,000 low-plane reads and R row reads (issue 18 item 4).
 //
-// When: from COMPACT_FROM_BYTES of float32 rows (256 MiB: about 175,000 documents at 384 dimensions),
-// for single-vector queries (one query part; no chunk or image max rows) and exact search (HNSW
-// runs keep their own path). Below it the float32 matrix fits beside everything else in the tab's
-// 1 GB and is exact by construction; above it the matrix alone grows past a quarter of the budget
-// (1M × 384 is 1.5 GB), while the compact store holds an eighth of it (192 MB at 1M) and answers in
-// one 4-bit scan, 2,000 low-plane reads and R row reads (BENCHMARKS.md, issue 18 item 4). The URL option `compact-from=N`
-// moves the threshold to N documents (tests use it on small shards).
+// The corpus goes there from where it is stored (the shard's precomputed rows, the encoder worker's
+// stored batches) a piece at a time (embedCorpusTo), never as one matrix in the page: the encoder
+// worker sends each piece (workers/encoder/stream.ts) to this page, which forwards it to the index
+// worker and drops it, keeping only the document ids (one packed UTF-8 table) and the missing list.
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import {
+  addRowsAtToCompactStore,
   addToCompactStore,
   compactStoreInfo,
   finishCompactStore,
@@ -19,6 +23,13 @@ import {
   searchCompactStore,
 } from '../clients/index-client';
 import type { JobOptions } from '../clients/worker-client';
+import {
+  embedCorpus,
+  type CorpusSink,
+  type EmbedCorpusRequest,
+  type EmbedCorpusResult,
+} from '../clients/encoder-client';
+import { releaseBm25 } from '../clients/retrieval-client';
 import { FIRST_PASS_CANDIDATES } from '../core/retrieval/nibble-scan';
 import type { VectorIndex } from '../core/retrieval/runs';
 import {
@@ -30,8 +41,6 @@ import {
   type PackedStrings,
 } from '../core/retrieval/packed-ids';
 
-/** float32 corpus bytes from which a dense run uses the compact store. */
-export const COMPACT_FROM_BYTES = 256 * 2 ** 20;
 /** Candidates rescored exactly per query (recall@10 vs exact in BENCHMARKS.md, issue 18 item 4). */
 export const COMPACT_RERANK = 100;
 /** Rows per piece sent to the index worker while filling the store. */
@@ -51,22 +60,6 @@ export function compactIndex(depth: number): CompactIndex {
     rerank,
     firstPass: { bits: 4, candidates: Math.max(FIRST_PASS_CANDIDATES, rerank) },
   };
-}
-
-/** Documents from which a dense run goes through the compact store (`override`: the URL's compact-from). */
-export function compactFromRows(dim: number, override?: number): number {
-  return override ?? Math.ceil(COMPACT_FROM_BYTES / (4 * dim));
-}
-
-/** Whether a dense run over `n` documents of `dim` takes the compact store (see the file's header). */
-export function useCompactStore(
-  n: number,
-  dim: number,
-  settings: { compactFrom?: number; ann?: unknown },
-  rowsPerDoc: boolean,
-  queryParts: number,
-): boolean {
-  return n >= compactFromRows(dim, settings.compactFrom) && !settings.ann && !rowsPerDoc && queryParts === 1;
 }
 
 /** The corpus the store was last filled with by this page: its key, document ids (packed) and missing ones. */
@@ -101,7 +94,7 @@ export async function loadCompactStore(
   const rank = compactRanker(ids, missing, job);
   if (!(await beginCompactFill(key, dim, ids, job))) return rank;
   const n = packedCount(ids);
-  // A corpus streamed into the store (dense-stream.ts) is held by now: no matrix came to the page.
+  // A corpus streamed into the store (embedCorpusTo) is held by now: no matrix came to the page.
   if (matrix.length !== n * dim) throw new Error('the compact store lost the streamed corpus');
   for (let s = 0; s < n; s += PIECE) {
     const e = Math.min(n, s + PIECE);
@@ -178,4 +171,44 @@ export function compactRanker(docIds: PackedStrings, missing: string[], job: Job
     });
     return lists;
   };
+}
+
+/** A corpus's result, with its ids as the packed table the stream began with when it was streamed. */
+export type CorpusResult = EmbedCorpusResult & { ids?: PackedStrings };
+
+/** How many documents a corpus result covers (streamed: `ids`, its docIds being empty). */
+export const corpusDocCount = (r: CorpusResult) => (r.ids ? packedCount(r.ids) : r.docIds.length);
+
+/**
+ * embedCorpus, with the rows streamed into the compact store when `plan` says so and the corpus is
+ * large enough: the result then has no embeddings and no docIds (its `ids` are the packed table the
+ * stream began with: strings are made only for the hits), and the store holds the corpus, so
+ * dense-compact's loadCompactStore finds it there.
+ */
+export async function embedCorpusTo(
+  req: EmbedCorpusRequest,
+  job: JobOptions,
+  plan?: { fromDocs: number; storeKey: (embeddingKey: string) => string },
+): Promise<CorpusResult> {
+  if (!plan) return embedCorpus(req, job);
+  type Begun = { key: string; ids: PackedStrings; missing: string[]; filling: boolean };
+  const state: { begun?: Begun } = {};
+  const sink: CorpusSink = {
+    async begin(info) {
+      // A corpus this large: the BM25 index (stored) leaves the retrieval worker's memory meanwhile.
+      await releaseBm25();
+      const key = plan.storeKey(info.key);
+      const filling = await beginCompactFill(key, info.dim, info.ids, job);
+      state.begun = { key, ids: info.ids, missing: info.missing, filling };
+      return filling;
+    },
+    // The piece's buffers come back from the index worker and go on to the encoder worker (reused).
+    rows: (piece) => addRowsAtToCompactStore(piece.vectors, piece.at, job.signal),
+  };
+  const r = await embedCorpus({ ...req, stream: { fromDocs: plan.fromDocs } }, { ...job, sink });
+  if (!r.streamed) return r;
+  const b = state.begun;
+  if (!b) throw new Error('the encoder worker streamed a corpus without beginning it');
+  if (b.filling) await endCompactFill(b.key, b.ids, b.missing, job);
+  return { ...r, docIds: [], ids: b.ids };
 }

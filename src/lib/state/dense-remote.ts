@@ -1,21 +1,29 @@
-// Dense runs over a packed IVF-int8 index on the shard's host (issue 19): when a shard opened by URL
-// ships a set with an index (its sidecar names `ivf-<part>.bin`, kept at import as a REMOTE_IVF_KIND
-// artifact) for the model, dtype and document part of a run, only the queries are embedded; the index
-// worker reads the header, the probed lists and the rows it rescores with HTTP Range requests
-// (workers/index/ivf-remote.ts), never the whole .npy. dense.ts asks `remoteIvfFor` first and ranks
-// with the ranker it returns; everything else (folders, zips, URL shards without an index) is as before.
+// The shard's sets of precomputed vectors for a dense run (issue 19). Their dtypes: a set and a
+// packed index are made for queries embedded at one dtype, so a run or query at dtype `auto` asks the
+// encoder for one of those (platform/gpu/backend.ts chooseBackend's setDtypes) instead of the
+// device's default (a hub model's WASM default is q8, sentence-transformers writes fp32 vectors:
+// without this an fp32 set would be left unused and the corpus embedded in the browser).
+// Their packed IVF-int8 index on the shard's host: when a shard opened by URL ships one (its sidecar
+// names `ivf-<part>.bin`, kept at import as a REMOTE_IVF_KIND artifact) for the model, dtype and
+// document part of a run, only the queries are embedded; the index worker reads the header, the
+// probed lists and the rows it rescores with HTTP Range requests (workers/index/ivf-remote.ts), never
+// the whole .npy. Everything else (folders, zips, URL shards without an index) embeds the corpus.
 import type { Chunking } from '../core/retrieval/chunking';
 import { isChunked } from '../core/retrieval/chunking';
 import { fuseFeatures } from '../core/retrieval/dense';
 import { ivfRunInfo, type IvfRunInfo } from '../core/retrieval/ivf-report';
-import type { EmbedPart, ModelSpec } from '../core/retrieval/models';
+import type { Dtype, EmbedPart, ModelSpec } from '../core/retrieval/models';
 import type { MultiImage } from '../core/retrieval/multi-image';
 import {
+  PRECOMPUTED_KIND,
   REMOTE_IVF_KIND,
   precomputedKey,
   precomputedMismatch,
   type RemoteIvfSet,
 } from '../core/shard/precomputed';
+import type { LoadOptions } from '../clients/encoder-client';
+import type { Device } from '../platform/gpu/backend';
+import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
 import { openShardStore } from '../platform/storage/shard-store';
 import { remoteFirstRowIds, remoteFirstSets, remoteFirstWarm } from './remote-first';
 import { searchRemoteIvf, type IvfQueryStats } from '../clients/index-client';
@@ -35,12 +43,8 @@ export interface RemoteIvf {
   rank: DenseRanker;
   /** What the ranking cost so far (all calls of `rank`), or null before the first. */
   info(): IvfRunInfo | null;
-  /** The rest of the run's outcome: no corpus batch embedded, the notes, what the index cost. */
-  outcome(notes: string[]): {
-    embedded: { part: EmbedPart; computedBatches: 0; reusedBatches: 0; precomputedBatches: 0; missing: 0 }[];
-    notes: string[];
-    ivf?: IvfRunInfo;
-  };
+  /** The run's notes: which index was searched, and how. */
+  notes: string[];
 }
 
 /**
@@ -109,14 +113,7 @@ async function packedIvfFor(
   if (plan.queryParts.length > 1)
     notes.push('image + text queries use feature fusion only (one vector per query)');
   const stats: IvfQueryStats[] = [];
-  let last: {
-    n: number;
-    nlist: number;
-    nprobe: number;
-    rerank: number;
-    cache: 'opfs' | 'memory';
-    cacheReason?: string;
-  } | null = null;
+  let last: Parameters<typeof ivfRunInfo>[1] | null = null;
   // The rows' ids: the sidecar's list, or (a sidecar that says `corpus_order`, on a shard opened
   // remote-first) the documents at the rows found, read by Range as they are shown anyway.
   const listed = set.sidecar.doc_ids.length ? set.sidecar.doc_ids : null;
@@ -159,14 +156,7 @@ async function packedIvfFor(
         );
     }
     const idOf = (row: number) => (ids instanceof Map ? ids.get(row) : ids![row]);
-    last = {
-      n: r.n,
-      nlist: r.nlist,
-      nprobe: r.nprobe,
-      rerank: r.rerank,
-      cache: r.cache,
-      cacheReason: r.cacheReason,
-    };
+    last = r;
     stats.push(...r.perQuery);
     want.forEach((qi, j) => {
       const skip = new Set(q.exclude[qi] ?? []);
@@ -183,20 +173,65 @@ async function packedIvfFor(
     return out;
   };
   const info = () => (last ? ivfRunInfo(stats, last) : null);
+  return { set, rank, info, notes };
+}
+
+/**
+ * The dtypes of `spec` among sets named `model|dtype|part` (precomputedKey; stored pieces carry a
+ * `#…` suffix and are skipped), in the model's own order, each once; only dtypes the model offers.
+ */
+export function setDtypesOf(sets: readonly RemoteFirstSetName[], spec: ModelSpec): Dtype[] {
+  return spec.dtypes.filter((d) => sets.some((s) => s.model_id === spec.id && s.dtype === d));
+}
+
+/** `model|dtype|part` keys as model and dtype (pieces, `key#rows3`, are skipped). */
+export function parseSetKeys(keys: readonly string[]): RemoteFirstSetName[] {
+  return keys.flatMap((k) => {
+    if (k.includes('#')) return [];
+    const parts = k.split('|');
+    if (parts.length < 3) return [];
+    return [{ model_id: parts.slice(0, -2).join('|'), dtype: parts[parts.length - 2] }];
+  });
+}
+
+/** The dtypes the shard `hash` has embeddings of `spec` for: held remote-first sets, else the cache's. */
+export async function shardSetDtypes(hash: string, spec: ModelSpec): Promise<Dtype[]> {
+  const held = remoteFirstSets(hash);
+  if (held) return setDtypesOf(parseSetKeys([...held.keys()]), spec);
+  let store: Awaited<ReturnType<typeof openShardStore>> | undefined;
+  try {
+    store = await openShardStore({ sweep: false });
+    const keys = [
+      ...(await store.artifactKeys(hash, PRECOMPUTED_KIND)),
+      ...(await store.artifactKeys(hash, REMOTE_IVF_KIND)),
+    ];
+    return setDtypesOf(parseSetKeys(keys), spec);
+  } catch {
+    // No cache (a private window without IndexedDB): no sets to match.
+    return [];
+  } finally {
+    await store?.close();
+  }
+}
+
+/**
+ * The load options of a dense run or query: the same object shape everywhere (the encoder client
+ * keys a loaded model by it), with the shard's set dtypes only when the dtype is `auto`.
+ */
+export function denseLoadOptions(
+  s: {
+    device: 'auto' | Device;
+    dtype: 'auto' | Dtype;
+    simulateWebGpuFailure?: boolean;
+    simulateParityMismatch?: boolean;
+  },
+  setDtypes: Dtype[],
+): LoadOptions {
   return {
-    set,
-    rank,
-    info,
-    outcome: (before) => ({
-      embedded: plan.docParts.map((part) => ({
-        part,
-        computedBatches: 0,
-        reusedBatches: 0,
-        precomputedBatches: 0,
-        missing: 0,
-      })),
-      notes: [...before, ...notes],
-      ...(last ? { ivf: info()! } : {}),
-    }),
+    device: s.device,
+    dtype: s.dtype,
+    simulateWebGpuFailure: s.simulateWebGpuFailure,
+    simulateParityMismatch: s.simulateParityMismatch,
+    ...(s.dtype === 'auto' && setDtypes.length ? { setDtypes } : {}),
   };
 }

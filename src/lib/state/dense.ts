@@ -1,10 +1,13 @@
 // Dense retrieval for a task: the corpus is embedded once per (shard, model, dtype, part) in the
 // encoder worker (cached in IndexedDB, resumable), queries are embedded, and the retrieval worker
 // ranks by exact cosine. Image + text queries are scored with score fusion and/or feature fusion.
+// The plan (core/retrieval/dense-plan.ts) decides the steps and this file's executor walks them:
+// the queries (text, images, several images per query, chunked texts, an ad-hoc query's parts
+// embedded ahead) are embedded in the encoder worker and ranked once per fusion strategy.
 import type { Query, TaskInfo } from '../core/types';
 import { fuseFeatures } from '../core/retrieval/dense';
-import { chunkingFor, isChunked, meanOfChunks, type Chunking } from '../core/retrieval/chunking';
-import { fusedItemRows, type MultiImage } from '../core/retrieval/multi-image';
+import { chunkOffsets, isChunked, meanOfChunks, type Chunking } from '../core/retrieval/chunking';
+import { fusedItemRows, itemImagePaths, type MultiImage } from '../core/retrieval/multi-image';
 import {
   corpusEmbeddingKey,
   supportsPart,
@@ -12,19 +15,28 @@ import {
   type EmbedPart,
   type ModelSpec,
 } from '../core/retrieval/models';
+import { denseDocsKey, describePlan, planDenseRun, type DenseFacts } from '../core/retrieval/dense-plan';
 import type { Device } from '../platform/gpu/backend';
 import type { PrefetchLookup } from './query-prefetch';
-import { loadEncoder, stopEncoder, type LoadedEncoder } from '../clients/encoder-client';
-import { hasDenseDocs, runDense, setDenseDocs } from '../clients/retrieval-client';
-import type { QueryFusion } from '../../../workers/retrieval.worker';
+import { openShardStore } from '../platform/storage/shard-store';
+import { stageTook, timeStage } from '../platform/page/query-timing';
+import {
+  activeEncoderKey,
+  embedImages,
+  embedQuery,
+  embedTextChunks,
+  embedTexts,
+  loadEncoder,
+  stopEncoder,
+  type LoadedEncoder,
+} from '../clients/encoder-client';
+import { freeBm25, hasDenseDocs, runDense, setDenseDocs } from '../clients/retrieval-client';
+import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../clients/worker-client';
 import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../clients/index-client';
-import { remoteIvfFor } from './dense-remote';
+import { denseLoadOptions, remoteIvfFor, shardSetDtypes, type DenseRanker } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import * as compact from './dense-compact';
-import { corpusDocCount, denseDocsKey, embedCorpusTo, streamPlan } from './dense-stream';
-import { denseLoadOptions, shardSetDtypes } from './set-dtypes';
-import { embedQueries, rankQueries } from './dense-queries';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {
@@ -58,29 +70,6 @@ export interface DenseSettings {
   multiImageDocs?: boolean;
 }
 
-/** What a model can do with a task: which query and document parts it uses, and what it ignores. */
-export function densePlan(spec: ModelSpec, task: TaskInfo) {
-  const wantQuery: EmbedPart[] =
-    task.queryModality === 'image+text' ? ['text', 'image'] : [task.queryModality];
-  const wantDocs: EmbedPart[] =
-    task.corpusModality === 'image+text' ? ['text', 'image'] : [task.corpusModality];
-  const queryParts = wantQuery.filter((p) => supportsPart(spec, p));
-  let docParts = wantDocs.filter((p) => supportsPart(spec, p));
-  const notes: string[] = [];
-  // A text-only encoder ranks an image task by the documents' text, as BM25 does.
-  if (docParts.length === 0) {
-    docParts = ['text'];
-    notes.push(`ranks documents by their text: ${spec.label ?? spec.id} has no image tower`);
-  }
-  if (queryParts.length < wantQuery.length)
-    notes.push(
-      queryParts.length
-        ? 'uses the query text only (no image tower)'
-        : 'cannot embed this task’s image-only queries',
-    );
-  return { queryParts, docParts, notes, canRun: queryParts.length > 0 };
-}
-
 type Lists = Awaited<ReturnType<typeof runDense>>;
 
 export interface DenseOutcome {
@@ -99,6 +88,8 @@ export interface DenseOutcome {
   images?: { rows: number; multiImageDocs: number };
   /** Searched through the shard's packed IVF index (range-read): what it cost. */
   ivf?: IvfRunInfo;
+  /** What was done, and why (core/retrieval/dense-plan.ts): the run's details show it. */
+  plan: { does: string; why: string }[];
   embedded: {
     part: EmbedPart;
     computedBatches: number;
@@ -108,36 +99,6 @@ export interface DenseOutcome {
     missing: number;
   }[];
   notes: string[];
-}
-
-/**
- * A run whose corpus goes to the compact store (from COMPACT_FROM_BYTES of vectors: hundreds of
- * thousands of documents) with text queries: the queries are embedded before the corpus, and the
- * encoder worker is then stopped. ORT's memory for the query model (about 260 MiB for a MiniLM in
- * fp32, which a worker never gives back) is then not held beside the store while the corpus is
- * handed over and searched (issue 18: the tab within 1 GB at 1M documents). The corpus's
- * precomputed rows need no model; a batch to embed loads it again (encoder/corpus.ts), and so does
- * the next search. Undefined (nothing done) for every other run.
- */
-async function queriesFirst(
-  args: DenseTaskArgs,
-  plan: ReturnType<typeof densePlan>,
-  stream: ReturnType<typeof streamPlan>,
-  encoder: LoadedEncoder,
-  chunking: Chunking | undefined,
-  multiImage: MultiImage | undefined,
-  adhoc: boolean,
-) {
-  if (!stream || adhoc || isChunked(chunking) || multiImage) return undefined;
-  if (plan.queryParts.length !== 1 || plan.queryParts[0] !== 'text' || plan.docParts.length !== 1)
-    return undefined;
-  if ((args.docCount ?? 0) < stream.fromDocs) return undefined;
-  const q = await embedQueries(args, plan.queryParts, encoder.dim, new Map(), null, null);
-  await stopEncoder();
-  plan.notes.push(
-    'the query model was stopped once the queries were embedded, to keep its memory out of the corpus search (the next search loads it again)',
-  );
-  return q;
 }
 
 /** Loads the model (WebGPU or WASM with the reason), embeds what is missing, and ranks the task's queries. */
@@ -155,314 +116,522 @@ interface DenseTaskArgs {
   onEncoder?: (e: LoadedEncoder) => void;
   /** Told what could not be saved (the browser's storage is full); the run itself goes on. */
   onWarning?: (text: string) => void;
+  /** Told when the idle BM25 worker was stopped (its next call prepares again). */
+  onBm25Stopped?: () => void;
   /** An ad-hoc query's parts embedded ahead (Search: the image as added, the text on a pause). */
   prefetch?: PrefetchLookup;
-  /** The shard's documents, as its summary counts them (queriesFirst: whether the store takes the corpus). */
+  /** The shard's documents, as its summary counts them (the plan: BM25 stopped, queries first). */
   docCount?: number;
 }
 
+/**
+ * The executor of a dense run's plan (core/retrieval/dense-plan.ts): walks its steps and calls the
+ * clients; the plan is made again once the model is loaded and once the corpus is embedded.
+ */
 async function denseTaskWith(
   args: DenseTaskArgs,
   adhocImage: Blob | null,
   reuseCorpus = false,
   adhocMore: Blob[] = [],
 ): Promise<DenseOutcome> {
-  const { spec } = args.settings;
-  const plan = densePlan(spec, args.task);
-  if (!plan.canRun) throw new Error(`${spec.label ?? spec.id} ${plan.notes.join('; ')}`);
-  const { chunking, exact } = chunkingFor(args.settings, plan, plan.notes);
-  if (chunking && (chunking !== args.settings.chunking || exact))
-    args = {
-      ...args,
-      settings: { ...args.settings, chunking, ...(exact ? { ann: undefined } : {}) },
-    };
-  // Multi-image scoring applies where images are embedded; max keeps several rows per document.
-  const multiImage =
-    plan.docParts.includes('image') || plan.queryParts.includes('image')
-      ? args.settings.multiImage
-      : undefined;
-  if (multiImage === 'max' && plan.docParts.includes('text') && plan.docParts.includes('image'))
-    plan.notes.push('max over images: each image is fused with its document’s text (feature fusion)');
-  if (multiImage === 'max' && args.settings.ann) {
-    plan.notes.push(
-      'searches exactly: max over images keeps several vectors per document, an HNSW index one',
-    );
-    args = { ...args, settings: { ...args.settings, ann: undefined } };
-  }
-  if (multiImage !== args.settings.multiImage) args = { ...args, settings: { ...args.settings, multiImage } };
-  // Every image of the documents only where some have several (single-image corpora keep their key).
-  const allDocImages = !!multiImage && !!args.settings.multiImageDocs;
-  // At dtype auto, a dtype the shard has embeddings of this model for (its sets decide, set-dtypes.ts).
-  const setDtypes = args.settings.dtype === 'auto' ? await shardSetDtypes(args.shardHash, spec) : [];
-  const encoder = await loadEncoder(spec, { ...denseLoadOptions(args.settings, setDtypes), ...args.job });
-  args.onEncoder?.(encoder);
-  // An explicit dtype and device keep the embedding key stable, so stored batches are reused.
-  const load = { device: encoder.device, dtype: encoder.dtype };
-  // A shard opened by URL with a packed index for this set: only the queries are embedded.
-  const ivf = await remoteIvfFor(args.shardHash, spec, encoder, plan, chunking, multiImage);
-  if (ivf) {
-    const a = { ...args, settings: { ...args.settings, fusion: 'feature' as const, ann: undefined } };
-    const more = [null, adhocImage, reuseCorpus, adhocMore] as const;
-    const q = await embedQueries(a, plan.queryParts, encoder.dim, new Map(), ...more);
-    const runs = await rankQueries(a, q, reuseCorpus, ivf.rank);
-    return { encoder, runs, ...ivf.outcome(plan.notes) };
-  }
-  // Ad-hoc queries: once the retrieval worker holds this corpus (from the first query or a run),
-  // nothing is read from IndexedDB, copied or sent again; only the query is embedded and ranked.
-  if (reuseCorpus && !args.settings.ann) {
-    const key = denseDocsKey(
-      plan.docParts.map((part) =>
-        corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, part, chunking, allDocImages),
-      ),
-      chunking,
-      multiImage,
-    );
-    const held = plan.queryParts.length === 1 ? await compact.heldCompactRanker(key, args.job) : null;
-    if (held || (await hasDenseDocs(key))) {
-      const more = [null, adhocImage, true, adhocMore] as const;
-      const q = await embedQueries(args, plan.queryParts, encoder.dim, new Map(), ...more);
-      const runs = await rankQueries(args, q, true, held ?? undefined);
-      const embedded = plan.docParts.map((part) => ({
-        part,
-        computedBatches: 0,
-        reusedBatches: 0,
-        precomputedBatches: 0,
-        missing: 0,
-      }));
-      return {
-        encoder,
-        runs,
-        embedded,
-        notes: plan.notes,
-        ...(held ? { compact: compact.compactIndex(args.settings.depth) } : {}),
-        ...(chunking ? { chunking } : {}),
-        ...(multiImage ? { multiImage } : {}),
-      };
-    }
-  }
-
-  const parts = new Map<EmbedPart, Awaited<ReturnType<typeof embedCorpusTo>>>();
-  // Through the compact store, the corpus goes there from IndexedDB in pieces (dense-stream.ts).
-  const stream = streamPlan(plan.docParts, plan.queryParts, encoder.dim, args.settings, chunking, multiImage);
-  let chunkRows: { rowDoc: Uint32Array } | undefined;
+  const { spec, dtype } = args.settings;
+  // At dtype auto, a dtype the shard has embeddings of this model for (its sets decide, dense-remote.ts).
+  const setDtypes = dtype === 'auto' ? await shardSetDtypes(args.shardHash, spec) : [];
+  const { task, docCount: docs, prefetch } = args;
+  const adhoc = reuseCorpus;
+  const facts: DenseFacts<AnnSettings> = { spec, task, settings: args.settings, docs, setDtypes, adhoc };
+  facts.prefetch = !!prefetch;
+  let plan = planDenseRun(facts);
+  if (!plan.parts.canRun) throw new Error(`${spec.label ?? spec.id} ${plan.parts.notes.join('; ')}`);
+  const { notes, chunking, multiImage, allDocImages } = plan;
+  args = { ...args, settings: { ...args.settings, ...plan.settings } };
+  const { queryParts, docParts } = plan.parts;
+  let encoder!: LoadedEncoder;
+  let ivf: Awaited<ReturnType<typeof remoteIvfFor>> = null;
+  let ranker: DenseRanker | undefined;
+  let q: DenseQueries | undefined;
+  let early = false;
+  const runs: DenseOutcome['runs'] = [];
+  const parts = new Map<EmbedPart, compact.CorpusResult>();
+  let chunkRows: Uint32Array | undefined;
   let chunkStats: DenseOutcome['chunks'];
   /** Multi-image max: the image rows and their documents (before any fusion with the text). */
   let imageRowDoc: Uint32Array | undefined;
   let imageStats: DenseOutcome['images'];
-  const early = await queriesFirst(
-    args,
-    plan,
-    stream,
-    encoder,
-    chunking,
-    multiImage,
-    reuseCorpus || !!adhocImage,
-  );
-  for (const part of plan.docParts) {
-    let r = await embedCorpusTo(
-      {
-        shardHash: args.shardHash,
-        spec,
-        part,
-        batchSize: 32,
-        load,
-        ...(part === 'text' && chunking ? { chunking } : {}),
-        ...(part === 'image' && allDocImages ? { allImages: true } : {}),
-        ...(early ? { loaded: encoder } : {}),
-      },
-      args.job,
-      stream,
-    );
-    if (r.chunks && part === 'image') {
-      // Every image of multi-image items: mean → one vector per item; max → every image a row.
-      const counts = new Uint32Array(r.docIds.length);
-      for (const d of r.chunks.rowDoc) counts[d]++;
-      imageStats = { rows: r.chunks.rowDoc.length, multiImageDocs: counts.filter((c) => c > 1).length };
-      if (multiImage === 'max') imageRowDoc = r.chunks.rowDoc;
-      else r = { ...r, embeddings: meanOfChunks(r.embeddings, counts, r.dim, spec.normalize) };
-    } else if (r.chunks) {
-      const counts = new Uint32Array(r.docIds.length);
-      for (const d of r.chunks.rowDoc) counts[d]++;
-      chunkStats = {
-        rows: r.chunks.rowDoc.length,
-        docs: r.docIds.length - r.missing.length,
-        multiChunkDocs: counts.filter((c) => c > 1).length,
-      };
-      // mean: one vector per document, as without chunking; max: every chunk, mapped to its document.
-      if (chunking?.aggregate === 'max') chunkRows = { rowDoc: r.chunks.rowDoc };
-      else r = { ...r, embeddings: meanOfChunks(r.embeddings, counts, r.dim, spec.normalize) };
-    }
-    parts.set(part, r);
-  }
-  const first = parts.values().next().value!;
-  const dim = first.dim;
-  const docIds = first.docIds;
-  let matrix: Float32Array;
-  let missing: string[];
-  if (imageRowDoc) {
-    const v = parts.get('image')!;
-    const t = parts.get('text');
-    missing = t ? v.missing.filter((id) => t.missing.includes(id)) : v.missing;
-    if (!t) matrix = v.embeddings;
-    else {
-      const tMiss = new Set(t.missing);
-      const fused = fusedItemRows(
-        t.embeddings,
-        Uint8Array.from(docIds, (id) => (tMiss.has(id) ? 1 : 0)),
-        v.embeddings,
-        imageRowDoc,
-        docIds.length,
-        dim,
+  const imageRowOf = new Map<string, number>();
+  let imageCopy: Float32Array | null = null;
+  let corpus: ReturnType<typeof corpusMatrix> | undefined;
+  let annCurve: RecallReport | undefined;
+  for (let i = 0; i < plan.steps.length; i++) {
+    const step = plan.steps[i];
+    if (step.kind === 'free-bm25') {
+      if ((await freeBm25()) === 'stopped') args.onBm25Stopped?.();
+    } else if (step.kind === 'load-model') {
+      encoder = await loadEncoder(spec, { ...denseLoadOptions(args.settings, setDtypes), ...args.job });
+      args.onEncoder?.(encoder);
+      // A shard opened by URL with a packed index for this set: only the queries are embedded.
+      ivf = await remoteIvfFor(args.shardHash, spec, encoder, { ...plan.parts, notes }, chunking, multiImage);
+      if (ivf) {
+        notes.push(...ivf.notes);
+        args = { ...args, settings: { ...args.settings, fusion: 'feature', ann: undefined } };
+      }
+      // Ad-hoc queries: once a worker holds this corpus (from the first query or a run), nothing is
+      // read from IndexedDB, copied or sent again; only the query is embedded and ranked.
+      let held: DenseFacts['held'];
+      if (!ivf && reuseCorpus && !args.settings.ann) {
+        const keys = docParts.map((p) =>
+          corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, p, chunking, allDocImages),
+        );
+        const key = denseDocsKey(keys, chunking, multiImage);
+        ranker =
+          queryParts.length === 1
+            ? ((await compact.heldCompactRanker(key, args.job)) ?? undefined)
+            : undefined;
+        held = ranker ? 'compact' : (await hasDenseDocs(key)) ? 'matrix' : undefined;
+      }
+      plan = planDenseRun({ ...facts, encoder, packedIndex: ivf?.set.ivfUrl, held });
+    } else if (step.kind === 'embed-queries') {
+      const more = [imageRowOf, imageCopy, adhocImage, reuseCorpus, adhocMore] as const;
+      q = await embedQueries(args, queryParts, corpus?.dim ?? encoder.dim, ...more);
+    } else if (step.kind === 'free-encoder') {
+      await stopEncoder();
+      early = true;
+      notes.push(
+        'the query model was stopped once the queries were embedded, to keep its memory out of the corpus search (the next search loads it again)',
       );
-      matrix = fused.rows;
-      imageRowDoc = fused.rowDoc;
+    } else if (step.kind === 'search-packed-index') {
+      runs.push(...(await rankQueries(args, q!, reuseCorpus, ivf!.rank)));
+    } else if (step.kind === 'embed-corpus') {
+      const { part } = step;
+      let r = await compact.embedCorpusTo(
+        {
+          shardHash: args.shardHash,
+          spec,
+          part,
+          batchSize: 32,
+          // An explicit dtype and device keep the embedding key stable, so stored batches are reused.
+          load: { device: encoder.device, dtype: encoder.dtype },
+          ...(part === 'text' && chunking ? { chunking } : {}),
+          ...(part === 'image' && allDocImages ? { allImages: true } : {}),
+          ...(early ? { loaded: encoder } : {}),
+        },
+        args.job,
+        plan.stream,
+      );
+      if (r.chunks) {
+        // Every image of multi-image items (mean → one vector per item; max → every image a row),
+        // or every window of long texts (mean → one vector per document; max → every chunk a row).
+        const counts = new Uint32Array(r.docIds.length);
+        for (const d of r.chunks.rowDoc) counts[d]++;
+        const several = counts.filter((c) => c > 1).length;
+        const image = part === 'image';
+        if (image) imageStats = { rows: r.chunks.rowDoc.length, multiImageDocs: several };
+        else
+          chunkStats = {
+            rows: r.chunks.rowDoc.length,
+            docs: r.docIds.length - r.missing.length,
+            multiChunkDocs: several,
+          };
+        if (image && multiImage === 'max') imageRowDoc = r.chunks.rowDoc;
+        else if (!image && chunking?.aggregate === 'max') chunkRows = r.chunks.rowDoc;
+        else r = { ...r, embeddings: meanOfChunks(r.embeddings, counts, r.dim, spec.normalize) };
+      }
+      parts.set(part, r);
+      if (parts.size < docParts.length) continue;
+      corpus = corpusMatrix(parts, imageRowDoc, chunking, multiImage);
+      chunkRows = corpus.rowDoc ?? chunkRows;
+      const first = parts.values().next().value!;
+      // Precomputed embeddings in the shard that did not fit the model: say why the corpus was embedded.
+      for (const r of parts.values()) if (r.precomputedNote) notes.push(r.precomputedNote);
+      for (const r of parts.values()) if (r.notSaved) args.onWarning?.(r.notSaved);
+      // Rows of the document images, so a query image that is a corpus image is not embedded twice.
+      // (Not with multi-image rows: a row is then an image of an item, or an item's mean.)
+      const imageRows = imageStats ? undefined : parts.get('image');
+      if (imageRows && args.docImageRow)
+        for (const [path, docId] of args.docImageRow) {
+          const i = imageRows.docIds.indexOf(docId);
+          if (i >= 0 && !imageRows.missing.includes(docId)) imageRowOf.set(path, i);
+        }
+      imageCopy = imageRows ? imageRows.embeddings.slice() : null;
+      const rows = { corpusRows: compact.corpusDocCount(first), rowsPerDoc: !!chunkRows };
+      plan = planDenseRun({ ...facts, encoder, ...rows });
+    } else if (step.kind === 'store' && step.store === 'compact') {
+      const { key, matrix, dim, docIds, missing } = corpus!;
+      const ids = parts.values().next().value!.ids ?? docIds;
+      ranker = await compact.loadCompactStore(key, matrix, dim, ids, missing, args.job);
+    } else if (step.kind === 'store') {
+      const { key, matrix, dim, docIds, missing } = corpus!;
+      // The index worker gets its own copy: the retrieval worker takes ownership of `matrix`.
+      if (plan.ann) corpus = { ...corpus!, matrix: matrix.slice() };
+      await setDenseDocs(key, matrix, dim, docIds, missing, chunkRows);
+    } else if (step.kind === 'rank' && step.index !== 'hnsw') {
+      runs.push(...(await rankQueries(args, q!, reuseCorpus, ranker)));
+    } else if (step.kind === 'build-hnsw') {
+      const { key, matrix, dim, docIds } = corpus!;
+      const { M, efConstruction, efSearch } = plan.ann as AnnSettings;
+      const req = { key, shard: args.shardHash, vectors: matrix, dim, docIds, M, efConstruction, efSearch };
+      const built = await buildIndex({ ...req, space: 'cosine' }, args.job);
+      if (built.notSaved) args.onWarning?.(built.notSaved);
+    } else if (step.kind === 'rank') {
+      const single = runs.filter((r) => !r.fusion || r.fusion.mode === 'feature');
+      if (single.length < runs.length)
+        notes.push('uses exact search for score fusion (two searches per query)');
+      annCurve = await searchHnsw(args, q!, corpus!, single, runs);
     }
-    chunkRows = { rowDoc: imageRowDoc };
-  } else if (parts.size === 1) {
-    matrix = first.embeddings;
-    missing = first.missing;
-  } else {
-    // An image + text document is one vector: the normalised sum of its two parts (or the one it has).
-    const t = parts.get('text')!;
-    const v = parts.get('image')!;
-    const tMiss = new Set(t.missing);
-    const vMiss = new Set(v.missing);
-    matrix = new Float32Array(docIds.length * dim);
-    missing = [];
-    docIds.forEach((id, i) => {
-      const tr = t.embeddings.subarray(i * dim, (i + 1) * dim);
-      const vr = v.embeddings.subarray(i * dim, (i + 1) * dim);
-      if (tMiss.has(id) && vMiss.has(id)) missing.push(id);
-      else matrix.set(tMiss.has(id) ? vr : vMiss.has(id) ? tr : fuseFeatures(tr, vr), i * dim);
-    });
   }
+  const none = { computedBatches: 0, reusedBatches: 0, precomputedBatches: 0, missing: 0 };
+  return {
+    encoder,
+    runs,
+    notes,
+    plan: describePlan(plan.steps),
+    embedded: parts.size
+      ? [...parts].map(([part, r]) => {
+          const { computedBatches, reusedBatches, precomputedBatches } = r;
+          return { part, computedBatches, reusedBatches, precomputedBatches, missing: r.missing.length };
+        })
+      : docParts.map((part) => ({ part, ...none })),
+    ...(ivf?.info() ? { ivf: ivf.info()! } : {}),
+    ...(ranker ? { compact: compact.compactIndex(args.settings.depth) } : {}),
+    ...(annCurve ? { annCurve } : {}),
+    ...(chunking ? { chunking, ...(chunkStats ? { chunks: chunkStats } : {}) } : {}),
+    ...(multiImage ? { multiImage, ...(imageStats ? { images: imageStats } : {}) } : {}),
+  };
+}
+
+/**
+ * The corpus as one matrix: one part as embedded; an image + text document is one vector, the
+ * normalised sum of its two parts (or the one it has); multi-image max rows fused with their text.
+ */
+function corpusMatrix(
+  parts: Map<EmbedPart, compact.CorpusResult>,
+  imageRowDoc: Uint32Array | undefined,
+  chunking: Chunking | undefined,
+  multiImage: MultiImage | undefined,
+) {
+  const first = parts.values().next().value!;
+  const { dim, docIds } = first;
   const key = denseDocsKey(
     [...parts.values()].map((p) => p.key),
     chunking,
     multiImage,
   );
-  const embedded = [...parts].map(([part, r]) => ({
-    part,
-    computedBatches: r.computedBatches,
-    reusedBatches: r.reusedBatches,
-    precomputedBatches: r.precomputedBatches,
-    missing: r.missing.length,
-  }));
-  // Precomputed embeddings in the shard that did not fit the model: say why the corpus was embedded.
-  for (const r of parts.values()) if (r.precomputedNote) plan.notes.push(r.precomputedNote);
-  for (const r of parts.values()) if (r.notSaved) args.onWarning?.(r.notSaved);
-  // Rows of the document images, so a query image that is a corpus image is not embedded twice.
-  // (Not with multi-image rows: a row is then an image of an item, or an item's mean.)
-  const imageRows = imageStats ? undefined : parts.get('image');
-  const imageRowOf = new Map<string, number>();
-  if (imageRows && args.docImageRow)
-    for (const [path, docId] of args.docImageRow) {
-      const i = imageRows.docIds.indexOf(docId);
-      if (i >= 0 && !imageRows.missing.includes(docId)) imageRowOf.set(path, i);
-    }
-  const imageCopy = imageRows ? imageRows.embeddings.slice() : null;
-  const chunked = {
-    ...(chunking ? { chunking, ...(chunkStats ? { chunks: chunkStats } : {}) } : {}),
-    ...(multiImage ? { multiImage, ...(imageStats ? { images: imageStats } : {}) } : {}),
-  };
-  const queryArgs = [
-    args,
-    plan.queryParts,
-    dim,
-    imageRowOf,
-    imageCopy,
-    adhocImage,
-    reuseCorpus,
-    adhocMore,
-  ] as const;
-  const n = corpusDocCount(first);
-  if (compact.useCompactStore(n, dim, args.settings, !!chunkRows, plan.queryParts.length)) {
-    const rank = await compact.loadCompactStore(key, matrix, dim, first.ids ?? docIds, missing, args.job);
-    const q = early ?? (await embedQueries(...queryArgs));
-    const runs = await rankQueries(args, q, reuseCorpus, rank);
-    const index = compact.compactIndex(args.settings.depth);
-    return { encoder, runs, embedded, notes: plan.notes, compact: index, ...chunked };
+  const t = parts.get('text');
+  const v = parts.get('image');
+  if (imageRowDoc) {
+    const missing = t ? v!.missing.filter((id) => t.missing.includes(id)) : v!.missing;
+    if (!t) return { key, dim, docIds, missing, matrix: v!.embeddings, rowDoc: imageRowDoc };
+    const tMiss = new Set(t.missing);
+    const has = Uint8Array.from(docIds, (id) => (tMiss.has(id) ? 1 : 0));
+    const fused = fusedItemRows(t.embeddings, has, v!.embeddings, imageRowDoc, docIds.length, dim);
+    return { key, dim, docIds, missing, matrix: fused.rows, rowDoc: fused.rowDoc };
   }
-  // The index worker gets its own copy: the retrieval worker takes ownership of `matrix`.
-  const annDocs = args.settings.ann ? matrix.slice() : null;
-  await setDenseDocs(key, matrix, dim, docIds, missing, chunkRows?.rowDoc);
+  if (!t || !v) return { key, dim, docIds, missing: first.missing, matrix: first.embeddings };
+  const tMiss = new Set(t.missing);
+  const vMiss = new Set(v.missing);
+  const matrix = new Float32Array(docIds.length * dim);
+  const missing: string[] = [];
+  docIds.forEach((id, i) => {
+    const tr = t.embeddings.subarray(i * dim, (i + 1) * dim);
+    const vr = v.embeddings.subarray(i * dim, (i + 1) * dim);
+    if (tMiss.has(id) && vMiss.has(id)) missing.push(id);
+    else matrix.set(tMiss.has(id) ? vr : vMiss.has(id) ? tr : fuseFeatures(tr, vr), i * dim);
+  });
+  return { key, dim, docIds, missing, matrix };
+}
 
-  const q = early ?? (await embedQueries(...queryArgs));
-  const runs: DenseOutcome['runs'] = await rankQueries(args, q, reuseCorpus);
+/**
+ * HNSW: each query's one vector (its single part, or the feature-fused pair) searched in the index,
+ * a run added for each single-vector exact run with its recall@10 against it; returns recall@10
+ * against exact search and queries/s for ef = 16…512 on these queries.
+ */
+async function searchHnsw(
+  args: DenseTaskArgs,
+  q: DenseQueries,
+  corpus: ReturnType<typeof corpusMatrix>,
+  single: DenseOutcome['runs'],
+  runs: DenseOutcome['runs'],
+) {
+  const { dim, docIds, missing } = corpus;
   const qs = args.queries;
-  const ann = args.settings.ann;
-  if (ann && annDocs) {
-    const single = runs.filter((r) => !r.fusion || r.fusion.mode === 'feature');
-    if (single.length < runs.length)
-      plan.notes.push('uses exact search for score fusion (two searches per query)');
-    const built = await buildIndex(
-      {
-        key,
-        shard: args.shardHash,
-        vectors: annDocs,
-        dim,
-        space: 'cosine',
-        M: ann.M,
-        efConstruction: ann.efConstruction,
-        efSearch: ann.efSearch,
-        docIds,
-      },
+  const ann = args.settings.ann!;
+  const qm = new Float32Array(qs.length * dim);
+  qs.forEach((_, i) => {
+    const t = q.hasText[i] && q.text ? q.text.subarray(i * dim, (i + 1) * dim) : null;
+    const v = q.hasImage[i] && q.image ? q.image.subarray(i * dim, (i + 1) * dim) : null;
+    if (t && v) qm.set(fuseFeatures(t, v), i * dim);
+    else if (t || v) qm.set((t ?? v)!, i * dim);
+  });
+  const docIndex = new Map(docIds.map((id, i) => [id, i]));
+  const missingIdx = missing.map((id) => docIndex.get(id)!);
+  const exclude = qs.map((x) => [
+    ...(x.excludeIds ?? []).flatMap((id) => docIndex.get(id) ?? []),
+    ...missingIdx,
+  ]);
+  const { result } = await searchIndex(qm, args.settings.depth, ann.efSearch, {
+    exclude,
+    signal: args.job.signal,
+  });
+  const annCurve = await recallAgainstExact(10, {
+    queries: qm,
+    efSearch: [16, 32, 64, 128, 256, 384, 512],
+    // WebGPU on a hardware adapter, else the wasm kernel: the same answers as JS, faster.
+    backend: 'auto',
+    signal: args.job.signal,
+  });
+  for (const r of single) {
+    const exactTop = new Map(r.lists.map((l) => [l.queryId, l.docIds.slice(0, 10)]));
+    let recall = 0;
+    let counted = 0;
+    const lists: Lists = qs.map((x, i) => {
+      // Queries with no part embedded return nothing in either run.
+      if (!q.hasText[i] && !q.hasImage[i]) return { queryId: x.id, docIds: [], scores: new Float64Array(0) };
+      const n = result.counts[i];
+      const ids: string[] = [];
+      const scores = new Float64Array(n);
+      for (let j = 0; j < n; j++) {
+        ids.push(docIds[result.indices[i * result.k + j]]);
+        scores[j] = result.scores[i * result.k + j];
+      }
+      const truth = exactTop.get(x.id) ?? [];
+      if (truth.length) {
+        const got = new Set(ids.slice(0, 10));
+        recall += truth.filter((d) => got.has(d)).length / truth.length;
+        counted++;
+      }
+      return { queryId: x.id, docIds: ids, scores };
+    });
+    runs.push({ fusion: r.fusion, lists, ann: { ...ann, recallAt10: counted ? recall / counted : 1 } });
+  }
+  return annCurve;
+}
+/** What embedding and ranking a task's queries needs of a dense run's arguments. */
+export interface QueryTaskArgs {
+  shardHash: string;
+  queries: Query[];
+  settings: {
+    spec: ModelSpec;
+    chunking?: Chunking;
+    multiImage?: MultiImage;
+    fusion: 'both' | 'score' | 'feature';
+    textWeight: number;
+    depth: number;
+  };
+  job: JobOptions;
+  prefetch?: PrefetchLookup;
+}
+
+/** One ranked-list set per fusion strategy run. */
+export type RankedRuns = { fusion?: QueryFusion; lists: Awaited<ReturnType<typeof runDense>> }[];
+
+/**
+ * Embeds the task's queries (text, image, or the one ad-hoc image). `imageRowOf`/`imageCopy`: corpus
+ * image vectors, so a query image that is a corpus image is not embedded twice.
+ */
+export async function embedQueries(
+  args: QueryTaskArgs,
+  queryParts: EmbedPart[],
+  dim: number,
+  imageRowOf: Map<string, number>,
+  imageCopy: Float32Array | null,
+  adhocImage: Blob | null,
+  adhoc = false,
+  adhocMore: Blob[] = [],
+): Promise<DenseQueries> {
+  const qs = args.queries;
+  const q: DenseQueries = {
+    ids: qs.map((x) => x.id),
+    dim,
+    text: null,
+    image: null,
+    hasText: new Uint8Array(qs.length),
+    hasImage: new Uint8Array(qs.length),
+    exclude: qs.map((x) => x.excludeIds),
+  };
+  const chunking = args.settings.chunking;
+  if (isChunked(chunking) && queryParts.includes('text')) {
+    // Every window of each query's text: mean → one vector per query; max → all its chunks.
+    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
+    const r = await embedTextChunks(
+      idx.map((i) => qs[i].text),
+      'query',
+      chunking,
       args.job,
     );
-    if (built.notSaved) args.onWarning?.(built.notSaved);
-    // One vector per query: its single part, or the feature-fused pair.
-    const qm = new Float32Array(qs.length * dim);
-    qs.forEach((_, i) => {
-      const t = q.hasText[i] && q.text ? q.text.subarray(i * dim, (i + 1) * dim) : null;
-      const v = q.hasImage[i] && q.image ? q.image.subarray(i * dim, (i + 1) * dim) : null;
-      if (t && v) qm.set(fuseFeatures(t, v), i * dim);
-      else if (t || v) qm.set((t ?? v)!, i * dim);
+    const mean = meanOfChunks(r.vectors, r.counts, dim, args.settings.spec.normalize);
+    q.text = new Float32Array(qs.length * dim);
+    const counts = new Uint32Array(qs.length);
+    idx.forEach((qi, j) => {
+      q.text!.set(mean.subarray(j * dim, (j + 1) * dim), qi * dim);
+      q.hasText[qi] = 1;
+      counts[qi] = r.counts[j];
     });
-    const docIndex = new Map(docIds.map((id, i) => [id, i]));
-    const missingIdx = missing.map((id) => docIndex.get(id)!);
-    const exclude = qs.map((x) => [
-      ...(x.excludeIds ?? []).flatMap((id) => docIndex.get(id) ?? []),
-      ...missingIdx,
-    ]);
-    const { result } = await searchIndex(qm, args.settings.depth, ann.efSearch, {
-      exclude,
-      signal: args.job.signal,
-    });
-    const annCurve = await recallAgainstExact(10, {
-      queries: qm,
-      efSearch: [16, 32, 64, 128, 256, 384, 512],
-      // WebGPU on a hardware adapter, else the wasm kernel: the same answers as JS, faster.
-      backend: 'auto',
-      signal: args.job.signal,
-    });
-    for (const r of single) {
-      const exactTop = new Map(r.lists.map((l) => [l.queryId, l.docIds.slice(0, 10)]));
-      let recall = 0;
-      let counted = 0;
-      const lists: Lists = qs.map((x, i) => {
-        // Queries with no part embedded return nothing in either run.
-        if (!q.hasText[i] && !q.hasImage[i])
-          return { queryId: x.id, docIds: [], scores: new Float64Array(0) };
-        const n = result.counts[i];
-        const ids: string[] = [];
-        const scores = new Float64Array(n);
-        for (let j = 0; j < n; j++) {
-          ids.push(docIds[result.indices[i * result.k + j]]);
-          scores[j] = result.scores[i * result.k + j];
-        }
-        const truth = exactTop.get(x.id) ?? [];
-        if (truth.length) {
-          const got = new Set(ids.slice(0, 10));
-          recall += truth.filter((d) => got.has(d)).length / truth.length;
-          counted++;
-        }
-        return { queryId: x.id, docIds: ids, scores };
-      });
-      runs.push({ fusion: r.fusion, lists, ann: { ...ann, recallAt10: counted ? recall / counted : 1 } });
-    }
-    return { encoder, runs, embedded, notes: plan.notes, annCurve, ...chunked };
+    // Queries without text have no chunks, so the chunk rows are already in query order.
+    if (chunking.aggregate === 'max') q.textChunks = { vectors: r.vectors, offsets: chunkOffsets(counts) };
   }
-  return { encoder, runs, embedded, notes: plan.notes, ...chunked };
+  if (adhoc && qs.length === 1) {
+    // One worker call for the text and the image, with the time of each stage.
+    let text = queryParts.includes('text') && qs[0].text && !q.text ? qs[0].text : null;
+    let image = queryParts.includes('image') ? adhocImage : null;
+    // Parts embedded ahead by the same encoder (the image as it was added, the text on a pause).
+    const encoderKey = activeEncoderKey();
+    if (args.prefetch && encoderKey) {
+      const ahead = args.prefetch.take(encoderKey, text, image);
+      if (ahead.text || ahead.image) {
+        const [t, i] = await timeStage('encode', () => Promise.all([ahead.text, ahead.image]));
+        if (t) {
+          q.text = t;
+          q.hasText[0] = 1;
+          text = null;
+        }
+        if (i) {
+          q.image = i;
+          q.hasImage[0] = 1;
+          image = null;
+        }
+      }
+      await args.prefetch.settled();
+    }
+    if (text || image) {
+      const t0 = performance.now();
+      const r = await embedQuery(text, image, args.job);
+      const s = r.stages;
+      // Only the stages of the parts embedded now (a part embedded ahead has none here).
+      if (text) stageTook('tokenize', t0, s.tokenizeMs);
+      if (image) stageTook('preprocess', t0 + s.tokenizeMs, s.preprocessMs);
+      stageTook('encode', t0 + s.tokenizeMs + s.preprocessMs, s.encodeMs);
+      if (r.text) {
+        q.text = r.text;
+        q.hasText[0] = 1;
+      }
+      if (r.image) {
+        q.image = r.image;
+        q.hasImage[0] = 1;
+      }
+    }
+  } else if (queryParts.includes('text') && !q.text) {
+    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
+    const vecs = await embedTexts(
+      idx.map((i) => qs[i].text),
+      'query',
+      args.job,
+    );
+    q.text = new Float32Array(qs.length * dim);
+    idx.forEach((qi, j) => {
+      q.text!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
+      q.hasText[qi] = 1;
+    });
+  }
+  if (!adhoc && queryParts.includes('image')) {
+    q.image = new Float32Array(qs.length * dim);
+    const todo: number[] = [];
+    if (adhocImage) {
+      const vec = await embedImages([adhocImage], args.job);
+      q.image.set(vec.subarray(0, dim), 0);
+      q.hasImage[0] = 1;
+    }
+    qs.forEach((x, i) => {
+      if (!x.image) return;
+      const row = imageRowOf.get(x.image);
+      if (row !== undefined && imageCopy) {
+        q.image!.set(imageCopy.subarray(row * dim, (row + 1) * dim), i * dim);
+        q.hasImage[i] = 1;
+      } else todo.push(i);
+    });
+    if (todo.length) {
+      const store = await openShardStore();
+      const blobs = await Promise.all(todo.map((i) => store.getImage(args.shardHash, qs[i].image!)));
+      const ok = todo.filter((_, j) => blobs[j]);
+      const vecs = await embedImages(
+        blobs.filter((b): b is Blob => !!b),
+        args.job,
+      );
+      ok.forEach((qi, j) => {
+        q.image!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
+        q.hasImage[qi] = 1;
+      });
+    }
+  }
+
+  if (args.settings.multiImage && queryParts.includes('image') && q.image)
+    await multiImageQueries(args, q, dim, adhoc ? [adhocMore] : null);
+  return q;
+}
+
+/**
+ * Ranks embedded queries with `ranker` (the retrieval worker's document matrix by default), once per
+ * fusion strategy (`adhoc`: one query typed in the Search view, its stages timed).
+ */
+export async function rankQueries(
+  args: QueryTaskArgs,
+  q: DenseQueries,
+  adhoc = false,
+  ranker: DenseRanker = runDense,
+): Promise<RankedRuns> {
+  const twoParts = args.queries.some((_, i) => q.hasText[i] && q.hasImage[i]);
+  const fusions: (QueryFusion | undefined)[] = !twoParts
+    ? [undefined]
+    : args.settings.fusion === 'both'
+      ? [{ mode: 'score', textWeight: args.settings.textWeight }, { mode: 'feature' }]
+      : args.settings.fusion === 'score'
+        ? [{ mode: 'score', textWeight: args.settings.textWeight }]
+        : [{ mode: 'feature' }];
+  const runs: RankedRuns = [];
+  for (const [i, fusion] of fusions.entries()) {
+    const rank = () => ranker(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job);
+    // An ad-hoc query's first ranking is its search; the second fusion's is part of fusing.
+    runs.push({ fusion, lists: await (adhoc ? timeStage(i === 0 ? 'search' : 'fuse', rank) : rank()) });
+  }
+  return runs;
+}
+
+/**
+ * Queries with several images (`images`, or the extra images of an ad-hoc query): every image is
+ * embedded; mean → the query's image vector is their normalised mean; max → each is a row of
+ * `q.imageRows` (the retrieval worker scores a document by its best pair).
+ */
+async function multiImageQueries(
+  args: QueryTaskArgs,
+  q: DenseQueries,
+  dim: number,
+  adhocExtra: Blob[][] | null,
+): Promise<void> {
+  const qs = args.queries;
+  const extra: Blob[][] = adhocExtra ?? qs.map(() => []);
+  if (!adhocExtra) {
+    const store = await openShardStore();
+    for (const [i, x] of qs.entries()) {
+      const more = itemImagePaths(x).slice(1);
+      if (!more.length || !q.hasImage[i]) continue;
+      const blobs = await Promise.all(more.map((p) => store.getImage(args.shardHash, p)));
+      extra[i] = blobs.filter((b): b is Blob => !!b);
+    }
+  }
+  const todo = extra.flatMap((l, i) => (l.length && q.hasImage[i] ? [i] : []));
+  if (!todo.length) return;
+  const vecs = await embedImages(
+    todo.flatMap((i) => extra[i]),
+    args.job,
+  );
+  const counts = new Uint32Array(qs.length);
+  const rows: Float32Array[] = [];
+  let at = 0;
+  for (const i of todo) {
+    const n = extra[i].length + 1;
+    const all = new Float32Array(n * dim);
+    all.set(q.image!.subarray(i * dim, (i + 1) * dim), 0);
+    all.set(vecs.subarray(at * dim, (at + n - 1) * dim), dim);
+    at += n - 1;
+    q.image!.set(meanOfChunks(all, [n], dim, true), i * dim);
+    counts[i] = n;
+    rows[i] = all;
+  }
+  if (args.settings.multiImage === 'max') {
+    const offsets = chunkOffsets(counts);
+    const vectors = new Float32Array(offsets[qs.length] * dim);
+    for (const i of todo) vectors.set(rows[i], offsets[i] * dim);
+    q.imageRows = { vectors, offsets };
+  }
 }
 
 /**

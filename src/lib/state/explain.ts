@@ -21,7 +21,7 @@ import { openShardStore } from '../platform/storage/shard-store';
 import { itemImagePaths, type MultiImage } from '../core/retrieval/multi-image';
 import type { Doc, ImageRef, Query } from '../core/types';
 import type { ModelSpec } from '../core/retrieval/models';
-import { densePlan } from './dense';
+import { densePlan } from '../core/retrieval/dense-plan';
 import type { Library } from './library.svelte';
 import type { Retrievers } from './retrievers.svelte';
 import type { RunStore } from './runs.svelte';

@@ -14,7 +14,7 @@ import {
 } from '../core/eval/permalink';
 import type { Dtype } from '../core/retrieval/models';
 import type { Device } from '../platform/gpu/backend';
-import { densePlan } from './dense';
+import { densePlan } from '../core/retrieval/dense-plan';
 import { modelSpec } from './retrievers.svelte';
 import type { CompareState } from './compare.svelte';
 import type { Library } from './library.svelte';

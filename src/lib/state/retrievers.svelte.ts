@@ -7,14 +7,7 @@ import { describeVectorIndex, type RetrieverConfig } from '../core/retrieval/run
 import { supportsPart, type Dtype, type ModelSpec } from '../core/retrieval/models';
 import { specMatches, type RunSpec } from '../core/eval/permalink';
 import type { Device } from '../platform/gpu/backend';
-import {
-  bm25ReloadNote,
-  bm25StoppedNote,
-  freeBm25,
-  prepareBm25,
-  runBm25Task,
-} from '../clients/retrieval-client';
-import { compactFromRows } from './dense-compact';
+import { bm25ReloadNote, bm25StoppedNote, prepareBm25, runBm25Task } from '../clients/retrieval-client';
 import { MODEL_REGISTRY, registryModel, type LoadedEncoder } from '../clients/encoder-client';
 import { INDEX_DEFAULTS } from '../clients/index-client';
 import {
@@ -24,7 +17,8 @@ import {
   type Chunking,
 } from '../core/retrieval/chunking';
 import { describeMultiImage, hasMultiImageItems, type MultiImage } from '../core/retrieval/multi-image';
-import { densePlan, denseTask, type DenseSettings } from './dense';
+import { denseTask, type DenseSettings } from './dense';
+import { densePlan } from '../core/retrieval/dense-plan';
 import { ivfBytes } from '../core/retrieval/ivf-report';
 import { hubFallback } from './hub-fallback';
 import type { Jobs } from './jobs.svelte';
@@ -374,14 +368,6 @@ export class Retrievers {
       `Dense retrieval with ${spec.label ?? spec.id}`,
       `Dense retrieval with ${spec.label ?? spec.id}`,
       async (job) => {
-        // A corpus for the compact store: the BM25 index (stored) leaves memory before the model loads.
-        const n = s.summary.counts.docs;
-        const from = compactFromRows(spec.dim, this.compactFrom || undefined);
-        if (this.denseSearch === 'exact' && spec.dim > 0 && n >= from && (await freeBm25()) === 'stopped') {
-          // Its worker went with it: the next BM25 call prepares again (and says so once).
-          this.preparedKey = null;
-          this.#bm25Stopped = true;
-        }
         const docImageRow = new Map(s.docs.facts.queryImageDocs.map(([path, id]) => [path, id]));
         const settings: DenseSettings = {
           spec,
@@ -406,11 +392,13 @@ export class Retrievers {
             task,
             queries: s.queries.filter((q) => q.task === taskId),
             docImageRow,
-            docCount: n,
+            docCount: s.summary.counts.docs,
             settings,
             job: { signal: job.signal, onProgress: job.onProgress },
             onEncoder: (e) => (this.encoder = e),
             onWarning: (text) => this.app.messages.warn(text),
+            // The BM25 worker went for the compact store: the next BM25 call prepares again (says so once).
+            onBm25Stopped: () => ((this.preparedKey = null), (this.#bm25Stopped = true)),
           });
         } catch (e) {
           // The hub did not answer: once, the same run with a model that loads without it.
@@ -436,6 +424,7 @@ export class Retrievers {
             ...(out.multiImage ? { multiImage: out.multiImage } : {}),
             ...(out.ivf ? { ivf: out.ivf } : {}),
             ...(out.compact ? { index: out.compact } : {}),
+            plan: out.plan,
             ...(r.ann
               ? {
                   ann: {

@@ -11,7 +11,7 @@ import { MODEL_REGISTRY, loadedEncoderKey, preloadEncoder } from '../clients/enc
 import { describeChunking, isChunked } from '../core/retrieval/chunking';
 import type { OpenedDicom } from '../platform/media/dicom-image';
 import { modelSpec } from './retrievers.svelte';
-import { denseLoadOptions, setDtypesOf, shardSetDtypes } from './set-dtypes';
+import { denseLoadOptions, setDtypesOf, shardSetDtypes } from './dense-remote';
 import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import { hubFallback } from './hub-fallback';

@@ -45,6 +45,8 @@ export type RetrieverConfig =
       };
       /** Searched through the shard's packed IVF-int8 index on its host (Range reads), with what it cost. */
       ivf?: IvfRunInfo;
+      /** What Loupe did and why (core/retrieval/dense-plan.ts); absent on older runs. */
+      plan?: { does: string; why: string }[];
     }
   | {
       kind: 'fusion';
@@ -224,8 +226,9 @@ export function configKey(c: RetrieverConfig, taskId: string, depth: number): st
     copy.ivf = { kind, n, nlist, nprobe, rerank };
   }
   if (c.kind === 'fusion') copy.inputs = [...c.inputs].sort();
-  // Why a backend was chosen is a description, not part of what produced the ranking.
+  // Why a backend was chosen, and the plan's words, describe the run: not part of what produced the ranking.
   delete copy.deviceReason;
+  delete copy.plan;
   return JSON.stringify([taskId, depth, sortKeys(copy)]);
 }
 
