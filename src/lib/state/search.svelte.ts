@@ -342,6 +342,8 @@ export class SearchState {
     if (this.#inFlight) return;
     const { shard, taskId } = lib;
     this.#inFlight = true;
+    // Search pressed before the typing pause ended: the query is embedded now, not once more ahead.
+    clearTimeout(this.#typing);
     const shown = setTimeout(() => (this.searching = true), SEARCHING_SHOWN_AFTER_MS);
     this.error = null;
     this.openDocId = null;
