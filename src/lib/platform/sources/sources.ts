@@ -602,9 +602,11 @@ export function urlSource(baseUrl: string, files?: string[]): ShardSource {
       throw new Error(`HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''} for ${u.href}`);
     }
     // A web page where a shard file should be: the server answers paths it does not have with its
-    // index page (a single-page-app fallback) instead of a 404.
+    // index page (a single-page-app fallback) instead of a 404. An optional file (a set's index, a
+    // pack) is then simply not there; the files every shard starts from say so in words.
     if (/^text\/html/i.test(res.headers.get('Content-Type') ?? '') && !/\.html?$/i.test(path)) {
       await res.body?.cancel().catch(() => undefined);
+      if (path !== 'shard.json' && path !== 'corpus.jsonl') return null;
       throw new Error(
         `${u.href} is a web page (text/html), not the shard's ${path}: the server answers files it ` +
           `does not have with its index page, so there is no shard at ${base.href}; check the shard's URL`,
