@@ -175,13 +175,32 @@ describe('the first query tells its story', () => {
     // Nothing on the way was a 404 (no probe of model files, no embeddings/index.json for a shard without).
     expect(notFound).toEqual([]);
 
-    // After a reload the model loads again, but the corpus embeddings are this browser's: the summary
-    // says so, and the story never says the corpus is being embedded.
+    // After a reload the URL's query is answered by itself (a link that names a query answers it): the
+    // model loads again, but the corpus embeddings are this browser's. The summary says so, and the
+    // story, recorded from the page's start, never says the corpus is being embedded.
+    expect(new URL(page.url()).searchParams.get('q')).toBeTruthy();
+    await page.addInitScript(() => {
+      const w = window as unknown as { story: { text: string; phase: string | null }[] };
+      w.story = [];
+      const seen = () => {
+        const el = document.querySelector('[data-testid="job"]');
+        const text = el?.querySelector('.text')?.textContent?.trim();
+        if (text && w.story.at(-1)?.text !== text)
+          w.story.push({ text, phase: el!.getAttribute('data-phase') });
+      };
+      document.addEventListener('DOMContentLoaded', () =>
+        new MutationObserver(seen).observe(document.body, {
+          subtree: true,
+          childList: true,
+          characterData: true,
+        }),
+      );
+    });
     await page.reload();
-    await ready(page);
-    await recordStory(page);
-    await page.fill('[data-testid="search-input"]', QUESTION);
-    await submit(page);
+    await page.waitForSelector('[data-testid="search-summary"], [data-testid="search-error"]', {
+      timeout: 240_000,
+    });
+    expect(await page.locator('[data-testid="search-error"]').count()).toBe(0);
     expect(await summary.innerText()).toMatch(
       /\(first query: loading the model and reading the corpus embeddings stored in this browser\)/,
     );
