@@ -17,9 +17,11 @@ reports=()
 for stage in ${LOUPE_STAGES:-unit e2e}; do
   extra=()
   [ "$stage" = e2e ] && [ -n "${LOUPE_E2E_ONE_FILE:-}" ] && extra=(--no-file-parallelism --maxWorkers=1)
+  # A failed stage does not stop the next or the summary: the margin table shows in a failed run too.
   "${pin[@]}" npx vitest run --project "$stage" "${extra[@]}" \
     --reporter=default --reporter=json --outputFile.json="$out/$stage.json" \
-    --reporter=./tests/reporters/margins.ts "$@"
-  reports+=("$out/$stage.json")
+    --reporter=./tests/reporters/margins.ts "$@" || status=1
+  [ -f "$out/$stage.json" ] && reports+=("$out/$stage.json")
 done
 node scripts/test-summary.mjs "${reports[@]}"
+exit "${status:-0}"
