@@ -19,23 +19,30 @@ async function ready(page: Page) {
   await page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 150_000 });
 }
 
-/** Records every text the progress line shows (and its phase), from now on. */
-async function recordStory(page: Page) {
-  await page.evaluate(() => {
-    const w = window as unknown as { story: { text: string; phase: string | null }[] };
-    w.story = [];
-    const seen = () => {
-      const el = document.querySelector('[data-testid="job"]');
-      const text = el?.querySelector('.text')?.textContent?.trim();
-      if (text && w.story.at(-1)?.text !== text)
-        w.story.push({ text, phase: el!.getAttribute('data-phase') });
-    };
+/**
+ * Records every text the progress line shows (and its phase) into `window.story`, from now on; run in
+ * the page, or as an init script before its document exists (it then starts once the body does).
+ */
+function storyRecorder() {
+  const w = window as unknown as { story: { text: string; phase: string | null }[] };
+  w.story = [];
+  const seen = () => {
+    const el = document.querySelector('[data-testid="job"]');
+    const text = el?.querySelector('.text')?.textContent?.trim();
+    if (text && w.story.at(-1)?.text !== text) w.story.push({ text, phase: el!.getAttribute('data-phase') });
+  };
+  const watch = () =>
     new MutationObserver(seen).observe(document.body, {
       subtree: true,
       childList: true,
       characterData: true,
     });
-  });
+  if (document.body) watch();
+  else document.addEventListener('DOMContentLoaded', watch);
+}
+
+async function recordStory(page: Page) {
+  await page.evaluate(storyRecorder);
 }
 
 const story = (page: Page) =>
@@ -179,23 +186,7 @@ describe('the first query tells its story', () => {
     // model loads again, but the corpus embeddings are this browser's. The summary says so, and the
     // story, recorded from the page's start, never says the corpus is being embedded.
     expect(new URL(page.url()).searchParams.get('q')).toBeTruthy();
-    await page.addInitScript(() => {
-      const w = window as unknown as { story: { text: string; phase: string | null }[] };
-      w.story = [];
-      const seen = () => {
-        const el = document.querySelector('[data-testid="job"]');
-        const text = el?.querySelector('.text')?.textContent?.trim();
-        if (text && w.story.at(-1)?.text !== text)
-          w.story.push({ text, phase: el!.getAttribute('data-phase') });
-      };
-      document.addEventListener('DOMContentLoaded', () =>
-        new MutationObserver(seen).observe(document.body, {
-          subtree: true,
-          childList: true,
-          characterData: true,
-        }),
-      );
-    });
+    await page.addInitScript(storyRecorder);
     await page.reload();
     await page.waitForSelector('[data-testid="search-summary"], [data-testid="search-error"]', {
       timeout: 240_000,
