@@ -5,9 +5,8 @@
 // image-to-image task has no BM25 runs and is left out). The page must not scroll sideways at 390,
 // 1024 and 1440 px.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, type Session, download } from './browser';
 import { shotPath } from './artifacts';
 import {
   allPairs,
@@ -24,11 +23,6 @@ const SPECS = [0.1, 0.5, 1.2, 3].flatMap((k1) => [0, 1].map((b) => `bm25(k1=${k1
 const TASKS = ['text-to-image', 'image-question-to-passage'];
 const VQA_SPECS = ['bm25(k1=0.1,b=0)', 'bm25(k1=0.9,b=0.4)', 'bm25(k1=1.2,b=0.75)', 'bm25(k1=3,b=1)'];
 const MEASURE = 'ndcg_cut_10';
-
-async function download(page: Page, testId: string): Promise<string> {
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
-  return readFileSync(await dl.path(), 'utf8');
-}
 
 /** Opens the task with the runs (made, or found stored) and all of them ticked. */
 async function openTask(page: Page, shard: string, task: string, specs: string[]) {

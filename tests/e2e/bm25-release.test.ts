@@ -7,22 +7,17 @@
 // random weights; this checks the path) opened by one link that runs BM25 and then dense with the
 // store's threshold at 1,000 documents; then the BM25 run is deleted and run again from the UI.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { launch, pageErrors } from './browser';
+import { launch, pageErrors, download } from './browser';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
 const MODEL = 'loupe-test/bert-tiny-random';
 const DOCS = 3_000;
 const QUERIES = 30;
-
-async function download(page: Page, testId: string): Promise<string> {
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
-  return readFileSync(await dl.path(), 'utf8');
-}
 
 async function counters(page: Page) {
   const w = page.workers().find((x) => x.url().includes('retrieval.worker'));

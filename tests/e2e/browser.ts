@@ -1,5 +1,5 @@
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -88,4 +88,10 @@ export function harnessCaller<H extends AnyHarness>(name: string) {
         ),
       [name, fn, args] as const,
     ) as Promise<Awaited<ReturnType<H[K]>>>;
+}
+
+/** Clicks the button `testId` and returns the text of the file it downloads. */
+export async function download(page: Page, testId: string): Promise<string> {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
+  return readFileSync(await dl.path(), 'utf8');
 }

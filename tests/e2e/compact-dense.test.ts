@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { basename, join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { launch, pageErrors } from './browser';
+import { launch, pageErrors, download } from './browser';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -101,11 +101,6 @@ async function denseRun(dir: string, extra: Record<string, string>, search?: str
   } finally {
     await s.dispose();
   }
-}
-
-async function download(page: Page, testId: string): Promise<string> {
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
-  return readFileSync(await dl.path(), 'utf8');
 }
 
 /** Each query's top 10 of a TREC run file: [doc id, score] in rank order. */

@@ -7,17 +7,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, type Session, download } from './browser';
 import { shotPath } from './artifacts';
 import { writeImageSubset } from './shard-fixtures';
 import { DATA_DIR } from '../paths';
 
 const baseUrl = inject('baseUrl');
-
-async function download(page: Page, testId: string): Promise<string> {
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
-  return readFileSync(await dl.path(), 'utf8');
-}
 
 async function phase(page: Page, ...phases: string[]) {
   await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {

@@ -4,9 +4,8 @@
 // qrels the app exports, never hard-coded. Then a long tuning is cancelled, and the view is checked at
 // 390, 1024 and 1440 px for sideways scroll.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, type Session, download } from './browser';
 import { shotPath } from './artifacts';
 import { parseQrels, parseRun } from '../../src/lib/core/eval/trec';
 import { evaluate } from '../../src/lib/core/eval/metrics';
@@ -17,11 +16,6 @@ import type { Run } from '../../src/lib/core/types';
 
 const baseUrl = inject('baseUrl');
 const MEASURE = 'ndcg_cut_10';
-
-async function download(page: Page, testId: string): Promise<string> {
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
-  return readFileSync(await dl.path(), 'utf8');
-}
 
 async function phase(page: Page, ...phases: string[]) {
   await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {

@@ -13,7 +13,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { evaluate } from '../../src/lib/core/eval/metrics';
 import { parseQrelsAuto, parseRun } from '../../src/lib/core/eval/trec';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, type Session, download } from './browser';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -26,11 +26,6 @@ async function phase(page: Page, ...phases: string[]) {
   const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
   await page.waitForSelector(sel, { timeout: 300_000 });
   return page.getAttribute('[data-testid="app"]', 'data-phase');
-}
-
-async function download(page: Page, testId: string): Promise<string> {
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
-  return readFileSync(await dl.path(), 'utf8');
 }
 
 /** The encoder worker's own counters (read in the worker). */

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, type Session, download } from './browser';
 import { shotPath } from './artifacts';
 
 const baseUrl = inject('baseUrl');
@@ -40,11 +40,6 @@ async function openComparison(page: Page) {
 async function view(page: Page, route: string) {
   await page.evaluate((r) => (location.hash = `#/${r}`), route);
   await page.waitForSelector(`[data-testid="app"][data-route="${route}"]`);
-}
-
-async function download(page: Page, testId: string): Promise<string> {
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
-  return readFileSync(await dl.path(), 'utf8');
 }
 
 /** Task ids of every run row, comparison row and facet column on screen. */
