@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { DATA_DIR } from '../paths';
 import { evaluate, standardMeasures } from '../../src/lib/core/eval/metrics';
 import { parseQrels, parseRun } from '../../src/lib/core/eval/trec';
@@ -25,11 +25,6 @@ function zipFolder(dir: string, top = ''): Uint8Array {
   };
   walk(dir);
   return zipSync(files, { level: 0 });
-}
-
-async function phase(page: Page, ...phases: string[]) {
-  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
-  await page.waitForSelector(sel, { timeout: 120_000 });
 }
 
 /** Shows a view through its URL hash (as a link or the back button would). */

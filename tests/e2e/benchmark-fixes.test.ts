@@ -5,17 +5,11 @@
 // user's task.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { shotPath } from './artifacts';
 
 const baseUrl = inject('baseUrl');
 const MODEL = 'loupe-test/bert-tiny-random';
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 240_000,
-  });
-}
 
 /**
  * Page width against the window, and the controls whose right edge lies beyond it. A control inside

@@ -95,3 +95,19 @@ export async function download(page: Page, testId: string): Promise<string> {
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);
   return readFileSync(await dl.path(), 'utf8');
 }
+
+/**
+ * How long `phase` waits at most: a limit that catches a hang (a phase that never comes), far above
+ * any wait's work on a slow machine; a test's own limit (180 s unless it says more) usually ends first.
+ */
+export const PHASE_WAIT_MS = 300_000;
+
+/**
+ * Waits until the app's phase (`data-phase` of `[data-testid="app"]`) is one of `phases` and returns
+ * the one it is.
+ */
+export async function phase(page: Page, ...phases: string[]): Promise<string> {
+  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
+  await page.waitForSelector(sel, { timeout: PHASE_WAIT_MS });
+  return (await page.getAttribute('[data-testid="app"]', 'data-phase')) ?? '';
+}

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Page } from 'playwright-core';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import { harnessCaller, launch, pageErrors, phase, type Session } from './browser';
 import type { EncoderHarness } from '../browser/encoder-harness';
 import { DATA_DIR } from '../paths';
 
@@ -31,16 +31,6 @@ async function encoderCounters(page: Page): Promise<Counters | null> {
   return w
     .evaluate(() => (self as unknown as { loupeEncoderCounters?: Counters }).loupeEncoderCounters ?? null)
     .catch(() => null);
-}
-
-async function phase(page: Page) {
-  await page.waitForSelector(
-    '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
-    {
-      timeout: 120_000,
-    },
-  );
-  return page.getAttribute('[data-testid="app"]', 'data-phase');
 }
 
 describe('long texts: chunked dense retrieval', () => {
@@ -75,7 +65,7 @@ describe('long texts: chunked dense retrieval', () => {
     await page.goto(`${baseUrl}${URL_MAX}`);
 
     // After the reload the run starts again in a fresh worker and reuses every batch saved before.
-    expect(await phase(page)).toBe('done');
+    expect(await phase(page, 'done', 'error')).toBe('done');
     const after = (await encoderCounters(page))!;
     expect(after.batchesReused).toBeGreaterThanOrEqual(before!.batchesEmbedded);
     expect(after.batchesEmbedded).toBeGreaterThan(0);
@@ -135,7 +125,7 @@ describe('long texts: chunked dense retrieval', () => {
       null,
       { timeout: 60_000 },
     );
-    expect(await phase(page)).toBe('done');
+    expect(await phase(page, 'done', 'error')).toBe('done');
     const mean = (await encoderCounters(page))!;
     expect(mean.batchesEmbedded).toBe(beforeMean.batchesEmbedded);
     expect(mean.batchesReused - beforeMean.batchesReused).toBe(total);

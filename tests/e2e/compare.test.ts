@@ -7,18 +7,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session, download } from './browser';
+import { download, launch, pageErrors, phase, type Session } from './browser';
 import { shotPath } from './artifacts';
 import { writeImageSubset } from './shard-fixtures';
 import { DATA_DIR } from '../paths';
 
 const baseUrl = inject('baseUrl');
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 120_000,
-  });
-}
 
 describe('comparing runs', () => {
   let s: Session;

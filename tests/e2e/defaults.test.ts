@@ -6,18 +6,12 @@
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launch, type Session } from './browser';
+import { launch, phase, type Session } from './browser';
 import { DATA_DIR } from '../paths';
 
 const baseUrl = inject('baseUrl');
 const TASK = 'image-question-to-passage';
 const IMAGE = join(DATA_DIR, 'vqa-rad/images/synpic100132.jpg');
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 150_000,
-  });
-}
 
 /** Submits the Search query and waits for its summary (or an error). */
 async function search(page: Page, text: string, image = false) {

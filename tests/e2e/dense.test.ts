@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { isHubProbe } from './offsite';
 import { DATA_DIR } from '../paths';
 import { writeImageSubset, writeSubset } from './shard-fixtures';
@@ -17,12 +17,6 @@ const baseUrl = inject('baseUrl');
 const GEN = join(import.meta.dirname, '../../generated-shards/e2e-dense');
 /** vqa-rad documents kept: over 100, so that every image-to-image ranking (top 100) is full. */
 const VQA_DOCS = 120;
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 300_000,
-  });
-}
 
 async function downloadText(page: Page, testId: string) {
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);

@@ -7,7 +7,7 @@ import { cpSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DATA_DIR } from '../paths';
 import type { Page } from 'playwright-core';
-import { launch, type Session } from './browser';
+import { launch, phase, type Session } from './browser';
 import { buildSite, serveStatic, type StaticServer } from './static-server';
 import { packShard, writeSubset } from './shard-fixtures';
 
@@ -39,12 +39,6 @@ async function firstDenseRun(page: Page, shardPath: string) {
 }
 
 let server: StaticServer;
-
-async function phase(page: Page, ...phases: string[]) {
-  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
-  await page.waitForSelector(sel, { timeout: 150_000 });
-  return page.getAttribute('[data-testid="app"]', 'data-phase');
-}
 
 describe('static deploy under a sub-path, no COOP/COEP headers', () => {
   let s: Session;

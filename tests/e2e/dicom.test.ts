@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { parseRun } from '../../src/lib/core/eval/trec';
 import { DATA_DIR } from '../paths';
 import type { DicomHarness } from '../browser/dicom-harness';
-import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import { harnessCaller, launch, pageErrors, phase, type Session } from './browser';
 import { writeImageSubset } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
@@ -27,12 +27,6 @@ const BAD = '/generated-shards/e2e-dicom/vqa-rad-dicom-bad/';
 const CT = '/generated-shards/e2e-dicom/ct-phantom-dicom/';
 /** Documents kept from vqa-rad (synpic100132, which the tests name, among them). */
 const NDOCS = 60;
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 300_000,
-  });
-}
 
 async function downloadText(page: Page, testId: string) {
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);

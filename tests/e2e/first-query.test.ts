@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launch, type Session } from './browser';
+import { launch, phase, type Session } from './browser';
 import { DATA_DIR } from '../paths';
 
 const baseUrl = inject('baseUrl');
@@ -14,10 +14,6 @@ const TASK = 'image-question-to-passage';
 const IMAGE = join(DATA_DIR, 'vqa-rad/images/synpic100132.jpg');
 const QUESTION = 'is there a pneumothorax?';
 const URL_ = `${baseUrl}/?shard=/shards/vqa-rad/&task=${TASK}&search-model=loupe-test/clip-tiny-random&device=wasm#/search`;
-
-async function ready(page: Page) {
-  await page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 150_000 });
-}
 
 /**
  * Records every text the progress line shows (and its phase) into `window.story`, from now on; run in
@@ -100,7 +96,7 @@ describe('the first query tells its story', () => {
   test('download (rate, time left), compiling, embedding n of N, each phase timed; then the image and text embedded ahead', async () => {
     const { page, context } = s;
     await page.goto(URL_);
-    await ready(page);
+    await phase(page, 'ready');
     await recordStory(page);
     // Model files at 6 MiB/s (the page's and its workers' requests): a download long enough to be seen.
     const cdp = await context.newCDPSession(page);
@@ -201,7 +197,7 @@ describe('the first query tells its story', () => {
   test('cancel during the first query stops it; the next query loads again and succeeds', async () => {
     const { page } = s;
     await page.goto(URL_);
-    await ready(page);
+    await phase(page, 'ready');
     await addImage(page);
     await page.fill('[data-testid="search-input"]', QUESTION);
     await page.click('[data-testid="search-submit"]');

@@ -5,7 +5,7 @@
 // 390, 1024 and 1440 px for sideways scroll.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session, download } from './browser';
+import { download, launch, pageErrors, phase, type Session } from './browser';
 import { shotPath } from './artifacts';
 import { parseQrels, parseRun } from '../../src/lib/core/eval/trec';
 import { evaluate } from '../../src/lib/core/eval/metrics';
@@ -16,12 +16,6 @@ import type { Run } from '../../src/lib/core/types';
 
 const baseUrl = inject('baseUrl');
 const MEASURE = 'ndcg_cut_10';
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 120_000,
-  });
-}
 
 /** A run as plain data (query → docs in trec_eval order), to compare with toEqual. */
 const plain = (run: Run) =>

@@ -17,20 +17,13 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DATA_DIR } from '../paths';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { idbCounts, ZERO } from './idb-counts';
 import { serveRanges, type RangeServer } from './range-server';
 import { packShard } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
 const PREFIX = '/hosted/';
-
-async function phase(page: Page, ...phases: string[]): Promise<string> {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 180_000,
-  });
-  return (await page.getAttribute('[data-testid="app"]', 'data-phase')) ?? '';
-}
 
 async function importUrl(page: Page, url: string) {
   await page.goto(`${baseUrl}/#/shards`);

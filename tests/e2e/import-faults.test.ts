@@ -10,19 +10,13 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launch, pageErrors } from './browser';
+import { launch, pageErrors, phase } from './browser';
 import { idbCounts, ZERO } from './idb-counts';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
 const DOCS = 100_000;
 const QUERIES = 1_000;
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 180_000,
-  });
-}
 
 async function loadUrl(page: Page, url: string) {
   await page.fill('[data-testid="url-input"]', url);

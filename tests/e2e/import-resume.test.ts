@@ -17,7 +17,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FsSource } from '../../scripts/lib/fs-source';
 import { readShard } from '../../src/lib/core/shard/read-shard';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { idbCounts, ZERO } from './idb-counts';
 import { serveRanges, type RangeServer } from './range-server';
 
@@ -105,12 +105,6 @@ async function reference(dir: string) {
     docs: digest(parsed.docs),
     queries: digest(parsed.queries),
   };
-}
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 180_000,
-  });
 }
 
 async function loadUrl(page: Page, url: string) {

@@ -18,7 +18,7 @@ import { DATA_DIR } from '../paths';
 import { parseIvfHeader } from '../../src/lib/core/retrieval/ivf';
 import { ivfBytes } from '../../src/lib/core/retrieval/ivf-report';
 import { parseRun } from '../../src/lib/core/eval/trec';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { shotPath } from './artifacts';
 import { serveRanges, type RangeLogEntry, type RangeServer } from './range-server';
 import { packShard, writeSubset } from './shard-fixtures';
@@ -44,12 +44,6 @@ const lines = (p: string) =>
 /** medquad with its first NQ queries (and their qrels), NDOCS documents with every judged one; named `name`. */
 function writeShard(dir: string, name: string): void {
   writeSubset(join(DATA_DIR, 'medquad'), dir, { docs: NDOCS, queries: NQ, name });
-}
-
-async function phase(page: Page, ...phases: string[]): Promise<string> {
-  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
-  await page.waitForSelector(sel, { timeout: 300_000 });
-  return (await page.getAttribute('[data-testid="app"]', 'data-phase')) ?? '';
 }
 
 async function downloadText(page: Page, testId: string): Promise<string> {

@@ -7,17 +7,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { shotPath } from './artifacts';
 
 const baseUrl = inject('baseUrl');
 const QUERY = 'pleural effusion';
 const SEARCH_LINK = `${baseUrl}/?shard=vqa-rad&task=text-to-image&q=pleural+effusion#/search`;
-
-async function phase(page: Page, ...phases: string[]) {
-  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
-  await page.waitForSelector(sel, { timeout: 150_000 });
-}
 
 const route = (page: Page) => page.getAttribute('[data-testid="app"]', 'data-route');
 const results = (page: Page) => page.locator('[data-testid="results"] [data-doc]');

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DATA_DIR } from '../paths';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { shotPath } from './artifacts';
 import { writeImageSubset } from './shard-fixtures';
 
@@ -19,13 +19,6 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const OUT = join(ROOT, 'generated-shards/e2e-multi');
 const SHARD = '/generated-shards/e2e-multi/vqa-rad-multi/';
 const CLIP = 'model=loupe-test/clip-tiny-random,dtype=fp32,device=wasm';
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 300_000,
-  });
-  return page.getAttribute('[data-testid="app"]', 'data-phase');
-}
 
 describe('multi-image items', () => {
   let s: Session;

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DATA_DIR } from '../paths';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { serveRanges, type RangeServer } from './range-server';
 import { shotPath } from './artifacts';
 import { packShard, writeSubset } from './shard-fixtures';
@@ -36,12 +36,6 @@ const lines = (p: string) =>
 /** medquad with its first NQ queries (and their qrels), 1,000 documents with every judged one. */
 function writeShard(dir: string): void {
   writeSubset(join(DATA_DIR, 'medquad'), dir, { docs: 1000, queries: NQ, name: 'medquad-remote' });
-}
-
-async function phase(page: Page, ...phases: string[]): Promise<string> {
-  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
-  await page.waitForSelector(sel, { timeout: 300_000 });
-  return (await page.getAttribute('[data-testid="app"]', 'data-phase')) ?? '';
 }
 
 describe('a packed shard opened by URL answers dense queries before its corpus is imported', () => {

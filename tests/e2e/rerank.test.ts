@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { isHubProbe } from './offsite';
 import { evaluate, rankQuery, standardMeasures } from '../../src/lib/core/eval/metrics';
 import { parseQrels, parseRun } from '../../src/lib/core/eval/trec';
@@ -13,12 +13,6 @@ const MEASURES = standardMeasures([1, 5, 10, 100]);
 const MODEL = 'loupe-test/cross-encoder-tiny-random';
 // Five documents a query: 5,000 pairs, enough to cancel mid-way and to see most top blocks move.
 const TOP_N = 5;
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 300_000,
-  });
-}
 
 async function downloadText(page: Page, testId: string) {
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid="${testId}"]`)]);

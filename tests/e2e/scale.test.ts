@@ -13,7 +13,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { evaluate } from '../../src/lib/core/eval/metrics';
 import { parseQrelsAuto, parseRun } from '../../src/lib/core/eval/trec';
-import { launch, pageErrors, type Session, download } from './browser';
+import { download, launch, pageErrors, phase, type Session } from './browser';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -21,12 +21,6 @@ const MODEL = 'loupe-test/bert-tiny-random';
 const MEASURES = ['ndcg_cut_10', 'recall_100', 'recip_rank', 'map', 'P_10'];
 const DOCS = 10_000;
 const QUERIES = 1_000;
-
-async function phase(page: Page, ...phases: string[]) {
-  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
-  await page.waitForSelector(sel, { timeout: 300_000 });
-  return page.getAttribute('[data-testid="app"]', 'data-phase');
-}
 
 /** The encoder worker's own counters (read in the worker). */
 async function encoderCounters(page: Page): Promise<Record<string, number>> {

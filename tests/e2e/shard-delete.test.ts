@@ -6,7 +6,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { idbCounts } from './idb-counts';
 import { shotPath } from './artifacts';
 import { writeSubset } from './shard-fixtures';
@@ -14,11 +14,6 @@ import { DATA_DIR } from '../paths';
 
 const baseUrl = inject('baseUrl');
 const GEN = join(import.meta.dirname, '../../generated-shards/e2e-shard-delete');
-
-async function phase(page: Page, ...phases: string[]) {
-  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
-  await page.waitForSelector(sel, { timeout: 120_000 });
-}
 
 async function shards(page: Page): Promise<string[]> {
   await page.evaluate(() => (location.hash = '#/shards'));

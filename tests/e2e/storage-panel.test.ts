@@ -6,18 +6,13 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { shotPath } from './artifacts';
 import { writeSubset } from './shard-fixtures';
 import { DATA_DIR } from '../paths';
 
 const baseUrl = inject('baseUrl');
 const GEN = join(import.meta.dirname, '../../generated-shards/e2e-storage-panel');
-
-async function phase(page: Page, ...phases: string[]) {
-  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
-  await page.waitForSelector(sel, { timeout: 120_000 });
-}
 
 /** Corpus embedding batches of every shard in IndexedDB, and the cached model files, read directly. */
 async function stored(page: Page): Promise<{ emb: number; modelFiles: number }> {

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { shotPath } from './artifacts';
 import { DATA_DIR } from '../paths';
 
@@ -57,12 +57,6 @@ const lines = [
   ...others.slice(20, 28).map((d, i) => `${Q3} Q0 ${d} ${i + 2} ${(0.9 - i / 10).toFixed(1)} t`),
   ...others.slice(30, 32).map((d, i) => `${Q3} Q0 ${d} ${i + 10} 0.05 t`),
 ];
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 120_000,
-  });
-}
 
 describe('ties made visible', () => {
   let s: Session;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session } from './browser';
+import { launch, pageErrors, phase, type Session } from './browser';
 import { buildSite, serveStatic, type StaticServer } from './static-server';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -17,11 +17,6 @@ const QUERY = 'pleural effusion on the left?';
 
 let server: StaticServer;
 let s: Session;
-
-async function phase(page: Page, ...phases: string[]) {
-  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
-  await page.waitForSelector(sel, { timeout: 150_000 });
-}
 
 const route = (page: Page) => page.getAttribute('[data-testid="app"]', 'data-route');
 

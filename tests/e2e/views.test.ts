@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, type Session, download } from './browser';
+import { download, launch, pageErrors, phase, type Session } from './browser';
 import { shotPath } from './artifacts';
 
 const baseUrl = inject('baseUrl');
@@ -16,12 +16,6 @@ const WIDTHS = [390, 1024, 1440];
 const ROUTES = ['search', 'benchmark', 'shards'] as const;
 const CLIP = 'dense(model=loupe-test/clip-tiny-random,dtype=fp32,device=wasm,fusion=both,alpha=0.7)';
 const TASK = 'image-question-to-passage';
-
-async function phase(page: Page, ...phases: string[]) {
-  await page.waitForSelector(phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', '), {
-    timeout: 180_000,
-  });
-}
 
 /** Opens the comparison permalink of BM25, CLIP (score and feature fusion) and their RRF on TASK. */
 async function openComparison(page: Page) {
