@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 // Unit tests run in Node against pure core code; e2e tests drive real headless Chromium
-// (playwright-core + Debian's /usr/bin/chromium) against the Vite server started in globalSetup.
+// (playwright-core + Debian's /usr/bin/chromium) against the site served by globalSetup (the
+// production build, or the dev server with LOUPE_E2E_SERVER=dev).
 export default defineConfig({
   test: {
     projects: [
@@ -29,7 +30,7 @@ export default defineConfig({
           // Two files at a time: one file alone keeps a 2-core machine about 75 % busy (page loads,
           // range servers and workers wait on each other), two keep it 98 % busy and finish the
           // suite 1.2× sooner (1,090 s → 904 s here). Every file has its own browser profile, ports
-          // and temporary folders; they share only the Vite dev server.
+          // and temporary folders; they share only the site's server.
           fileParallelism: true,
           maxWorkers: 2,
         },

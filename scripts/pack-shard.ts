@@ -24,8 +24,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { harnessCaller } from '../tests/e2e/browser';
-import { openBrowser, startDevServer } from './lib/bench-harness';
 import { shardsToCopy } from './lib/demo-shards';
 import { packIvf } from './lib/pack-ivf';
 import { writeDocOffsets } from './lib/pack-offsets';
@@ -156,7 +154,14 @@ async function writeImagePacks(dir: string, out: string): Promise<void> {
   }
 }
 
-const call = harnessCaller<PackHarness>('packHarness');
+// Vite and Playwright are loaded only when a model is to embed (below): offsets and image packs need neither.
+const harness = async () => {
+  const [{ harnessCaller }, { openBrowser, startDevServer }] = await Promise.all([
+    import('../tests/e2e/browser'),
+    import('./lib/bench-harness'),
+  ]);
+  return { call: harnessCaller<PackHarness>('packHarness'), openBrowser, startDevServer };
+};
 const t0 = performance.now();
 for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
   // The dev server serves LOUPE_DATA_DIR at /shards/: point it at the folder holding these shards.
@@ -165,9 +170,14 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
     .filter((j) => dirname(j.dir) === parent)
     .map((j) => basename(j.dir))
     .join(',');
-  const { server, base } = await startDevServer();
-  const browser = await openBrowser({ harness: { base, path: 'scripts/lib/pack-harness.html' } });
-  const { page } = browser;
+  // The encoder runs in Chromium: the server and the browser start only when a model is to embed
+  // (offsets and image packs are written here, in Node).
+  const embeds = jobs.some((j) => dirname(j.dir) === parent && j.models.length > 0);
+  const h = embeds ? await harness() : null;
+  const { server, base } = h ? await h.startDevServer() : { server: null, base: '' };
+  const browser = h
+    ? await h.openBrowser({ harness: { base, path: 'scripts/lib/pack-harness.html' } })
+    : null;
   try {
     for (const job of jobs.filter((j) => dirname(j.dir) === parent)) {
       const name = basename(job.dir);
@@ -178,8 +188,8 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
       const parquetSets = index ? (index as { sets: unknown[] }).sets.filter(isParquetEntry) : [];
       for (const model of job.models) {
         const tm = performance.now();
-        const parts = await call(
-          page,
+        const parts = await h!.call(
+          browser!.page,
           'pack',
           `${base}/shards/${encodeURIComponent(name)}/`,
           model,
@@ -223,8 +233,8 @@ for (const parent of new Set(jobs.map((j) => dirname(j.dir)))) {
       if (args.images) await writeImagePacks(job.dir, job.out);
     }
   } finally {
-    await browser.close();
-    await server.close();
+    await browser?.close();
+    await server?.close();
   }
 }
 console.log(`pack-shard: done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);

@@ -10,7 +10,8 @@ export const HUB_SOURCES = ['https://huggingface.co', 'https://*.huggingface.co'
 
 /**
  * Extra `connect-src` sources from LOUPE_CONNECT_SRC (space- or comma-separated origins such as
- * `https://data.example.org`). A value that is not an http(s) origin (or `*.` wildcard host) is an error:
+ * `https://data.example.org`, or `http://127.0.0.1:*` for any port of a host: the e2e site lets the tests'
+ * range servers through this way). A value that is not an http(s) origin (or `*.` wildcard host) is an error:
  * a typo must not silently block a deployment's shards, and `*` or a keyword must not widen the policy.
  */
 export function extraConnectSources(value: string | undefined): string[] {
@@ -19,7 +20,7 @@ export function extraConnectSources(value: string | undefined): string[] {
     .split(/[\s,]+/)
     .filter(Boolean)
     .map((s) => {
-      if (!/^https?:\/\/(\*\.)?[a-z0-9.-]+(:\d+)?$/i.test(s))
+      if (!/^https?:\/\/(\*\.)?[a-z0-9.-]+(:\d+|:\*)?$/i.test(s))
         throw new Error(
           `LOUPE_CONNECT_SRC: ${JSON.stringify(s)} is not an origin like https://data.example.org`,
         );

@@ -40,7 +40,7 @@ export async function launch(opts: { profileDir?: string; downloadsDir?: string 
     viewport: { width: 1400, height: 1000 },
   });
   const page = context.pages()[0] ?? (await context.newPage());
-  // The first load compiles the app in the Vite dev server: slow on a busy 2-core machine.
+  // A first load is slow on a busy 2-core machine (and with LOUPE_E2E_SERVER=dev, which compiles the app).
   context.setDefaultNavigationTimeout(120_000);
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
