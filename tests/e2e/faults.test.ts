@@ -2,8 +2,8 @@
 // Each checks the error says what failed and what to do, that nothing is left half-written (records
 // without the store's commit marker), that shards stored before are kept, and that a retry or a
 // reload recovers. Quota: the DevTools protocol's Storage.overrideQuotaForOrigin.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { basename, join, relative, resolve, sep } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DATA_DIR } from '../paths';
@@ -11,6 +11,7 @@ import type { Harness, Outcome } from '../browser/harness';
 import type { EncoderHarness } from '../browser/encoder-harness';
 import type { IndexHarness } from '../browser/index-harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import { writeSubset } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
 const HARNESS = `${baseUrl}/tests/browser/harness.html`;
@@ -428,6 +429,12 @@ describe('faults: storage filling up after the import (embeddings, index)', () =
   const LOAD = { device: 'wasm', dtype: 'fp32', allowRemoteModels: false } as const;
 
   it('quota exhausted during corpus embedding: the run finishes, says what was not saved, and the next run resumes from the saved batches', async () => {
+    // 900 of medquad's 3,000 answers (served at /generated-shards/): 29 batches of 32 are plenty to
+    // stop a run, fill the storage mid-way and resume; the whole corpus only tripled the embedding.
+    const gen = resolve(import.meta.dirname, '../../generated-shards');
+    mkdirSync(gen, { recursive: true });
+    const dir = mkdtempSync(join(gen, 'faults-medquad-'));
+    writeSubset(join(DATA_DIR, 'medquad'), dir, { docs: 900, name: basename(dir) });
     const s = await launch();
     try {
       const cdp = await s.context.newCDPSession(s.page);
@@ -439,10 +446,12 @@ describe('faults: storage filling up after the import (embeddings, index)', () =
       // medquad's passages cut at 128 tokens instead of 512: as many vectors to save, in about a
       // third of the embedding time.
       const short = { overrides: { maxTokens: 128 } };
-      const hash = await enc(s.page, 'importShard', 'medquad');
+      const imported = await enc(s.page, 'importUrl', `/generated-shards/${basename(dir)}/`);
+      if (!imported.ok) throw new Error(JSON.stringify(imported.issues));
+      const hash = imported.hash;
       // A first run stopped a third of the way: some batches are saved.
       const stopped = await enc(s.page, 'embedCorpus', hash, MODEL, 'text', 32, LOAD, {
-        abortAtDone: 1000,
+        abortAtDone: 300,
         ...short,
       });
       expect(stopped.ok).toBe(false);
@@ -475,6 +484,7 @@ describe('faults: storage filling up after the import (embeddings, index)', () =
       expect(realErrors(s.page)).toEqual([]);
     } finally {
       await s.dispose();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
