@@ -1,0 +1,219 @@
+// The executor of a dense run's 'check-reference' step (core/retrieval/reference-check.ts): which of
+// the shard's precomputed sets (npy or Parquet column, stored at import) or packed index (on the
+// shard's host, its rows read by Range) the run takes its corpus vectors from, and the probe: the
+// set's rows for a few seeded documents, the same documents embedded here with the loaded encoder,
+// compared. A check runs once per shard, set, model, dtype and device in a tab; a failed one stops
+// the run (ReferenceMismatchError) unless it is run anyway, marked unchecked.
+import type { Chunking } from '../core/retrieval/chunking';
+import { isChunked } from '../core/retrieval/chunking';
+import { docText } from '../core/retrieval/corpus-batches';
+import type { EmbedPart, ModelSpec } from '../core/retrieval/models';
+import {
+  compareRows,
+  judgeReference,
+  probeRows,
+  referenceCheckKey,
+  type ReferenceCheck,
+  type ReferencePartCheck,
+} from '../core/retrieval/reference-check';
+import { precomputedKey, precomputedMismatch, precomputedPath } from '../core/shard/precomputed';
+import type { PrecomputedSidecar, RemoteIvfSet } from '../core/shard/precomputed';
+import { NPY_HEADER_MAX, f16ToF32, parseNpyHeader } from '../core/shard/vector-files';
+import type { Doc } from '../core/types';
+import { embedImages, embedTexts, type LoadedEncoder } from '../clients/encoder-client';
+import type { JobOptions } from '../clients/worker-client';
+import { openShardStore } from '../platform/storage/shard-store';
+import { openPrecomputedSet } from '../platform/storage/precomputed-store';
+import { remoteFirstRowIds } from './remote-first';
+
+/** The shard's documents by id (the open shard's ShardDocs). */
+export interface ProbeDocs {
+  load(ids: Iterable<string>): Promise<Map<string, Doc>>;
+}
+
+/** A failed check: the run stopped before any result (its `check` says what was measured). */
+export class ReferenceMismatchError extends Error {
+  constructor(readonly check: ReferenceCheck) {
+    super(
+      `the shard's reference vectors for ${check.modelId} do not match this model here (${check.dtype} on ${check.device}): lowest cosine ${check.min.toFixed(4)} < ${check.threshold}`,
+    );
+    this.name = 'ReferenceMismatchError';
+  }
+}
+
+/** One set a run takes corpus vectors from: its rows by index, and the document of each. */
+export interface ReferenceSet {
+  part: EmbedPart;
+  name: string;
+  rows: number;
+  ids(rows: number[]): Promise<(string | undefined)[]>;
+  read(rows: number[], dim: number): Promise<Float32Array>;
+}
+
+/**
+ * The sets this run takes its corpus vectors from: the packed index's (`ivf`), else each document
+ * part's stored set where the encoder worker will use it (it fits the model as loaded; not for
+ * chunked texts or every image of multi-image items, which are embedded here).
+ */
+export async function referenceSetsFor(
+  shardHash: string,
+  spec: ModelSpec,
+  encoder: Pick<LoadedEncoder, 'dtype' | 'dim'>,
+  docParts: EmbedPart[],
+  ivf: { set: RemoteIvfSet } | null,
+  chunking: Chunking | undefined,
+  allImages: boolean,
+): Promise<ReferenceSet[]> {
+  if (ivf) return [remoteSet(shardHash, ivf.set)];
+  const out: ReferenceSet[] = [];
+  let store: Awaited<ReturnType<typeof openShardStore>>;
+  try {
+    store = await openShardStore({ sweep: false });
+  } catch {
+    return [];
+  }
+  for (const part of docParts) {
+    if ((part === 'text' && isChunked(chunking)) || (part === 'image' && allImages)) continue;
+    const set = await openPrecomputedSet(
+      store,
+      shardHash,
+      precomputedKey(spec.id, encoder.dtype, part),
+    ).catch(() => undefined);
+    if (!set || precomputedMismatch(set.sidecar, spec, encoder.dtype, encoder.dim).length) continue;
+    const ids = set.sidecar.doc_ids;
+    out.push({
+      part,
+      name: setName(set.sidecar),
+      rows: ids.length,
+      ids: async (rows) => rows.map((r) => ids[r]),
+      read: (rows, dim) => set.read(rows, dim),
+    });
+  }
+  return out;
+}
+
+const setName = (s: PrecomputedSidecar) =>
+  s.origin ?? `embeddings/${precomputedPath(s.model_id, s.dtype)}${s.vectors}`;
+
+/** A packed index's set: its rows range-read from the .npy beside it, its ids from the sidecar or the host. */
+function remoteSet(shardHash: string, set: RemoteIvfSet): ReferenceSet {
+  const listed = set.sidecar.doc_ids.length ? set.sidecar.doc_ids : null;
+  const range = async (from: number, bytes: number) => {
+    const r = await fetch(set.vectorsUrl, { headers: { Range: `bytes=${from}-${from + bytes - 1}` } });
+    if (!r.ok) throw new Error(`${set.vectorsUrl}: HTTP ${r.status}`);
+    const b = new Uint8Array(await r.arrayBuffer());
+    // A host that ignores Range sends the whole file.
+    return r.status === 206 ? b : b.subarray(from, from + bytes);
+  };
+  return {
+    part: set.sidecar.part,
+    name: set.ivfUrl.split('/').pop() ?? set.ivfUrl,
+    rows: listed?.length ?? set.sidecar.corpus_order?.docs ?? 0,
+    async ids(rows) {
+      if (listed) return rows.map((r) => listed[r]);
+      const found = await remoteFirstRowIds(shardHash, rows);
+      return rows.map((r) => found?.get(r));
+    },
+    async read(rows, dim) {
+      const head = parseNpyHeader(await range(0, NPY_HEADER_MAX), set.vectorsUrl);
+      const out = new Float32Array(rows.length * dim);
+      const got = await Promise.all(rows.map((r) => range(head.dataStart + r * dim * 2, dim * 2)));
+      got.forEach((b, i) => {
+        const bits = new Uint16Array(b.slice().buffer);
+        for (let j = 0; j < dim; j++) out[i * dim + j] = f16ToF32(bits[j]);
+      });
+      return out;
+    },
+  };
+}
+
+/** Checks kept in this tab (a check runs once per shard, set, model, dtype and device). */
+const checks = new Map<string, ReferenceCheck>();
+
+/** The key of a run's check, and the check kept for it (undefined: not checked yet in this tab). */
+export function cachedReference(
+  shardHash: string,
+  spec: ModelSpec,
+  enc: LoadedEncoder,
+  sets: ReferenceSet[],
+) {
+  const key = referenceCheckKey(
+    shardHash,
+    sets.map((s) => s.name),
+    spec.id,
+    enc.dtype,
+    enc.device,
+  );
+  return { key, check: checks.get(key) };
+}
+
+/**
+ * Embeds the probe of every set here and compares it with the stored rows; the result is kept for
+ * the tab. Documents without the part (or whose image is not stored) are left out of the probe.
+ */
+export async function runReferenceCheck(
+  shardHash: string,
+  spec: ModelSpec,
+  enc: LoadedEncoder,
+  sets: ReferenceSet[],
+  docs: ProbeDocs,
+  job: JobOptions,
+): Promise<ReferenceCheck> {
+  const { key, check } = cachedReference(shardHash, spec, enc, sets);
+  if (check) return check;
+  const t0 = performance.now();
+  job.onProgress?.({ kind: 'status', message: "Checking the shard's reference vectors" });
+  const parts: ReferencePartCheck[] = [];
+  for (const set of sets) {
+    const rows = probeRows(set.rows);
+    const ids = await set.ids(rows);
+    const byId = await docs.load(ids.filter((x): x is string => !!x));
+    let keep = rows.flatMap((r, i) => {
+      const d = ids[i] ? byId.get(ids[i]!) : undefined;
+      const ok = d && (set.part === 'text' ? docText(d) !== '' : !!d.image);
+      return ok ? [{ row: r, doc: d! }] : [];
+    });
+    let probed: Float32Array;
+    if (set.part === 'text')
+      probed = await embedTexts(
+        keep.map((k) => docText(k.doc)),
+        'document',
+        job,
+      );
+    else {
+      const store = await openShardStore({ sweep: false });
+      const blobs = await Promise.all(keep.map((k) => store.getImage(shardHash, k.doc.image!)));
+      keep = keep.filter((_, i) => blobs[i]);
+      probed = await embedImages(
+        blobs.filter((b): b is Blob => !!b),
+        job,
+      );
+    }
+    if (!keep.length) continue;
+    const stored = await set.read(
+      keep.map((k) => k.row),
+      enc.dim,
+    );
+    const cmp = compareRows(stored, probed, enc.dim);
+    parts.push({ part: set.part, set: set.name, docIds: keep.map((k) => k.doc.id), ...cmp });
+  }
+  const model = { ...spec, docPrefix: spec.docPrefix };
+  const out = judgeReference(model, enc, parts, performance.now() - t0);
+  checks.set(key, out);
+  return out;
+}
+
+/**
+ * The step itself: the check (kept, or run now); a failed one stops the run, unless it is run
+ * anyway (`skip`): then it is recorded as unchecked.
+ */
+export async function checkReferenceStep(
+  a: { shardHash: string; spec: ModelSpec; encoder: LoadedEncoder; docs: ProbeDocs; job: JobOptions },
+  sets: ReferenceSet[],
+  skip: boolean,
+): Promise<ReferenceCheck> {
+  const check = await runReferenceCheck(a.shardHash, a.spec, a.encoder, sets, a.docs, a.job);
+  if (check.status === 'passed') return check;
+  if (skip) return { ...check, status: 'unchecked' };
+  throw new ReferenceMismatchError(check);
+}
