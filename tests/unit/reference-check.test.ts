@@ -77,6 +77,9 @@ describe('the comparison', () => {
       'document prefix',
       'dtype',
     ]);
+    // Half-related (mean 0.45): another pooling first.
+    const pooled = judgeReference(model, run, [part([0.45, 0.5, 0.4])], 5);
+    expect(pooled.causes[0]).toMatch(/^pooling: the model pools by mean/);
     const related = judgeReference(model, run, [part([0.93, 0.8, 0.97])], 5);
     expect(related.causes[0]).toMatch(/^document prefix: the model puts none/);
     expect(related.causes[1]).toMatch(/^pooling: the model pools by mean/);

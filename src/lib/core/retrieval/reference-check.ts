@@ -158,11 +158,13 @@ export function judgeReference(
     const order: (keyof typeof c)[] =
       min >= threshold
         ? ['normalisation']
-        : mean < 0.5
+        : mean < 0.25
           ? ['model', 'pooling', 'prefix', 'dtype']
-          : min >= 0.95
-            ? ['dtype', 'prefix', 'pooling', 'model']
-            : ['prefix', 'pooling', 'model', 'dtype'];
+          : mean < 0.8
+            ? ['pooling', 'prefix', 'model', 'dtype']
+            : min >= 0.95
+              ? ['dtype', 'prefix', 'pooling', 'model']
+              : ['prefix', 'pooling', 'model', 'dtype'];
     if (norms.length && order[0] !== 'normalisation') order.unshift('normalisation');
     causes.push(...order.map((k) => c[k]));
   }
