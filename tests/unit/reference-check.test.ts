@@ -114,3 +114,30 @@ describe('the comparison', () => {
     expect(referenceCheckKey('h', ['a', 'b'], 'm', 'fp32', 'wasm')).toBe('h|a+b|m|fp32|wasm');
   });
 });
+
+describe('a set that says its rows are synthetic', () => {
+  it('keeps the flag from its sidecar (the check skips such a set), and rejects a flag that is not a boolean', async () => {
+    const { parsePrecomputedSidecar } = await import('../../src/lib/core/shard/precomputed');
+    const base = {
+      format: 'loupe-embeddings/1',
+      model_id: 'm',
+      hub_id: 'm',
+      revision: 'main',
+      dtype: 'fp32',
+      pooling: 'mean',
+      normalize: true,
+      query_prefix: '',
+      doc_prefix: '',
+      dim: 4,
+      part: 'text',
+      vectors: 'text.npy',
+      missing: [],
+      doc_ids: ['a'],
+    };
+    expect(parsePrecomputedSidecar({ ...base, synthetic: true }, 's.json').synthetic).toBe(true);
+    expect(parsePrecomputedSidecar(base, 's.json').synthetic).toBeUndefined();
+    expect(() => parsePrecomputedSidecar({ ...base, synthetic: 'yes' }, 's.json')).toThrow(
+      /'synthetic' must be true or false/,
+    );
+  });
+});

@@ -202,7 +202,16 @@ async function denseTaskWith(
       }
       // The shard's sets this run takes corpus vectors from: their probe is checked next.
       const sets = (refSets = args.docs
-        ? await ref.referenceSetsFor(args.shardHash, spec, encoder, docParts, ivf, chunking, allDocImages)
+        ? await ref.referenceSetsFor(
+            args.shardHash,
+            spec,
+            encoder,
+            docParts,
+            ivf,
+            chunking,
+            allDocImages,
+            notes,
+          )
         : []);
       const cached = !!ref.cachedReference(args.shardHash, spec, encoder, sets).check;
       if (sets.length) facts.reference = { sets: sets.map((s) => s.name), cached, skip: !!args.reference };

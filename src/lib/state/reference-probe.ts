@@ -1,6 +1,6 @@
 // The executor of a dense run's 'check-reference' step (core/retrieval/reference-check.ts): which of
-// the shard's precomputed sets (npy or Parquet column, stored at import) or packed index (on the
-// shard's host, its rows read by Range) the run takes its corpus vectors from, and the probe: the
+// the shard's precomputed sets (npy or Parquet column, stored at import) the run takes its corpus
+// vectors from, and the probe: the
 // set's rows for a few seeded documents, the same documents embedded here with the loaded encoder,
 // compared. A check runs once per shard, set, model, dtype and device in a tab; a failed one stops
 // the run (ReferenceMismatchError) unless it is run anyway, marked unchecked.
@@ -17,14 +17,12 @@ import {
   type ReferencePartCheck,
 } from '../core/retrieval/reference-check';
 import { precomputedKey, precomputedMismatch, precomputedPath } from '../core/shard/precomputed';
-import type { PrecomputedSidecar, RemoteIvfSet } from '../core/shard/precomputed';
-import { NPY_HEADER_MAX, f16ToF32, parseNpyHeader } from '../core/shard/vector-files';
+import type { PrecomputedSidecar } from '../core/shard/precomputed';
 import type { Doc } from '../core/types';
 import { embedImages, embedTexts, type LoadedEncoder } from '../clients/encoder-client';
 import type { JobOptions } from '../clients/worker-client';
 import { openShardStore } from '../platform/storage/shard-store';
 import { openPrecomputedSet } from '../platform/storage/precomputed-store';
-import { remoteFirstRowIds } from './remote-first';
 
 /** The shard's documents by id (the open shard's ShardDocs). */
 export interface ProbeDocs {
@@ -51,20 +49,23 @@ export interface ReferenceSet {
 }
 
 /**
- * The sets this run takes its corpus vectors from: the packed index's (`ivf`), else each document
- * part's stored set where the encoder worker will use it (it fits the model as loaded; not for
- * chunked texts or every image of multi-image items, which are embedded here).
+ * The stored sets this run takes its corpus vectors from: each document part's set where the encoder
+ * worker will use it (it fits the model as loaded; not for chunked texts or every image of
+ * multi-image items, which are embedded here). A set that says its rows are synthetic is left out
+ * with a note in `notes`. Not yet a packed index searched on the shard's host (`ivf`): its probe
+ * would add Range reads to a query whose bytes the packed-index view accounts for exactly.
  */
 export async function referenceSetsFor(
   shardHash: string,
   spec: ModelSpec,
   encoder: Pick<LoadedEncoder, 'dtype' | 'dim'>,
   docParts: EmbedPart[],
-  ivf: { set: RemoteIvfSet } | null,
+  ivf: unknown,
   chunking: Chunking | undefined,
   allImages: boolean,
+  notes: string[],
 ): Promise<ReferenceSet[]> {
-  if (ivf) return [remoteSet(shardHash, ivf.set)];
+  if (ivf) return [];
   const out: ReferenceSet[] = [];
   let store: Awaited<ReturnType<typeof openShardStore>>;
   try {
@@ -80,6 +81,12 @@ export async function referenceSetsFor(
       precomputedKey(spec.id, encoder.dtype, part),
     ).catch(() => undefined);
     if (!set || precomputedMismatch(set.sidecar, spec, encoder.dtype, encoder.dim).length) continue;
+    if (set.sidecar.synthetic) {
+      notes.push(
+        `did not check ${setName(set.sidecar)} against the model: its sidecar says its rows are synthetic (not ${spec.id}'s embeddings)`,
+      );
+      continue;
+    }
     const ids = set.sidecar.doc_ids;
     out.push({
       part,
@@ -94,38 +101,6 @@ export async function referenceSetsFor(
 
 const setName = (s: PrecomputedSidecar) =>
   s.origin ?? `embeddings/${precomputedPath(s.model_id, s.dtype)}${s.vectors}`;
-
-/** A packed index's set: its rows range-read from the .npy beside it, its ids from the sidecar or the host. */
-function remoteSet(shardHash: string, set: RemoteIvfSet): ReferenceSet {
-  const listed = set.sidecar.doc_ids.length ? set.sidecar.doc_ids : null;
-  const range = async (from: number, bytes: number) => {
-    const r = await fetch(set.vectorsUrl, { headers: { Range: `bytes=${from}-${from + bytes - 1}` } });
-    if (!r.ok) throw new Error(`${set.vectorsUrl}: HTTP ${r.status}`);
-    const b = new Uint8Array(await r.arrayBuffer());
-    // A host that ignores Range sends the whole file.
-    return r.status === 206 ? b : b.subarray(from, from + bytes);
-  };
-  return {
-    part: set.sidecar.part,
-    name: set.ivfUrl.split('/').pop() ?? set.ivfUrl,
-    rows: listed?.length ?? set.sidecar.corpus_order?.docs ?? 0,
-    async ids(rows) {
-      if (listed) return rows.map((r) => listed[r]);
-      const found = await remoteFirstRowIds(shardHash, rows);
-      return rows.map((r) => found?.get(r));
-    },
-    async read(rows, dim) {
-      const head = parseNpyHeader(await range(0, NPY_HEADER_MAX), set.vectorsUrl);
-      const out = new Float32Array(rows.length * dim);
-      const got = await Promise.all(rows.map((r) => range(head.dataStart + r * dim * 2, dim * 2)));
-      got.forEach((b, i) => {
-        const bits = new Uint16Array(b.slice().buffer);
-        for (let j = 0; j < dim; j++) out[i * dim + j] = f16ToF32(bits[j]);
-      });
-      return out;
-    },
-  };
-}
 
 /** Checks kept in this tab (a check runs once per shard, set, model, dtype and device). */
 const checks = new Map<string, ReferenceCheck>();
