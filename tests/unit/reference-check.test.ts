@@ -63,8 +63,11 @@ describe('the comparison', () => {
     expect(q8.status).toBe('passed');
     const fp32 = judgeReference(model, run, [part([1, 0.995])], 5);
     expect(fp32).toMatchObject({ status: 'failed', min: 0.995, threshold: 0.999 });
-    // Close but not equal: a precision first.
-    expect(fp32.causes[0]).toMatch(/^dtype/);
+    // Close but not equal: at fp32 a prefix first (a set made at fp16 is within ~1e-4), at q8 the precision.
+    expect(fp32.causes[0]).toMatch(/^document prefix/);
+    expect(fp32.causes[1]).toMatch(/^dtype/);
+    const q8Low = judgeReference(model, { dtype: 'q8', device: 'wasm' }, [part([1, 0.96])], 5);
+    expect(q8Low.causes[0]).toMatch(/^dtype: the set was made at another precision than q8 on wasm/);
   });
 
   it('names the likely causes from the values: unrelated vectors → another model; related → prefix, pooling', () => {
