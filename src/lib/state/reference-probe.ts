@@ -139,6 +139,7 @@ export async function runReferenceCheck(
   const t0 = performance.now();
   job.onProgress?.({ kind: 'status', message: "Checking the shard's reference vectors" });
   const parts: ReferencePartCheck[] = [];
+  let embedMs = 0;
   for (const set of sets) {
     const rows = probeRows(set.rows);
     const ids = await set.ids(rows);
@@ -149,6 +150,7 @@ export async function runReferenceCheck(
       return ok ? [{ row: r, doc: d! }] : [];
     });
     let probed: Float32Array;
+    const t1 = performance.now();
     if (set.part === 'text')
       probed = await embedTexts(
         keep.map((k) => docText(k.doc)),
@@ -164,6 +166,7 @@ export async function runReferenceCheck(
         job,
       );
     }
+    embedMs += performance.now() - t1;
     if (!keep.length) continue;
     const stored = await set.read(
       keep.map((k) => k.row),
@@ -173,7 +176,7 @@ export async function runReferenceCheck(
     parts.push({ part: set.part, set: set.name, docIds: keep.map((k) => k.doc.id), ...cmp });
   }
   const model = { ...spec, docPrefix: spec.docPrefix };
-  const out = judgeReference(model, enc, parts, performance.now() - t0);
+  const out = { ...judgeReference(model, enc, parts, performance.now() - t0), embedMs };
   checks.set(key, out);
   return out;
 }

@@ -76,6 +76,8 @@ export interface ReferenceCheck {
   causes: string[];
   /** Time to read the stored rows and embed the probe, ms. */
   ms: number;
+  /** Of `ms`, the time the probe's documents took to embed. */
+  embedMs?: number;
 }
 
 function cosine(a: Float32Array, b: Float32Array): number {
