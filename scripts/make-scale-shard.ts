@@ -234,6 +234,7 @@ if (args.vectors === 'random') {
     vectors: 'text.npy',
     missing: [],
     doc_ids: Array.from({ length: N }, (_, d) => docId(d)),
+    synthetic: true,
     note: "Synthetic unit vectors clustered by topic (make-scale-shard --vectors random), not this model's embeddings.",
   };
   writeFileSync(join(OUT, 'embeddings', folder, 'sidecar-text.json'), JSON.stringify(sidecar) + '\n');

@@ -67,6 +67,7 @@ export function writeIvfFixture(shardDir: string, n: number, dim: number, nq: nu
       vectors: 'text.npy',
       missing: [],
       doc_ids: Array.from({ length: n }, (_, d) => `sd${String(d + 1).padStart(width, '0')}`),
+      synthetic: true,
       note: 'Synthetic unit vectors clustered by topic, not this model’s embeddings.',
     }),
   );

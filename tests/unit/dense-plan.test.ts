@@ -208,3 +208,47 @@ describe('the dense run as a plan', () => {
     expect(shown.every((s) => s.why.length > 10)).toBe(true);
   });
 });
+
+describe('the check of the reference vectors (issue 37)', () => {
+  it('comes right after the model loads, before anything is embedded or ranked, when a set is used', () => {
+    const reference = { sets: ['embeddings/minilm/fp32/text.npy'] };
+    const p = planDenseRun(facts({ docs: 5_000, encoder, reference }));
+    expect(kinds(p.steps)).toEqual([
+      'load-model',
+      'check-reference',
+      'embed-corpus:text',
+      'store:matrix',
+      'embed-queries',
+      'rank:matrix',
+    ]);
+    expect(p.steps[1].why).toBe(
+      "a probe of 16 of the shard's documents (seed 37) embedded with fp32 on wasm and compared with the stored rows of embeddings/minilm/fp32/text.npy: every cosine ≥ 0.999, else the run stops before any result",
+    );
+    expect(describePlan(p.steps)[1].does).toBe('Checked the shard’s reference vectors');
+    // A packed index: before the queries are embedded and the index searched.
+    const ivf = planDenseRun(
+      facts({ encoder, reference: { sets: ['ivf-text.bin'] }, packedIndex: 'ivf-text.bin' }),
+    );
+    expect(kinds(ivf.steps)).toEqual([
+      'load-model',
+      'check-reference',
+      'embed-queries',
+      'search-packed-index',
+    ]);
+    // A search after another: the check kept for the tab.
+    const held = planDenseRun(
+      facts({ adhoc: true, encoder, held: 'matrix', reference: { ...reference, cached: true } }),
+    );
+    expect(kinds(held.steps)).toEqual(['load-model', 'check-reference', 'embed-queries', 'rank:matrix']);
+    expect(held.steps[1].why).toMatch(/checked earlier in this tab/);
+    const skip = planDenseRun(facts({ encoder, reference: { ...reference, skip: true } }));
+    expect(skip.steps[1].why).toMatch(/^not checked: run anyway as asked.*marked unchecked$/);
+  });
+
+  it('is no step when no set is used, or before the model is loaded', () => {
+    expect(kinds(planDenseRun(facts({ encoder, reference: { sets: [] } })).steps)).not.toContain(
+      'check-reference',
+    );
+    expect(kinds(planDenseRun(facts({ reference: { sets: ['x.npy'] } })).steps)).toEqual(['load-model']);
+  });
+});

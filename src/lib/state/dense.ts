@@ -7,7 +7,8 @@
 import type { Query, TaskInfo } from '../core/types';
 import { fuseFeatures } from '../core/retrieval/dense';
 import { chunkOffsets, isChunked, meanOfChunks, type Chunking } from '../core/retrieval/chunking';
-import { fusedItemRows, itemImagePaths, type MultiImage } from '../core/retrieval/multi-image';
+import { fusedItemRows, type MultiImage } from '../core/retrieval/multi-image';
+import { multiImageQueries } from './dense-multi-image';
 import {
   corpusEmbeddingKey,
   supportsPart,
@@ -37,6 +38,8 @@ import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '
 import { denseLoadOptions, remoteIvfFor, shardSetDtypes, type DenseRanker } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import * as compact from './dense-compact';
+import type { ReferenceCheck } from '../core/retrieval/reference-check';
+import * as ref from './reference-probe';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {
@@ -90,6 +93,8 @@ export interface DenseOutcome {
   ivf?: IvfRunInfo;
   /** What was done, and why (core/retrieval/dense-plan.ts): the run's details show it. */
   plan: { does: string; why: string }[];
+  /** The check of the shard's reference vectors this run took its corpus vectors from. */
+  reference?: ReferenceCheck;
   embedded: {
     part: EmbedPart;
     computedBatches: number;
@@ -122,6 +127,10 @@ interface DenseTaskArgs {
   prefetch?: PrefetchLookup;
   /** The shard's documents, as its summary counts them (the plan: BM25 stopped, queries first). */
   docCount?: number;
+  /** The shard's documents by id: the probe of its reference vectors (none: not checked). */
+  docs?: ref.ProbeDocs;
+  /** `skip`: run anyway after a failed check of the reference vectors (the run is marked unchecked). */
+  reference?: 'skip';
 }
 
 /**
@@ -162,6 +171,8 @@ async function denseTaskWith(
   let imageCopy: Float32Array | null = null;
   let corpus: ReturnType<typeof corpusMatrix> | undefined;
   let annCurve: RecallReport | undefined;
+  let refSets: ref.ReferenceSet[] = [];
+  let reference: ReferenceCheck | undefined;
   for (let i = 0; i < plan.steps.length; i++) {
     const step = plan.steps[i];
     if (step.kind === 'free-bm25') {
@@ -189,7 +200,25 @@ async function denseTaskWith(
             : undefined;
         held = ranker ? 'compact' : (await hasDenseDocs(key)) ? 'matrix' : undefined;
       }
+      // The shard's sets this run takes corpus vectors from: their probe is checked next.
+      const sets = (refSets = args.docs
+        ? await ref.referenceSetsFor(
+            args.shardHash,
+            spec,
+            encoder,
+            docParts,
+            ivf,
+            chunking,
+            allDocImages,
+            notes,
+          )
+        : []);
+      const cached = !!ref.cachedReference(args.shardHash, spec, encoder, sets).check;
+      if (sets.length) facts.reference = { sets: sets.map((s) => s.name), cached, skip: !!args.reference };
       plan = planDenseRun({ ...facts, encoder, packedIndex: ivf?.set.ivfUrl, held });
+    } else if (step.kind === 'check-reference') {
+      const a = { ...args, spec, encoder, docs: args.docs! };
+      reference = await ref.checkReferenceStep(a, refSets, !!args.reference);
     } else if (step.kind === 'embed-queries') {
       const more = [imageRowOf, imageCopy, adhocImage, reuseCorpus, adhocMore] as const;
       q = await embedQueries(args, queryParts, corpus?.dim ?? encoder.dim, ...more);
@@ -285,6 +314,7 @@ async function denseTaskWith(
     runs,
     notes,
     plan: describePlan(plan.steps),
+    ...(reference ? { reference } : {}),
     embedded: parts.size
       ? [...parts].map(([part, r]) => {
           const { computedBatches, reusedBatches, precomputedBatches } = r;
@@ -586,55 +616,6 @@ export async function rankQueries(
 }
 
 /**
- * Queries with several images (`images`, or the extra images of an ad-hoc query): every image is
- * embedded; mean → the query's image vector is their normalised mean; max → each is a row of
- * `q.imageRows` (the retrieval worker scores a document by its best pair).
- */
-async function multiImageQueries(
-  args: QueryTaskArgs,
-  q: DenseQueries,
-  dim: number,
-  adhocExtra: Blob[][] | null,
-): Promise<void> {
-  const qs = args.queries;
-  const extra: Blob[][] = adhocExtra ?? qs.map(() => []);
-  if (!adhocExtra) {
-    const store = await openShardStore();
-    for (const [i, x] of qs.entries()) {
-      const more = itemImagePaths(x).slice(1);
-      if (!more.length || !q.hasImage[i]) continue;
-      const blobs = await Promise.all(more.map((p) => store.getImage(args.shardHash, p)));
-      extra[i] = blobs.filter((b): b is Blob => !!b);
-    }
-  }
-  const todo = extra.flatMap((l, i) => (l.length && q.hasImage[i] ? [i] : []));
-  if (!todo.length) return;
-  const vecs = await embedImages(
-    todo.flatMap((i) => extra[i]),
-    args.job,
-  );
-  const counts = new Uint32Array(qs.length);
-  const rows: Float32Array[] = [];
-  let at = 0;
-  for (const i of todo) {
-    const n = extra[i].length + 1;
-    const all = new Float32Array(n * dim);
-    all.set(q.image!.subarray(i * dim, (i + 1) * dim), 0);
-    all.set(vecs.subarray(at * dim, (at + n - 1) * dim), dim);
-    at += n - 1;
-    q.image!.set(meanOfChunks(all, [n], dim, true), i * dim);
-    counts[i] = n;
-    rows[i] = all;
-  }
-  if (args.settings.multiImage === 'max') {
-    const offsets = chunkOffsets(counts);
-    const vectors = new Float32Array(offsets[qs.length] * dim);
-    for (const i of todo) vectors.set(rows[i], offsets[i] * dim);
-    q.imageRows = { vectors, offsets };
-  }
-}
-
-/**
  * One ad-hoc query (text, image or both) against a task's corpus with a dense model. The corpus
  * comes from the embedding cache (computed once if needed). With both parts, both fusions are
  * returned so the UI can show them side by side.
@@ -654,6 +635,10 @@ export async function denseAdhoc(args: {
   prefetch?: PrefetchLookup;
   /** Told what the query cost when it went through the shard's packed IVF index. */
   onIvf?: (info: IvfRunInfo) => void;
+  docs?: ref.ProbeDocs;
+  reference?: 'skip';
+  /** Told the check of the shard's reference vectors the query's corpus came from. */
+  onReference?: (check: ReferenceCheck) => void;
 }) {
   const hasImage = !!args.image && supportsPart(args.settings.spec, 'image');
   const hasText = !!args.text.trim();
@@ -674,6 +659,7 @@ export async function denseAdhoc(args: {
     hasImage ? (args.moreImages ?? []) : [],
   );
   if (out.ivf) args.onIvf?.(out.ivf);
+  if (out.reference) args.onReference?.(out.reference);
   return out.runs.map((r) => ({
     fusion: r.fusion,
     hits: r.lists[0].docIds.map((docId, i) => ({ docId, score: r.lists[0].scores[i] })),

@@ -18,6 +18,8 @@ import {
 } from '../core/retrieval/chunking';
 import { describeMultiImage, hasMultiImageItems, type MultiImage } from '../core/retrieval/multi-image';
 import { denseTask, type DenseSettings } from './dense';
+import { ReferenceMismatchError } from './reference-probe';
+import type { ReferenceCheck } from '../core/retrieval/reference-check';
 import { densePlan } from '../core/retrieval/dense-plan';
 import { ivfBytes } from '../core/retrieval/ivf-report';
 import { hubFallback } from './hub-fallback';
@@ -81,6 +83,9 @@ export class Retrievers {
   simulateParityMismatch = false;
   /** The encoder in use: model, device, dtype, threads and why (shown in the UI). */
   encoder = $state.raw<LoadedEncoder | null>(null);
+  /** The last dense run stopped by the check of the shard's reference vectors (Run anyway offers it again). */
+  refused = $state.raw<{ check: ReferenceCheck; taskId: string } | null>(null);
+  #anyway = false;
 
   constructor(private app: RetrieversHost) {
     app.library.onShardChange(() => {
@@ -348,7 +353,8 @@ export class Retrievers {
     const task = s?.summary.manifest.tasks.find((t) => t.id === taskId);
     const spec = this.denseSpec;
     if (!s || !task || !spec) return;
-    if (this.denseSearch === 'exact') {
+    this.refused = null;
+    if (this.denseSearch === 'exact' && !this.#anyway) {
       const spec0 = this.denseRunSpec;
       const found = this.app.runs.all.filter(
         (r) => r.meta.taskId === taskId && r.meta.depth === this.depth && specMatches(spec0, r.meta.config),
@@ -393,6 +399,8 @@ export class Retrievers {
             queries: s.queries.filter((q) => q.task === taskId),
             docImageRow,
             docCount: s.summary.counts.docs,
+            docs: s.docs,
+            ...(this.#anyway ? { reference: 'skip' as const } : {}),
             settings,
             job: { signal: job.signal, onProgress: job.onProgress },
             onEncoder: (e) => (this.encoder = e),
@@ -401,6 +409,8 @@ export class Retrievers {
             onBm25Stopped: () => ((this.preparedKey = null), (this.#bm25Stopped = true)),
           });
         } catch (e) {
+          // Stopped by the check of the shard's reference vectors: the Benchmark view offers Run anyway.
+          if (e instanceof ReferenceMismatchError) this.refused = { check: e.check, taskId };
           // The hub did not answer: once, the same run with a model that loads without it.
           const alt = fellBack ? null : await hubFallback(this.app.storage, e, spec);
           if (!alt) throw e;
@@ -425,6 +435,7 @@ export class Retrievers {
             ...(out.ivf ? { ivf: out.ivf } : {}),
             ...(out.compact ? { index: out.compact } : {}),
             plan: out.plan,
+            ...(out.reference ? { reference: out.reference } : {}),
             ...(r.ann
               ? {
                   ann: {
@@ -488,6 +499,18 @@ export class Retrievers {
     if (retry) return this.runDense(taskId, true);
     if (ok) this.app.storage.succeeded({ fellBack });
     this.app.phase = ok ? 'done' : this.app.failedPhase();
+  }
+
+  /** The refused run again without the check: its run is recorded as unchecked. */
+  async runDenseAnyway(): Promise<void> {
+    const taskId = this.refused?.taskId;
+    if (!taskId) return;
+    this.#anyway = true;
+    try {
+      await this.runDense(taskId);
+    } finally {
+      this.#anyway = false;
+    }
   }
 }
 

@@ -14,6 +14,8 @@ import { modelSpec } from './retrievers.svelte';
 import { denseLoadOptions, setDtypesOf, shardSetDtypes } from './dense-remote';
 import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
+import type { ReferenceCheck } from '../core/retrieval/reference-check';
+import { ReferenceMismatchError } from './reference-probe';
 import { hubFallback } from './hub-fallback';
 import { beginQuery, resultsSet, timeStage } from '../platform/page/query-timing';
 import type { Job, Jobs } from './jobs.svelte';
@@ -62,6 +64,8 @@ export interface SearchOutcome {
   randomWeights: boolean;
   /** Searched through the shard's packed IVF index: what this query transferred and probed. */
   ivf?: IvfRunInfo;
+  /** The check of the shard's reference vectors this query's corpus came from. */
+  reference?: ReferenceCheck;
   /** Counts the queries run on this page: tells one query's results from the previous one's. */
   seq: number;
 }
@@ -103,6 +107,9 @@ export class SearchState {
   /** A query is running (the guard against a second submit; not shown). */
   #inFlight = false;
   error = $state<string | null>(null);
+  /** The last query stopped by the check of the shard's reference vectors (Run anyway asks it again). */
+  refused = $state.raw<ReferenceCheck | null>(null);
+  #anyway = false;
   /** The document opened from the results. */
   openDocId = $state<string | null>(null);
 
@@ -325,6 +332,16 @@ export class SearchState {
   }
 
   /** Runs the query; the results replace the previous ones. */
+  /** The refused query again without the check: its results are marked unchecked. */
+  async searchAnyway() {
+    this.#anyway = true;
+    try {
+      await this.search();
+    } finally {
+      this.#anyway = false;
+    }
+  }
+
   async search() {
     const lib = this.app.library;
     const text = this.text.trim();
@@ -350,6 +367,8 @@ export class SearchState {
     const t0 = performance.now();
     let ranAs: Job | undefined;
     let ivf: IvfRunInfo | undefined;
+    let reference: ReferenceCheck | undefined;
+    this.refused = null;
     beginQuery();
     try {
       let spec = this.spec;
@@ -396,6 +415,9 @@ export class SearchState {
             onWarning: (text) => this.app.messages.warn(text),
             prefetch: this.prefetch,
             onIvf: (info) => (ivf = info),
+            docs: lib.shard!.docs,
+            ...(this.#anyway ? { reference: 'skip' as const } : {}),
+            onReference: (check) => (reference = check),
           });
         const res = await this.app.jobs.run(
           `Searching with ${spec.label ?? spec.id}`,
@@ -405,6 +427,7 @@ export class SearchState {
             try {
               return await query(spec!, job);
             } catch (e) {
+              if (e instanceof ReferenceMismatchError) this.refused = e.check;
               // The hub did not answer: once, the same query with a model that loads without it.
               const alt = await hubFallback(this.app.storage, e, spec!);
               if (!alt) throw e;
@@ -439,6 +462,7 @@ export class SearchState {
         ...(ranAs ? { setup: setupOf(ranAs) } : {}),
         randomWeights: !!spec?.id.startsWith('loupe-test/'),
         ...(ivf ? { ivf } : {}),
+        ...(reference ? { reference } : {}),
         seq: ++this.#seq,
       };
     } catch (e) {

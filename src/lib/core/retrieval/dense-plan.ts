@@ -7,6 +7,7 @@ import type { TaskInfo } from '../types';
 import { chunkingFor, isChunked, type Chunking } from './chunking';
 import { supportsPart, type EmbedPart, type ModelSpec } from './models';
 import type { MultiImage } from './multi-image';
+import { PROBE_SEED, PROBE_SIZE, referenceThreshold } from './reference-check';
 
 /** float32 corpus bytes from which a dense run uses the compact store (the tab's 1 GB: issue 18). */
 export const COMPACT_FROM_BYTES = 256 * 2 ** 20;
@@ -88,10 +89,24 @@ export interface DenseFacts<A = unknown> {
   corpusRows?: number;
   /** Some documents' text is chunked with max, or their images kept as rows: several rows a document. */
   rowsPerDoc?: boolean;
+  /**
+   * The shard's precomputed sets (or packed index) of this model this run takes its corpus vectors
+   * from (reference-check.ts): a probe of them is checked first, once per shard, set, model, dtype
+   * and device (`cached`: checked before in this tab); `skip`: run anyway as asked, marked unchecked.
+   */
+  reference?: { sets: string[]; cached?: boolean; skip?: boolean };
 }
 
 export type DenseStep = { why: string } & (
-  | { kind: 'free-bm25' | 'load-model' | 'free-encoder' | 'search-packed-index' | 'build-hnsw' }
+  | {
+      kind:
+        | 'free-bm25'
+        | 'load-model'
+        | 'check-reference'
+        | 'free-encoder'
+        | 'search-packed-index'
+        | 'build-hnsw';
+    }
   | { kind: 'embed-queries'; parts: EmbedPart[] }
   | { kind: 'embed-corpus'; part: EmbedPart; stream: boolean }
   | { kind: 'store'; store: 'compact' | 'matrix' }
@@ -102,6 +117,7 @@ export type DenseStep = { why: string } & (
 export const STEP_WORDS: Record<DenseStep['kind'], string> = {
   'free-bm25': 'Freed the BM25 index’s memory',
   'load-model': 'Loaded the model',
+  'check-reference': 'Checked the shard’s reference vectors',
   'embed-queries': 'Embedded the queries',
   'free-encoder': 'Stopped the encoder worker',
   'search-packed-index': 'Searched the packed index on the shard’s host',
@@ -169,6 +185,18 @@ export function planDenseRun<A>(f: DenseFacts<A>) {
     ann,
   };
   if (!f.encoder) return { ...base, steps };
+  const ref = f.reference;
+  if (ref?.sets.length) {
+    const sets = ref.sets.join(', ');
+    steps.push({
+      kind: 'check-reference',
+      why: ref.skip
+        ? `not checked: run anyway as asked after the check of ${sets} failed; the run is marked unchecked`
+        : ref.cached
+          ? `${sets}: checked earlier in this tab for this model, dtype and device (a probe of ${PROBE_SIZE} documents; its result is recorded with the run)`
+          : `a probe of ${PROBE_SIZE} of the shard's documents (seed ${PROBE_SEED}) embedded with ${f.encoder.dtype} on ${f.encoder.device} and compared with the stored rows of ${sets}: every cosine ≥ ${referenceThreshold(f.encoder.dtype)}, else the run stops before any result`,
+    });
+  }
   const ahead = f.prefetch
     ? '; the parts embedded ahead, as the query was typed or its image added, are taken'
     : '';

@@ -1,5 +1,6 @@
 // Runs as stored objects: what produced them (retriever configuration) and a compact,
 // structured-clone friendly encoding of their ranked lists.
+import type { ReferenceCheck } from './reference-check';
 import type { Run } from '../types';
 import { describeChunking, type Chunking } from './chunking';
 import { describeMultiImage, type MultiImage } from './multi-image';
@@ -47,6 +48,8 @@ export type RetrieverConfig =
       ivf?: IvfRunInfo;
       /** What Loupe did and why (core/retrieval/dense-plan.ts); absent on older runs. */
       plan?: { does: string; why: string }[];
+      /** The check of the shard's reference vectors the corpus came from (reference-check.ts). */
+      reference?: ReferenceCheck;
     }
   | {
       kind: 'fusion';

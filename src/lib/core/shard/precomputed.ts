@@ -60,6 +60,12 @@ export interface PrecomputedSidecar extends EmbeddingSidecar {
    */
   corpus_order?: { docs: number; ids_fnv1a: string };
   /**
+   * The rows are not the model's embeddings (synthetic unit vectors standing in for a corpus at
+   * scale: make-scale-shard --vectors random, the IVF fixtures). The check of reference vectors
+   * (core/retrieval/reference-check.ts) is skipped for such a set, and the run says so.
+   */
+  synthetic?: boolean;
+  /**
    * Set only for a set read from a Parquet column (precomputed-parquet.ts): its file. Such a set may
    * leave revision and pooling empty and max_tokens out (not stated: not compared).
    */
@@ -187,6 +193,8 @@ export function parsePrecomputedSidecar(json: unknown, file: string): Precompute
     problems.push(`'missing' must be an array of document ids`);
   if (typeof o.vectors === 'string' && (o.vectors.includes('/') || !o.vectors.endsWith('.npy')))
     problems.push(`'vectors' must be a .npy file name beside the sidecar`);
+  if (o.synthetic !== undefined && typeof o.synthetic !== 'boolean')
+    problems.push(`'synthetic' must be true or false`);
   if (o.ivf !== undefined && !(typeof o.ivf === 'string' && /^[^/]+\.bin$/.test(o.ivf)))
     problems.push(`'ivf' must be a .bin file name beside the sidecar`);
   if (problems.length) throw new VectorFileError(file, problems.join('; '));
@@ -201,6 +209,7 @@ export function parsePrecomputedSidecar(json: unknown, file: string): Precompute
     vectors: o.vectors as string,
     missing: o.missing as string[],
     ...(o.ivf !== undefined ? { ivf: o.ivf as string } : {}),
+    ...(o.synthetic === true ? { synthetic: true } : {}),
     ...(inOrder ? { corpus_order: order as { docs: number; ids_fnv1a: string } } : {}),
   };
 }
