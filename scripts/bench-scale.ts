@@ -87,7 +87,18 @@ interface Rung {
   /** The largest single renderer's peak RSS while each phase was on the progress line. */
   peakLargestByPhase: Record<string, number>;
   /** The page's main-thread tasks over 50 ms (PerformanceObserver 'longtask'): how many, the longest. */
-  longTasks?: { count: number; maxMs: number; byPhase: Record<string, { count: number; maxMs: number }> };
+  longTasks?: {
+    count: number;
+    maxMs: number;
+    byPhase: Record<string, { count: number; maxMs: number }>;
+    /** The longest few, each with the progress line shown when it began. */
+    top: { ms: number; phase: string; line: string }[];
+  };
+  /**
+   * The progress lines of the import as they changed: per phase (in order of first appearance), how
+   * many distinct lines, the first and the last, and whether any said a time left.
+   */
+  lines?: { phase: string; count: number; first: string; last: string; timeLeft: boolean }[];
   /** With --trace: per phase, the heap sample taken when the largest renderer was at its highest. */
   heapsByPhase?: Record<string, { rss: number; heaps: TargetHeap[]; line: string }>;
   renderers: number;
@@ -263,9 +274,10 @@ try {
       // each with the progress line's phase when it began (the job it belongs to, roughly).
       const { jobs, long: tasks } = await job.log();
       const since = (jobs.find((j) => j.phase !== null)?.at ?? Infinity) - 100;
+      const at = (t: number) => jobs.filter((j) => j.at <= t).at(-1);
       const long = tasks
         .filter((t) => t.start >= since)
-        .map((t) => [t.ms, jobs.filter((j) => j.at <= t.start).at(-1)?.phase ?? 'idle'] as const);
+        .map((t) => [t.ms, at(t.start)?.phase ?? 'idle', at(t.start)?.text ?? ''] as const);
       const byPhase: Record<string, { count: number; maxMs: number }> = {};
       for (const [ms, p] of long) {
         const b = (byPhase[p] ??= { count: 0, maxMs: 0 });
@@ -276,7 +288,12 @@ try {
         count: long.length,
         maxMs: Math.round(Math.max(0, ...long.map(([ms]) => ms))),
         byPhase,
+        top: [...long]
+          .sort((a, b) => b[0] - a[0])
+          .slice(0, 5)
+          .map(([ms, p, line]) => ({ ms: Math.round(ms), phase: p, line: squash(line) })),
       };
+      rung.lines = progressLines(jobs);
       rung.phases = await pageMeasures(page, 'loupe:phase:');
     } catch (e) {
       rung.error = (e as Error).message.split('\n')[0];
@@ -291,7 +308,18 @@ try {
     [rung.peakRssAll, rung.peakLargest, rung.renderers] = [mem.peak, mem.largest, mem.renderers];
     for (const [p, h] of Object.entries(rung.heapsByPhase ?? {}))
       console.log(`  heaps at ${p}'s peak (largest renderer ${Math.round(h.rss / MiB)} MiB): ${h.line}`);
-    console.log(JSON.stringify({ ...rung, heapsByPhase: undefined }));
+    console.log(JSON.stringify({ ...rung, heapsByPhase: undefined, lines: undefined, longTasks: undefined }));
+    if (rung.longTasks) {
+      console.log(`  main-thread tasks > 50 ms: ${rung.longTasks.count}; the longest:`);
+      for (const t of rung.longTasks.top) console.log(`    ${t.ms} ms · ${t.phase} · ${t.line}`);
+    }
+    if (rung.lines) {
+      console.log('  progress lines by phase (distinct lines, first → last):');
+      for (const l of rung.lines)
+        console.log(
+          `    ${l.phase} ×${l.count}${l.timeLeft ? ' (time left shown)' : ''}: ${l.first} → ${l.last}`,
+        );
+    }
   }
 } finally {
   await server.close();
@@ -376,6 +404,33 @@ async function printProfile(profile: {
     stack.push(where(byId.get(id)!));
   console.log(`longest busy stretch: ${best.ms.toFixed(0)} ms; its most frequent stack:`);
   for (const f of stack) console.log(`    ${f}`);
+}
+
+/** The progress line's text on one line, cut to 110 characters. */
+function squash(text: string): string {
+  const t = text
+    .replace(/\s+/g, ' ')
+    .replace(/ ?Cancel$/, '')
+    .trim();
+  return t.length > 110 ? `${t.slice(0, 109)}…` : t;
+}
+
+/** The job log's lines grouped by phase (null: the job's title, no tick yet), in order of first appearance. */
+function progressLines(jobs: { phase: string | null; text: string }[]): NonNullable<Rung['lines']> {
+  const out = new Map<string, NonNullable<Rung['lines']>[number]>();
+  for (const j of jobs) {
+    if (!j.text.trim()) continue;
+    const phase = j.phase ?? '(no phase)';
+    const line = squash(j.text);
+    const b = out.get(phase);
+    if (!b) out.set(phase, { phase, count: 1, first: line, last: line, timeLeft: / left\b/.test(line) });
+    else {
+      b.count++;
+      b.last = line;
+      b.timeLeft ||= / left\b/.test(line);
+    }
+  }
+  return [...out.values()];
 }
 
 /** "5, 387 ms (index)": how many tasks, the longest and the phase it was in. */

@@ -235,7 +235,12 @@ export class Library {
         if (source.kind === 'url' && !parquet && !opts.whole) {
           const url = source.url;
           const told = this.onRemoteFirst;
-          const remote = await openRemoteFirst(url, job.signal, told ? (sets) => told(url, sets) : undefined);
+          const remote = await openRemoteFirst(
+            url,
+            job.signal,
+            told ? (sets) => told(url, sets) : undefined,
+            job.onProgress,
+          );
           if (remote && 'issues' in remote) {
             this.issues = { source: label, list: remote.issues };
             return false;
