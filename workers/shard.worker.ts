@@ -133,12 +133,19 @@ async function openSource(d: SourceDescriptor): Promise<ShardSource> {
   return sourceFromDescriptor(d);
 }
 
-/** Throttled progress that still forwards the first tick of each phase at once (so the page sees phase changes). */
+/**
+ * Throttled progress that still forwards the first tick of each phase at once (so the page sees phase
+ * changes). A file whose parse ticks carry its bytes sends no more read ticks after its first: one
+ * message to the page per tick, not two, and a line that does not flip between reading and parsing.
+ */
 function phasedProgress(fn?: ProgressFn) {
   const throttled = throttle(fn);
   let kind: Progress['kind'] | undefined;
+  const counted = new Set<string>();
   const report = (p: Progress) => {
     if (!fn) return;
+    if (p.kind === 'parse' && p.bytes !== undefined) counted.add(p.file);
+    else if (p.kind === 'read' && counted.has(p.file)) return;
     if (p.kind !== kind) {
       kind = p.kind;
       throttled.flush();

@@ -234,6 +234,8 @@ export class Library {
         // A packed shard on a static host opens without importing its corpus (`whole`: import it).
         if (source.kind === 'url' && !parquet && !opts.whole) {
           const url = source.url;
+          // Said before the shard worker starts (the worker says it again once it reads).
+          job.onProgress({ kind: 'status', message: `Opening ${label}: reading shard.json` });
           const told = this.onRemoteFirst;
           const remote = await openRemoteFirst(
             url,
