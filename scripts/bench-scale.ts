@@ -396,6 +396,30 @@ async function printProfile(profile: {
     ms += dt;
     if (ms > best.ms) best = { from, to: i + 1, ms };
   });
+  // The five longest stretches over 50 ms, each with the functions of most self time in it.
+  const stretches: { from: number; to: number; ms: number }[] = [];
+  let start = 0;
+  let busy = 0;
+  samples.forEach((id, i) => {
+    if (byId.get(id)!.functionName === '(idle)') {
+      if (busy > 50) stretches.push({ from: start, to: i, ms: busy });
+      start = i + 1;
+      busy = 0;
+    } else busy += (profile.timeDeltas?.[i] ?? 0) / 1000;
+  });
+  stretches.sort((a, b) => b.ms - a.ms);
+  for (const st of stretches.slice(0, 5)) {
+    const by = new Map<string, number>();
+    for (let i = st.from; i < st.to; i++) {
+      const f = byId.get(samples[i])!;
+      const k = where(f);
+      by.set(k, (by.get(k) ?? 0) + (profile.timeDeltas?.[i] ?? 0) / 1000);
+    }
+    const top = [...by].sort((a, b) => b[1] - a[1]).slice(0, 4);
+    console.log(
+      `busy stretch of ${st.ms.toFixed(0)} ms: ${top.map(([k, ms]) => `${k} ${ms.toFixed(0)}`).join(' · ')}`,
+    );
+  }
   const inStretch = new Map<number, number>();
   for (const id of samples.slice(best.from, best.to)) inStretch.set(id, (inStretch.get(id) ?? 0) + 1);
   const [leaf] = [...inStretch].sort((a, b) => b[1] - a[1])[0] ?? [];
@@ -406,13 +430,13 @@ async function printProfile(profile: {
   for (const f of stack) console.log(`    ${f}`);
 }
 
-/** The progress line's text on one line, cut to 110 characters. */
+/** The progress line's text on one line (its Cancel button's word dropped), cut to 140 characters. */
 function squash(text: string): string {
   const t = text
     .replace(/\s+/g, ' ')
-    .replace(/ ?Cancel$/, '')
-    .trim();
-  return t.length > 110 ? `${t.slice(0, 109)}…` : t;
+    .trim()
+    .replace(/ ?Cancel$/, '');
+  return t.length > 140 ? `${t.slice(0, 139)}…` : t;
 }
 
 /** The job log's lines grouped by phase (null: the job's title, no tick yet), in order of first appearance. */
@@ -431,6 +455,31 @@ function progressLines(jobs: { phase: string | null; text: string }[]): NonNulla
     }
   }
   return [...out.values()];
+}
+
+/** Under the table: each rung's longest main-thread tasks and the progress lines of its phases. */
+function longTaskLines(): string {
+  const out: string[] = [];
+  for (const r of results) {
+    if (r.longTasks?.top.length)
+      out.push(
+        `${r.docs.toLocaleString('en')} documents, the longest main-thread tasks (the progress line at their start):`,
+        '',
+        ...r.longTasks.top.map((t) => `- ${t.ms} ms · ${t.phase} · ${t.line}`),
+        '',
+      );
+    if (r.lines?.length)
+      out.push(
+        `${r.docs.toLocaleString('en')} documents, the progress lines by phase (distinct lines seen; the first and the last):`,
+        '',
+        ...r.lines.map(
+          (l) =>
+            `- ${l.phase} ×${l.count}${l.timeLeft ? ', time left shown' : ''}: "${l.first}" → "${l.last}"`,
+        ),
+        '',
+      );
+  }
+  return out.length ? `\n\n${out.join('\n').trimEnd()}` : '';
 }
 
 /** "5, 387 ms (index)": how many tasks, the longest and the phase it was in. */
@@ -466,7 +515,12 @@ const header =
   '. ' +
   `Dense: ${MODEL} (generated, random weights) on WASM, exact search over the shard's random vectors` +
   (COMPACT_FROM ? ` (through the compact store from ${COMPACT_FROM} documents).` : '.');
-publish('scale', `${header}\n\n${lines.join('\n')}`, {
-  write: argv['write-benchmarks'],
-  json: { file: 'bench-results/scale.json', data: { started: run.started, results } },
-});
+// An import-only run has its own section (the ladder's, link → comparison, is kept).
+publish(
+  argv['import-only'] ? 'scale-import' : 'scale',
+  `${header}\n\n${lines.join('\n')}${longTaskLines()}`,
+  {
+    write: argv['write-benchmarks'],
+    json: { file: 'bench-results/scale.json', data: { started: run.started, results } },
+  },
+);
