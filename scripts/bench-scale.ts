@@ -87,7 +87,18 @@ interface Rung {
   /** The largest single renderer's peak RSS while each phase was on the progress line. */
   peakLargestByPhase: Record<string, number>;
   /** The page's main-thread tasks over 50 ms (PerformanceObserver 'longtask'): how many, the longest. */
-  longTasks?: { count: number; maxMs: number; byPhase: Record<string, { count: number; maxMs: number }> };
+  longTasks?: {
+    count: number;
+    maxMs: number;
+    byPhase: Record<string, { count: number; maxMs: number }>;
+    /** The longest few, each with the progress line shown when it began. */
+    top: { ms: number; phase: string; line: string }[];
+  };
+  /**
+   * The progress lines of the import as they changed: per phase (in order of first appearance), how
+   * many distinct lines, the first and the last, and whether any said a time left.
+   */
+  lines?: { phase: string; count: number; first: string; last: string; timeLeft: boolean }[];
   /** With --trace: per phase, the heap sample taken when the largest renderer was at its highest. */
   heapsByPhase?: Record<string, { rss: number; heaps: TargetHeap[]; line: string }>;
   renderers: number;
@@ -263,9 +274,10 @@ try {
       // each with the progress line's phase when it began (the job it belongs to, roughly).
       const { jobs, long: tasks } = await job.log();
       const since = (jobs.find((j) => j.phase !== null)?.at ?? Infinity) - 100;
+      const at = (t: number) => jobs.filter((j) => j.at <= t).at(-1);
       const long = tasks
         .filter((t) => t.start >= since)
-        .map((t) => [t.ms, jobs.filter((j) => j.at <= t.start).at(-1)?.phase ?? 'idle'] as const);
+        .map((t) => [t.ms, at(t.start)?.phase ?? 'idle', at(t.start)?.text ?? ''] as const);
       const byPhase: Record<string, { count: number; maxMs: number }> = {};
       for (const [ms, p] of long) {
         const b = (byPhase[p] ??= { count: 0, maxMs: 0 });
@@ -276,7 +288,12 @@ try {
         count: long.length,
         maxMs: Math.round(Math.max(0, ...long.map(([ms]) => ms))),
         byPhase,
+        top: [...long]
+          .sort((a, b) => b[0] - a[0])
+          .slice(0, 5)
+          .map(([ms, p, line]) => ({ ms: Math.round(ms), phase: p, line: squash(line) })),
       };
+      rung.lines = progressLines(jobs);
       rung.phases = await pageMeasures(page, 'loupe:phase:');
     } catch (e) {
       rung.error = (e as Error).message.split('\n')[0];
@@ -291,7 +308,18 @@ try {
     [rung.peakRssAll, rung.peakLargest, rung.renderers] = [mem.peak, mem.largest, mem.renderers];
     for (const [p, h] of Object.entries(rung.heapsByPhase ?? {}))
       console.log(`  heaps at ${p}'s peak (largest renderer ${Math.round(h.rss / MiB)} MiB): ${h.line}`);
-    console.log(JSON.stringify({ ...rung, heapsByPhase: undefined }));
+    console.log(JSON.stringify({ ...rung, heapsByPhase: undefined, lines: undefined, longTasks: undefined }));
+    if (rung.longTasks) {
+      console.log(`  main-thread tasks > 50 ms: ${rung.longTasks.count}; the longest:`);
+      for (const t of rung.longTasks.top) console.log(`    ${t.ms} ms · ${t.phase} · ${t.line}`);
+    }
+    if (rung.lines) {
+      console.log('  progress lines by phase (distinct lines, first → last):');
+      for (const l of rung.lines)
+        console.log(
+          `    ${l.phase} ×${l.count}${l.timeLeft ? ' (time left shown)' : ''}: ${l.first} → ${l.last}`,
+        );
+    }
   }
 } finally {
   await server.close();
@@ -368,6 +396,30 @@ async function printProfile(profile: {
     ms += dt;
     if (ms > best.ms) best = { from, to: i + 1, ms };
   });
+  // The five longest stretches over 50 ms, each with the functions of most self time in it.
+  const stretches: { from: number; to: number; ms: number }[] = [];
+  let start = 0;
+  let busy = 0;
+  samples.forEach((id, i) => {
+    if (byId.get(id)!.functionName === '(idle)') {
+      if (busy > 50) stretches.push({ from: start, to: i, ms: busy });
+      start = i + 1;
+      busy = 0;
+    } else busy += (profile.timeDeltas?.[i] ?? 0) / 1000;
+  });
+  stretches.sort((a, b) => b.ms - a.ms);
+  for (const st of stretches.slice(0, 5)) {
+    const by = new Map<string, number>();
+    for (let i = st.from; i < st.to; i++) {
+      const f = byId.get(samples[i])!;
+      const k = where(f);
+      by.set(k, (by.get(k) ?? 0) + (profile.timeDeltas?.[i] ?? 0) / 1000);
+    }
+    const top = [...by].sort((a, b) => b[1] - a[1]).slice(0, 4);
+    console.log(
+      `busy stretch of ${st.ms.toFixed(0)} ms: ${top.map(([k, ms]) => `${k} ${ms.toFixed(0)}`).join(' · ')}`,
+    );
+  }
   const inStretch = new Map<number, number>();
   for (const id of samples.slice(best.from, best.to)) inStretch.set(id, (inStretch.get(id) ?? 0) + 1);
   const [leaf] = [...inStretch].sort((a, b) => b[1] - a[1])[0] ?? [];
@@ -376,6 +428,58 @@ async function printProfile(profile: {
     stack.push(where(byId.get(id)!));
   console.log(`longest busy stretch: ${best.ms.toFixed(0)} ms; its most frequent stack:`);
   for (const f of stack) console.log(`    ${f}`);
+}
+
+/** The progress line's text on one line (its Cancel button's word dropped), cut to 140 characters. */
+function squash(text: string): string {
+  const t = text
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/ ?Cancel$/, '');
+  return t.length > 140 ? `${t.slice(0, 139)}…` : t;
+}
+
+/** The job log's lines grouped by phase (null: the job's title, no tick yet), in order of first appearance. */
+function progressLines(jobs: { phase: string | null; text: string }[]): NonNullable<Rung['lines']> {
+  const out = new Map<string, NonNullable<Rung['lines']>[number]>();
+  for (const j of jobs) {
+    if (!j.text.trim()) continue;
+    const phase = j.phase ?? '(no phase)';
+    const line = squash(j.text);
+    const b = out.get(phase);
+    if (!b) out.set(phase, { phase, count: 1, first: line, last: line, timeLeft: / left\b/.test(line) });
+    else {
+      b.count++;
+      b.last = line;
+      b.timeLeft ||= / left\b/.test(line);
+    }
+  }
+  return [...out.values()];
+}
+
+/** Under the table: each rung's longest main-thread tasks and the progress lines of its phases. */
+function longTaskLines(): string {
+  const out: string[] = [];
+  for (const r of results) {
+    if (r.longTasks?.top.length)
+      out.push(
+        `${r.docs.toLocaleString('en')} documents, the longest main-thread tasks (the progress line at their start):`,
+        '',
+        ...r.longTasks.top.map((t) => `- ${t.ms} ms · ${t.phase} · ${t.line}`),
+        '',
+      );
+    if (r.lines?.length)
+      out.push(
+        `${r.docs.toLocaleString('en')} documents, the progress lines by phase (distinct lines seen; the first and the last):`,
+        '',
+        ...r.lines.map(
+          (l) =>
+            `- ${l.phase} ×${l.count}${l.timeLeft ? ', time left shown' : ''}: "${l.first}" → "${l.last}"`,
+        ),
+        '',
+      );
+  }
+  return out.length ? `\n\n${out.join('\n').trimEnd()}` : '';
 }
 
 /** "5, 387 ms (index)": how many tasks, the longest and the phase it was in. */
@@ -411,7 +515,12 @@ const header =
   '. ' +
   `Dense: ${MODEL} (generated, random weights) on WASM, exact search over the shard's random vectors` +
   (COMPACT_FROM ? ` (through the compact store from ${COMPACT_FROM} documents).` : '.');
-publish('scale', `${header}\n\n${lines.join('\n')}`, {
-  write: argv['write-benchmarks'],
-  json: { file: 'bench-results/scale.json', data: { started: run.started, results } },
-});
+// An import-only run has its own section (the ladder's, link → comparison, is kept).
+publish(
+  argv['import-only'] ? 'scale-import' : 'scale',
+  `${header}\n\n${lines.join('\n')}${longTaskLines()}`,
+  {
+    write: argv['write-benchmarks'],
+    json: { file: 'bench-results/scale.json', data: { started: run.started, results } },
+  },
+);

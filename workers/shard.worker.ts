@@ -36,6 +36,7 @@ import { buildDocIndex, loadDocIndex } from '../src/lib/platform/storage/shard-d
 import { VectorFileError } from '../src/lib/core/shard/vector-files';
 import { putPrecomputedSet } from '../src/lib/platform/storage/precomputed-store';
 import { resumeKeep, resumeStreamed } from './shard/shard-resume';
+import { reportingSource } from '../src/lib/platform/sources/reporting-source';
 
 /** STORAGE_ISSUE_FILE: the `file` of issues about the browser's storage rather than a shard file. */
 export const STORAGE_ISSUE_FILE = '(browser storage)';
@@ -132,12 +133,26 @@ async function openSource(d: SourceDescriptor): Promise<ShardSource> {
   return sourceFromDescriptor(d);
 }
 
-/** Throttled progress that still forwards the first tick of each phase at once (so the page sees phase changes). */
+/**
+ * IMPORT_TICK_MS: least time between two progress ticks of an import sent to the page. Each tick is a
+ * task on the page's main thread (a message, the line re-rendered, the import's note saved): an
+ * import of a million documents lasts minutes, and four lines a second read as smoothly as ten.
+ */
+const IMPORT_TICK_MS = 250;
+
+/**
+ * Throttled progress that still forwards the first tick of each phase at once (so the page sees phase
+ * changes). A file whose parse ticks carry its bytes sends no more read ticks after its first: one
+ * message to the page per tick, not two, and a line that does not flip between reading and parsing.
+ */
 function phasedProgress(fn?: ProgressFn) {
-  const throttled = throttle(fn);
+  const throttled = throttle(fn, undefined, IMPORT_TICK_MS);
   let kind: Progress['kind'] | undefined;
+  const counted = new Set<string>();
   const report = (p: Progress) => {
     if (!fn) return;
+    if (p.kind === 'parse' && p.bytes !== undefined) counted.add(p.file);
+    else if (p.kind === 'read' && counted.has(p.file)) return;
     if (p.kind !== kind) {
       kind = p.kind;
       throttled.flush();
@@ -159,9 +174,13 @@ async function storePrecomputed(
   checkDocs: readonly { id: string; text?: string; image?: string }[],
   parquetSets: PrecomputedSet[],
   descriptor: SourceDescriptor,
+  report?: ProgressFn,
 ): Promise<Extract<ImportResult, { ok: true }>['precomputed']> {
+  // Its files say how far they are read (a set's vectors stream in as they are stored).
+  if (report && (parsed.manifest.embeddings === PRECOMPUTED_INDEX || parquetSets.length))
+    report({ kind: 'status', message: 'Checking the precomputed embeddings' });
   const pre = await readPrecomputed(
-    source,
+    reportingSource(source, withReadRates(report)),
     checkDocs,
     parsed.manifest.embeddings === PRECOMPUTED_INDEX,
     descriptor.kind === 'url' ? urlOfFile(source.label) : undefined,
@@ -208,8 +227,16 @@ const api = {
   },
 
   /** A packed shard on a static host, opened without importing its corpus (platform/sources/remote-shard.ts). */
-  openRemote: (url: string, onRemoteFirst?: (sets: RemoteFirstSetName[]) => void) =>
-    openRemoteShard(url, undefined, onRemoteFirst),
+  openRemote: (
+    url: string,
+    onRemoteFirst?: (sets: RemoteFirstSetName[]) => void,
+    onProgress?: ProgressFn,
+  ) => {
+    const report = phasedProgress(onProgress);
+    return openRemoteShard(url, undefined, onRemoteFirst, withReadRates(report)).finally(() =>
+      report.flush(),
+    );
+  },
   /** Documents of a shard opened by openRemote, read from its host by HTTP Range. */
   remoteDocs: (url: string, rows: number[]) => remoteDocRows(url, rows),
   remoteRowsOf: (url: string, ids: string[]) => remoteDocRowsOf(url, ids),
@@ -248,6 +275,8 @@ const api = {
     const report = phasedProgress(onProgress);
     const images = new Map<string, Blob>();
     const source = await openSource(descriptor);
+    // Said at once: the first file's ticks follow (the line never sits at the job's title).
+    report({ kind: 'status', message: `Reading ${source.label}: shard.json` });
     let parsed;
     const parquetSets: PrecomputedSet[] = [];
     // A streamed read keeps, per document, only what the embedding checks look at.
@@ -364,7 +393,15 @@ const api = {
             options.simulateQuotaAfterTx === undefined ? {} : { quotaAfterTx: options.simulateQuotaAfterTx },
           )
         : await store.put(parsed, images, source.label, report);
-      const precomputed = await storePrecomputed(store, source, parsed, checkDocs, parquetSets, descriptor);
+      const precomputed = await storePrecomputed(
+        store,
+        source,
+        parsed,
+        checkDocs,
+        parquetSets,
+        descriptor,
+        report,
+      );
       report.flush();
       return {
         ok: true,
@@ -415,7 +452,7 @@ const api = {
       if (!r.ok) return r;
       const checkDocs = r.checkDocs?.list() ?? [];
       const from = descriptor ?? { kind: 'url' as const, url: r.source.label };
-      const precomputed = await storePrecomputed(store, r.source, r.parsed, checkDocs, [], from);
+      const precomputed = await storePrecomputed(store, r.source, r.parsed, checkDocs, [], from, report);
       report.flush();
       return { ok: true, summary: r.summary, cached: false, precomputed };
     } catch (e) {

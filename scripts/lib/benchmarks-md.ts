@@ -7,7 +7,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const TOPICS: Record<string, string> = { 'first-dense-url': 'remote-ivf', 'parquet-import': 'import' };
+const TOPICS: Record<string, string> = {
+  'first-dense-url': 'remote-ivf',
+  'parquet-import': 'import',
+  'scale-import': 'scale',
+};
 
 /** The history file a bench's section goes to: docs/benchmarks/<its name, or its topic's>.md. */
 export const benchmarksTopic = (name: string): string =>

@@ -152,6 +152,32 @@ describe('progress line', () => {
     expect(progressText(store, null, 0)).toBe('Caching in IndexedDB: 40,000 / 110,000');
   });
 
+  it('parsing says the lines, the bytes read of the file, its rate and its time left (issue 36)', () => {
+    const parse = { kind: 'parse' as const, file: 'corpus.jsonl', lines: 22_125, bytes: 66 * MiB };
+    expect(
+      progressText({ ...parse, totalBytes: 108 * MiB, docsPerSec: 22125.4, etaSeconds: 2 }, null, 0),
+    ).toBe('Parsing corpus.jsonl: line 22,125 (66 MiB of 108 MiB) · 22,125 docs/s · 2 s left');
+    // A host that sent no length: the bytes read, the rate, no time left.
+    expect(progressText({ ...parse, docsPerSec: 900 }, null, 0)).toBe(
+      'Parsing corpus.jsonl: line 22,125 (66 MiB) · 900 docs/s',
+    );
+    expect(
+      progressText(
+        { ...parse, file: 'qrels/test.tsv', totalBytes: 70 * MiB, docsPerSec: 5e4, etaSeconds: 75 },
+        null,
+        0,
+      ),
+    ).toBe('Parsing qrels/test.tsv: line 22,125 (66 MiB of 70 MiB) · 50,000 lines/s · 1 min 15 s left');
+    // The files of a shard opened without importing it are read whole with their length.
+    expect(
+      progressText(
+        { kind: 'read', file: 'corpus.offsets.bin', bytes: 3 * MiB, totalBytes: 12 * MiB },
+        null,
+        0,
+      ),
+    ).toBe('Reading corpus.offsets.bin: 3.0 MiB of 12 MiB');
+  });
+
   it('indexing, searching and caching say their time left once a second of them has passed', () => {
     const index = { kind: 'index' as const, done: 30_000, total: 100_000 };
     // 20,000 documents in 2 s since the step's first tick: 70,000 left take 7 s.

@@ -269,7 +269,15 @@ describe('BEIR + images in memory', () => {
     const size = new TextEncoder().encode(tiny()['corpus.jsonl'] as string).length;
     expect(reads[0]).toEqual({ kind: 'read', file: 'corpus.jsonl', bytes: 0, totalBytes: size });
     expect(reads.at(-1)).toEqual({ kind: 'read', file: 'corpus.jsonl', bytes: size, totalBytes: size });
-    expect(events).toContainEqual({ kind: 'parse', file: 'qrels/test.tsv', lines: 4 });
+    // The lines counted go with the file's bytes read and its size (the line's count and time left).
+    const qrels = new TextEncoder().encode(tiny()['qrels/test.tsv'] as string).length;
+    expect(events).toContainEqual({
+      kind: 'parse',
+      file: 'qrels/test.tsv',
+      lines: 4,
+      bytes: qrels,
+      totalBytes: qrels,
+    });
     // One-byte chunks would give hundreds of events without throttling.
     expect(events.length).toBeLessThan(30);
   });

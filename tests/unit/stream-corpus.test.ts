@@ -120,4 +120,31 @@ describe('streamed shard read', () => {
       etaSeconds: 6,
     });
   });
+
+  it('parse progress that counts bytes gets them too: the line the page shows has a time left', () => {
+    const seen: Progress[] = [];
+    const report = withReadRates((p) => seen.push(p))!;
+    const t0 = Date.now();
+    const realNow = Date.now;
+    try {
+      Date.now = () => t0;
+      report({ kind: 'parse', file: 'corpus.jsonl', lines: 0, bytes: 0, totalBytes: 1000 });
+      Date.now = () => t0 + 2000;
+      report({ kind: 'parse', file: 'corpus.jsonl', lines: 300, bytes: 250, totalBytes: 1000 });
+      // Without bytes (a reader that does not count them) a parse tick passes as it is.
+      report({ kind: 'parse', file: 'queries.jsonl', lines: 7 });
+    } finally {
+      Date.now = realNow;
+    }
+    expect(seen[1]).toEqual({
+      kind: 'parse',
+      file: 'corpus.jsonl',
+      lines: 300,
+      bytes: 250,
+      totalBytes: 1000,
+      docsPerSec: 150,
+      etaSeconds: 6,
+    });
+    expect(seen[2]).toEqual({ kind: 'parse', file: 'queries.jsonl', lines: 7 });
+  });
 });

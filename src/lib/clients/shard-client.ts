@@ -228,9 +228,13 @@ export function openRemoteShard(
   url: string,
   opts: JobOptions & { onRemoteFirst?: (sets: RemoteFirstSetName[]) => void } = {},
 ) {
-  const told = opts.onRemoteFirst;
+  const { onRemoteFirst: told, onProgress } = opts;
   return call<Awaited<ReturnType<ShardWorkerApi['openRemote']>>>(opts.signal, (api) =>
-    api.openRemote(url, told ? Comlink.proxy(told) : undefined),
+    api.openRemote(
+      url,
+      told ? Comlink.proxy(told) : undefined,
+      onProgress ? Comlink.proxy(onProgress) : undefined,
+    ),
   );
 }
 

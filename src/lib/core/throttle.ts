@@ -4,16 +4,20 @@ import type { Progress } from './types';
 export const PROGRESS_INTERVAL_MS = 100;
 
 /**
- * Wraps a progress callback so at most one tick per PROGRESS_INTERVAL_MS crosses a worker boundary;
- * `flush()` forwards the last held tick (so the final state is always seen).
+ * Wraps a progress callback so at most one tick per `intervalMs` (PROGRESS_INTERVAL_MS) crosses a
+ * worker boundary; `flush()` forwards the last held tick (so the final state is always seen).
  */
-export function throttle(fn?: (p: Progress) => void, now: () => number = () => Date.now()) {
+export function throttle(
+  fn?: (p: Progress) => void,
+  now: () => number = () => Date.now(),
+  intervalMs = PROGRESS_INTERVAL_MS,
+) {
   let last = -Infinity;
   let held: Progress | null = null;
   const report = (p: Progress) => {
     if (!fn) return;
     const t = now();
-    if (t - last >= PROGRESS_INTERVAL_MS) {
+    if (t - last >= intervalMs) {
       last = t;
       held = null;
       fn(p);

@@ -138,7 +138,19 @@ export type Progress =
       docsPerSec?: number;
       etaSeconds?: number;
     }
-  | { kind: 'parse'; file: string; lines: number }
+  /**
+   * Lines (rows) of `file` checked so far; `bytes` / `totalBytes`: of the file read so far and its
+   * length when known (Content-Length, the file's size), with the rate and time left of `read`.
+   */
+  | {
+      kind: 'parse';
+      file: string;
+      lines: number;
+      bytes?: number;
+      totalBytes?: number;
+      docsPerSec?: number;
+      etaSeconds?: number;
+    }
   /** `what: 'documents'`: a streamed import (records = documents, then queries, judgements, images), with its rate and time left. */
   | {
       kind: 'store';

@@ -86,7 +86,8 @@ export class Job {
   get fraction(): number | null {
     const p = this.progress;
     if (!p) return null;
-    if (p.kind === 'read') return p.totalBytes ? p.bytes / p.totalBytes : null;
+    if (p.kind === 'read' || p.kind === 'parse')
+      return p.totalBytes && p.bytes !== undefined ? p.bytes / p.totalBytes : null;
     if (p.kind === 'download') return p.total ? p.loaded / p.total : null;
     if (p.kind === 'store' || p.kind === 'index' || p.kind === 'search' || p.kind === 'embed')
       return p.total ? p.done / p.total : null;

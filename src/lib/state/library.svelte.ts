@@ -234,8 +234,15 @@ export class Library {
         // A packed shard on a static host opens without importing its corpus (`whole`: import it).
         if (source.kind === 'url' && !parquet && !opts.whole) {
           const url = source.url;
+          // Said before the shard worker starts (the worker says it again once it reads).
+          job.onProgress({ kind: 'status', message: `Opening ${label}: reading shard.json` });
           const told = this.onRemoteFirst;
-          const remote = await openRemoteFirst(url, job.signal, told ? (sets) => told(url, sets) : undefined);
+          const remote = await openRemoteFirst(
+            url,
+            job.signal,
+            told ? (sets) => told(url, sets) : undefined,
+            job.onProgress,
+          );
           if (remote && 'issues' in remote) {
             this.issues = { source: label, list: remote.issues };
             return false;

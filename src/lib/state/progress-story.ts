@@ -163,8 +163,18 @@ export function progressText(
           /corpus\.jsonl$/.test(p.file) ? 'docs' : /\.parquet$/.test(p.file) ? 'rows' : 'lines',
         )
       );
-    case 'parse':
-      return `Parsing ${p.file}: ${/\.parquet$/.test(p.file) ? 'row' : 'line'} ${count(p.lines)}`;
+    case 'parse': {
+      // With the bytes read of the file (and its length when known): the rate and the time left.
+      const row = /\.parquet$/.test(p.file);
+      const read =
+        p.bytes === undefined
+          ? ''
+          : ` (${formatBytes(p.bytes)}${p.totalBytes ? ` of ${formatBytes(p.totalBytes)}` : ''})`;
+      return (
+        `Parsing ${p.file}: ${row ? 'row' : 'line'} ${count(p.lines)}${read}` +
+        rates(p.docsPerSec, p.etaSeconds, /corpus\.jsonl$/.test(p.file) ? 'docs' : row ? 'rows' : 'lines')
+      );
+    }
     case 'store': {
       if (p.what !== 'documents' || p.docTotal === undefined)
         return `Caching in IndexedDB: ${count(p.done)} / ${count(p.total)}` + countedLeft(p, counted, now);

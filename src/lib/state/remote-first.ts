@@ -4,6 +4,7 @@
 import { precomputedKey, type RemoteIvfSet } from '../core/shard/precomputed';
 import type { RemoteFirstSetName, RemoteShardHead } from '../platform/sources/remote-shard';
 import type { ShardIssue } from '../core/shard/source';
+import type { ProgressFn } from '../core/types';
 import { openRemoteShard, readRemoteDocs, remoteRowsOf } from '../clients/shard-client';
 import { searchRemoteIvf } from '../clients/index-client';
 import type { DocDirectory } from '../core/shard/doc-directory';
@@ -97,8 +98,13 @@ export async function openRemoteFirst(
   url: string,
   signal?: AbortSignal,
   onRemoteFirst?: (sets: RemoteFirstSetName[]) => void,
+  onProgress?: ProgressFn,
 ): Promise<(RemoteShardHead & { finder: DocDirectory | DocLookup }) | { issues: ShardIssue[] } | null> {
-  const head = await openRemoteShard(url, { signal, ...(onRemoteFirst ? { onRemoteFirst } : {}) });
+  const head = await openRemoteShard(url, {
+    signal,
+    ...(onRemoteFirst ? { onRemoteFirst } : {}),
+    ...(onProgress ? { onProgress } : {}),
+  });
   if (!head || 'issues' in head) return head;
   remoteSets.set(
     head.summary.hash,

@@ -353,6 +353,8 @@ export async function readPrecomputed(
   declared = false,
   href?: (path: string) => string,
   corpusOrder?: { docs: number; idsFnv: number },
+  /** `indexesOnly`: only the sets with a packed index are wanted (no set's vectors are read). */
+  opts: { indexesOnly?: boolean } = {},
 ): Promise<{ sets: PrecomputedSet[]; problems: string[]; ivf?: RemoteIvfSet[] }> {
   const ivf: RemoteIvfSet[] = [];
   if (!declared && source.remote) return { sets: [], problems: [] };
@@ -414,6 +416,7 @@ export async function readPrecomputed(
           });
           continue;
         }
+        if (opts.indexesOnly) continue;
         sets.push({ sidecar, npy: await checkedNpy(source, vfile, ids.length, sidecar.dim) });
       } catch (e) {
         problems.push((e as Error).message);

@@ -192,7 +192,7 @@ export class ShardReadContext {
       this.progress(
         force,
         { kind: 'read', file: path, bytes, totalBytes },
-        { kind: 'parse', file: path, lines },
+        { kind: 'parse', file: path, lines, bytes, ...(totalBytes !== undefined ? { totalBytes } : {}) },
       );
     emit(true);
     try {

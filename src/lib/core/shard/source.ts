@@ -84,3 +84,18 @@ export function issueLocation(i: ShardIssue): string {
   }
   return `${i.file}${i.line ? `:${i.line}` : ''}`;
 }
+
+/** The byte length a source's stream may carry (an HTTP response's Content-Length), for progress. */
+const BYTE_LENGTH = Symbol('loupe.byteLength');
+
+/** `stream` marked with its length in bytes (when known); returns the same object. */
+export function withByteLength<T extends AsyncIterable<Uint8Array>>(stream: T, n: number | undefined): T {
+  if (n !== undefined && Number.isFinite(n) && n >= 0)
+    Object.defineProperty(stream, BYTE_LENGTH, { value: n, enumerable: false });
+  return stream;
+}
+
+/** The length in bytes a stream from a source was marked with (withByteLength), if any. */
+export function byteLengthOf(stream: AsyncIterable<Uint8Array>): number | undefined {
+  return (stream as { [BYTE_LENGTH]?: number })[BYTE_LENGTH];
+}

@@ -155,8 +155,9 @@ export class DocCheckRefs {
 }
 
 /**
- * Progress with rates: each `read` tick gets the lines per second of its file so far (documents per
- * second for the corpus) and the time its file still needs at the byte rate so far.
+ * Progress with rates: each `read` tick, and each `parse` tick that counts bytes, gets the lines per
+ * second of its file so far (documents per second for the corpus) and the time its file still needs
+ * at the byte rate so far.
  */
 export function withReadRates(fn: ProgressFn | undefined): ProgressFn | undefined {
   if (!fn) return fn;
@@ -165,20 +166,21 @@ export function withReadRates(fn: ProgressFn | undefined): ProgressFn | undefine
   let lines = 0;
   return (p: Progress) => {
     if (p.kind === 'parse' && p.file === file) lines = p.lines;
-    if (p.kind !== 'read') return fn(p);
+    if (p.kind !== 'read' && (p.kind !== 'parse' || p.bytes === undefined)) return fn(p);
     const now = Date.now();
     if (p.file !== file) {
       file = p.file;
       started = now;
-      lines = 0;
+      lines = p.kind === 'parse' ? p.lines : 0;
     }
+    const bytes = p.bytes ?? 0;
     const s = (now - started) / 1000;
-    if (s < 0.5 || p.bytes === 0) return fn(p);
-    const left = p.totalBytes !== undefined ? Math.max(0, p.totalBytes - p.bytes) : undefined;
+    if (s < 0.5 || bytes === 0) return fn(p);
+    const left = p.totalBytes !== undefined ? Math.max(0, p.totalBytes - bytes) : undefined;
     fn({
       ...p,
       docsPerSec: lines / s,
-      ...(left !== undefined ? { etaSeconds: left / (p.bytes / s) } : {}),
+      ...(left !== undefined ? { etaSeconds: left / (bytes / s) } : {}),
     });
   };
 }

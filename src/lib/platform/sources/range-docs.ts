@@ -5,7 +5,7 @@
 // document is then its one line of corpus.jsonl, fetched by a Range request (neighbouring lines in
 // one request, at most 6 requests at a time) and checked by the importer's own corpus reader
 // (core/shard/read-corpus.ts: same fields, same messages, with the file and line named).
-import type { Doc } from '../../core/types';
+import type { Doc, ProgressFn } from '../../core/types';
 import { findDocRow } from '../../core/shard/doc-directory';
 import { decodeDocOffsets, type DocOffsets } from '../../core/shard/doc-offsets';
 import { ShardReadContext } from '../../core/shard/read-context';
@@ -14,6 +14,7 @@ import { ShardValidationError, type ShardSource } from '../../core/shard/source'
 import type { Line } from '../../core/shard/lines';
 import type { RowEntry } from '../../core/shard/doc-offsets-v2';
 import { RangeDocIndex } from './range-doc-index';
+import { readBody } from './reporting-source';
 
 /** Lines closer than this many bytes are fetched in one request (the bytes between come along). */
 export const MERGE_GAP_BYTES = 256;
@@ -72,8 +73,11 @@ export class RangeDocReader {
     this.offsetsUrl = new URL(offsetsFile, base).href;
   }
 
-  /** The offsets file's layout, read on the first call and kept (a failed read is tried again). */
-  layout(signal?: AbortSignal): Promise<DocLayout> {
+  /**
+   * The offsets file's layout, read on the first call and kept (a failed read is tried again).
+   * `onProgress`: told the bytes of a version 1 file as it is read whole.
+   */
+  layout(signal?: AbortSignal, onProgress?: ProgressFn): Promise<DocLayout> {
     this.#layout ??= (async (): Promise<DocLayout> => {
       const opened = await RangeDocIndex.open(this.offsetsUrl, (...a) => this.#fetchRange(...a), signal);
       if (opened instanceof RangeDocIndex) return { v2: opened };
@@ -82,7 +86,7 @@ export class RangeDocReader {
         // Version 1: the whole file (every id and every line's place).
         const res = await fetch(this.offsetsUrl, { signal });
         if (!res.ok) throw new Error(`${this.offsetsUrl}: HTTP ${res.status} ${res.statusText}`.trim());
-        bytes = new Uint8Array(await res.arrayBuffer());
+        bytes = await readBody(res, this.offsetsUrl, onProgress);
         this.bytesRead += bytes.length;
       }
       return { v1: decodeDocOffsets(bytes, this.offsetsUrl) };

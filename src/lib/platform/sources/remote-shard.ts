@@ -4,7 +4,7 @@
 // index, the shard is opened without importing its corpus. Its manifest, queries and qrels (small) are
 // read and checked as an import checks them (ids against the offsets' directory); its documents are
 // read by HTTP Range when a panel shows them (range-docs.ts). Nothing is written to IndexedDB.
-import type { Doc, Qrels, Query } from '../../core/types';
+import type { Doc, ProgressFn, Qrels, Query } from '../../core/types';
 import { findDocRow, type DocDirectory, type DocFacts } from '../../core/shard/doc-directory';
 import { DOC_OFFSETS_FILE, DOC_OFFSETS_KEY } from '../../core/shard/doc-offsets';
 import { REMOTE_HEAD, remoteHeadFnv } from '../../core/shard/doc-offsets-v2';
@@ -23,6 +23,7 @@ import { ShardValidationError, type ShardIssue, type ShardSource } from '../../c
 import { RangeDocReader, type DocLayout } from './range-docs';
 import type { ShardSummary } from '../storage/shard-store';
 import { urlSource } from './sources';
+import { reportingSource } from './reporting-source';
 
 /** A set embeddings/index.json lists: its model and the dtype of the queries it was made for. */
 export type RemoteFirstSetName = Pick<PrecomputedEntry, 'model_id' | 'dtype'>;
@@ -142,9 +143,16 @@ export async function openRemoteShard(
    * so that a model loading ahead takes the dtype its set was made for.
    */
   onRemoteFirst?: (sets: RemoteFirstSetName[]) => void,
+  /**
+   * What it reads, as it reads it: a status for each step and `read` ticks (bytes of the file, of its
+   * length when known) for each file read whole.
+   */
+  onProgress?: ProgressFn,
 ): Promise<RemoteShardHead | { issues: ShardIssue[] } | null> {
-  const source = urlSource(url);
+  const say = (message: string) => onProgress?.({ kind: 'status', message });
+  const source = reportingSource(urlSource(url), onProgress);
   const base = folderOf(url);
+  say(`Opening ${base}: reading shard.json`);
   let raw: Record<string, unknown>;
   try {
     const res = await fetch(new URL('shard.json', base), { signal, credentials: 'same-origin' });
@@ -174,8 +182,9 @@ export async function openRemoteShard(
   // A fresh reader: the shard may have changed since it was last opened.
   const reader = new RangeDocReader(base, DOC_OFFSETS_FILE);
   let layout: DocLayout;
+  say(`Opening ${base} without importing it: reading ${DOC_OFFSETS_FILE}`);
   try {
-    layout = await reader.layout(signal);
+    layout = await reader.layout(signal, onProgress);
   } catch (e) {
     if ((e as Error)?.name === 'AbortError') throw e;
     // A missing or damaged offsets file: the shard is imported as usual.
@@ -188,6 +197,7 @@ export async function openRemoteShard(
   const n = offsets ? offsets.starts.length : head!.n;
   // shard.json is there: a "BEIR + images" shard (no probe of the corpus, which would start its
   // download). Its queries and qrels are read once, and checked against the corpus's ids.
+  say(`Opening ${base} without importing it: reading its queries and judgements`);
   for (const f of [REMOTE_HEAD.queries, REMOTE_HEAD.qrels]) held.set(f, await readWhole(source, f));
   const src = holding(source, held);
   let has: (id: string) => boolean;
@@ -207,6 +217,7 @@ export async function openRemoteShard(
     }
   }
   const ctx = headContext(src, has, n);
+  say(`Opening ${base} without importing it: checking its queries and judgements`);
   await readHead(ctx);
   if (!ctx.issues.length && ctx.manifest.tasks.some((t) => t.corpusModality !== 'text')) return null;
   const stated = (ctx.counts as { docs?: unknown } | undefined)?.docs;
@@ -219,6 +230,7 @@ export async function openRemoteShard(
   if (ctx.issues.length) return { issues: ctx.issues };
   const href = (path: string) => new URL(path.split('/').map(encodeURIComponent).join('/'), base).href;
   let pre: Awaited<ReturnType<typeof readPrecomputed>>;
+  say(`Opening ${base} without importing it: checking its precomputed embeddings`);
   if (offsets) {
     // The sidecars are checked against the documents' ids in corpus order (every document has text).
     const ids: { id: string; text: string }[] = new Array(n);
@@ -226,7 +238,8 @@ export async function openRemoteShard(
       const d = offsets.dir;
       ids[row] = { id: d.ids.slice(i === 0 ? 0 : d.ends[i - 1], d.ends[i]), text: 'x' };
     });
-    pre = await readPrecomputed(src, ids, true, href);
+    // Only the packed indexes are used here: a set without one is not read (its vectors may be GBs).
+    pre = await readPrecomputed(src, ids, true, href, undefined, { indexesOnly: true });
   } else {
     // Version 2: the sidecars' rows must be the corpus order, by count and checksum of the ids.
     pre = await readPrecomputed(src, [], true, href, { docs: n, idsFnv: head!.idsFnv });

@@ -2,7 +2,12 @@
 // entry by entry from its central directory) and a URL. Each one maps shard-relative paths
 // (`corpus.jsonl`, `images/a.jpg`) to streams of bytes; the core parser only sees ShardSource.
 import { Inflate } from 'fflate';
-import { ShardValidationError, type RandomAccessFile, type ShardSource } from '../../core/shard/source';
+import {
+  ShardValidationError,
+  withByteLength,
+  type RandomAccessFile,
+  type ShardSource,
+} from '../../core/shard/source';
 import { missingPack, receivePack } from './image-packs';
 
 /** A file with the shard-relative path it was found at (drag-and-drop, or attached by the caller). */
@@ -651,7 +656,12 @@ export function urlSource(baseUrl: string, files?: string[]): ShardSource {
       const res = await request(path, 'GET');
       if (!res) return null;
       if (!res.body) return (async function* () {})();
-      return droppedAs(streamChunks(res.body), res.url || urlOf(path).href);
+      // The file's length, for the progress of a whole-file read (a compressed transfer's is not it).
+      const len = res.headers.get('Content-Encoding') ? null : res.headers.get('Content-Length');
+      return withByteLength(
+        droppedAs(streamChunks(res.body), res.url || urlOf(path).href),
+        len ? Number(len) : undefined,
+      );
     },
     size,
     // HTTP range requests (a Parquet footer, then only the row groups read); a server that ignores

@@ -72,9 +72,9 @@ export function beginImportNote(label: string): ImportNoteHandle {
       // A new stage (another file checked, the first documents stored) is saved at once: a note that
       // still named the previous file would say the wrong one after a reload.
       let moved: boolean;
-      if (p.kind === 'read') {
+      if (p.kind === 'read' || (p.kind === 'parse' && p.bytes !== undefined)) {
         moved = note.checking?.file !== p.file;
-        note.checking = { file: p.file, bytes: p.bytes, totalBytes: p.totalBytes };
+        note.checking = { file: p.file, bytes: p.bytes ?? 0, totalBytes: p.totalBytes };
       } else if (p.kind === 'store' && p.what === 'documents' && p.docTotal !== undefined) {
         moved = note.docsDone === 0 && p.done > 0;
         note.docTotal = p.docTotal;

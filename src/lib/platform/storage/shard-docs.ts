@@ -85,6 +85,7 @@ export async function buildDocIndex(
   const total = summary.counts.docs;
   const ids: string[] = [];
   const counter = factCounter(queryImages);
+  onProgress?.({ kind: 'index', done: 0, total, what: 'ids' });
   for await (const batch of docBatches(store, hash)) {
     for (const d of batch) {
       ids.push(d.id);

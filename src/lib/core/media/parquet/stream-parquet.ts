@@ -127,8 +127,8 @@ function groupBytes(f: OpenFile, end: number): number {
 /**
  * Progress of the virtual corpus said as the Parquet file being read: `read` ticks count the
  * compressed bytes of its row groups read so far of the file's (so the import's rate and time left
- * are the file's, as for a JSONL corpus), `parse` ticks its rows. Other virtual files are named by
- * their Parquet file when they have one.
+ * are the file's, as for a JSONL corpus), `parse` ticks its rows (with the same bytes). Other
+ * virtual files are named by their Parquet file when they have one.
  */
 function parquetProgress(reader: () => ParquetShard, fn: ProgressFn): ProgressFn {
   const totals = new Map<string, number>();
@@ -144,19 +144,17 @@ function parquetProgress(reader: () => ParquetShard, fn: ProgressFn): ProgressFn
     const seg = r.maps.corpus.segments.at(-1);
     const f = seg ? r.of('corpus').find((x) => x.info.path === seg.file) : r.of('corpus')[0];
     if (!f) return fn(p);
+    let total = totals.get(f.info.path);
+    if (total === undefined) totals.set(f.info.path, (total = groupBytes(f, f.metadata.row_groups.length)));
+    const bytes = seg ? groupBytes(f, seg.rowGroup + 1) : 0;
     if (p.kind === 'parse')
       return fn({
         kind: 'parse',
         file: f.info.path,
         lines: seg ? Math.max(0, seg.row + p.lines - seg.line + 1) : 0,
+        bytes,
+        totalBytes: total,
       });
-    let total = totals.get(f.info.path);
-    if (total === undefined) totals.set(f.info.path, (total = groupBytes(f, f.metadata.row_groups.length)));
-    fn({
-      kind: 'read',
-      file: f.info.path,
-      bytes: seg ? groupBytes(f, seg.rowGroup + 1) : 0,
-      totalBytes: total,
-    });
+    fn({ kind: 'read', file: f.info.path, bytes, totalBytes: total });
   };
 }
