@@ -3,6 +3,10 @@
 // groups against the item-1 machinery it reuses, percentiles of the query times, and the CSV.
 import { describe, expect, it } from 'vitest';
 import {
+  approxRole,
+  bytesPerQueryOf,
+  hnswMeanMs,
+  indexMemoryEstimate,
   approximationCsv,
   approximationTable,
   recallAgainst,
@@ -140,7 +144,14 @@ describe('the approximation table', () => {
     expect(e.p50Ms).toBe(50.5);
     expect(e.p99Ms).toBeCloseTo(99.01, 12);
     expect(e.indexBytes).toBe(1536);
-    expect([h.p50Ms, h.p99Ms, h.bytesPerQuery, h.indexBytes]).toEqual([null, null, null, null]);
+    expect(e.meanMs).toBe(50.5);
+    expect([h.p50Ms, h.p99Ms, h.meanMs, h.bytesPerQuery, h.indexBytes]).toEqual([
+      null,
+      null,
+      null,
+      null,
+      null,
+    ]);
     expect(v.bytesPerQuery).toBe(2048.5);
   });
 
@@ -160,14 +171,15 @@ describe('the approximation table', () => {
     expect(lines[0]).toMatch(/^# quality under approximation: ndcg_cut_10 over 4 queries \(1 left out/);
     expect(lines[1]).toMatch(/paired randomization test \(10000 sign flips\), Holm/);
     expect(lines[2]).toMatch(/^# groups: Tukey HSD/);
-    expect(lines[3].split(',')).toHaveLength(20);
+    expect(lines[3].split(',')).toHaveLength(21);
     expect(lines).toHaveLength(4 + 3);
     expect(lines[6]).toMatch(/^"IVF, nprobe 4",ivf,nprobe 4,0\.375,/);
     expect(lines[6]).toContain(',false,false,3-3,');
-    const last = lines[4].split(',').slice(-4);
-    expect([last[0], Number(last[1]).toFixed(9), last[2], last[3]]).toEqual([
+    const last = lines[4].split(',').slice(-5);
+    expect([last[0], Number(last[1]).toFixed(9), ...last.slice(2)]).toEqual([
       '50.5',
       '99.010000000',
+      '50.5',
       '',
       '1536',
     ]);
@@ -209,5 +221,56 @@ describe('groups agree with all pairs (item 1) on the same runs', () => {
     expect(t.rows.filter((r) => r.tiedWithBest).map((r) => r.id)).toEqual(ref.tiedWithBest);
     expect(t.rows.map((r) => r.rankInterval)).toEqual(ref.rankIntervals);
     expect(t.rows.find((r) => r.id === 'd')!.tiedWithExact).toBe(false);
+  });
+});
+
+describe('stored runs as rows', () => {
+  const hnsw = {
+    dtype: 'fp32',
+    ann: {
+      M: 16,
+      efSearch: 64,
+      curve: [
+        { efSearch: 16, qps: 4000 },
+        { efSearch: 64, qps: 2000 },
+      ],
+    },
+  };
+  const ivf = { dtype: 'fp32', ivf: { nlist: 256, nprobe: 16, totalBytes: 3_000_000, queries: 1000 } };
+  const twoPass = { dtype: 'fp32', index: { rerank: 100, firstPass: { bits: 4, candidates: 2000 } } };
+
+  it('reads each configuration’s role, knob and order', () => {
+    expect(approxRole({ dtype: 'fp32' }, 'fp32')).toMatchObject({ kind: 'exact', setting: 'fp32', order: 0 });
+    expect(approxRole({ dtype: 'q8' }, 'fp32')).toMatchObject({ kind: 'dtype', setting: 'q8' });
+    expect(approxRole(hnsw, 'fp32')).toMatchObject({
+      kind: 'hnsw',
+      setting: 'ef 64',
+      label: 'HNSW M 16, ef 64',
+    });
+    expect(approxRole(ivf, 'fp32')).toMatchObject({ kind: 'ivf', setting: 'nprobe 16' });
+    expect(approxRole(twoPass, 'fp32')).toMatchObject({ kind: 'compact', setting: '4-bit → 2000 → 100' });
+    // The dtype is named when it is not exact's.
+    expect(approxRole({ ...hnsw, dtype: 'q8' }, 'fp32').label).toBe('HNSW M 16, ef 64 (q8)');
+    const order = [twoPass, ivf, hnsw, { dtype: 'q8' }, { dtype: 'fp32' }].map(
+      (c) => approxRole(c, 'fp32').order,
+    );
+    expect([...order].sort((a, b) => a - b)).toEqual([...order].reverse());
+  });
+
+  it('estimates the index memory from n × dim, as the file says', () => {
+    const n = 100_000;
+    const dim = 384;
+    expect(indexMemoryEstimate({ dtype: 'fp32' }, n, dim)).toBe(153_600_000);
+    expect(indexMemoryEstimate(hnsw, n, dim)).toBe(153_600_000 + 12_800_000);
+    expect(indexMemoryEstimate(twoPass, n, dim)).toBe(38_400_000 + 19_200_000);
+    expect(indexMemoryEstimate(ivf, n, dim)).toBe(256 * 384 * 4);
+  });
+
+  it('bytes read per query and HNSW’s mean time at its ef', () => {
+    expect(bytesPerQueryOf(ivf, 384)).toBe(3000);
+    expect(bytesPerQueryOf(twoPass, 384)).toBe(100 * 384 * 4);
+    expect(bytesPerQueryOf(hnsw, 384)).toBe(0);
+    expect(hnswMeanMs(hnsw)).toBe(0.5);
+    expect(hnswMeanMs({ dtype: 'fp32', ann: { M: 16, efSearch: 32 } })).toBeNull();
   });
 });

@@ -342,13 +342,15 @@ export class Retrievers {
    * Dense run of a task with the selected model: corpus embeddings from cache (or computed and
    * cached), queries embedded, exact cosine ranking; for image + text queries one run per fusion
    * (one when both fusions rank identically), and with HNSW an approximate run beside the exact one.
+   * `reuse` false runs it even when an exact run of these settings is stored (the compact store's scan
+   * of the same settings, for the approximation table).
    */
-  async runDense(taskId = this.app.library.taskId, fellBack = false): Promise<void> {
+  async runDense(taskId = this.app.library.taskId, fellBack = false, reuse = true): Promise<void> {
     const s = this.app.library.shard;
     const task = s?.summary.manifest.tasks.find((t) => t.id === taskId);
     const spec = this.denseSpec;
     if (!s || !task || !spec) return;
-    if (this.denseSearch === 'exact') {
+    if (this.denseSearch === 'exact' && reuse) {
       const spec0 = this.denseRunSpec;
       const found = this.app.runs.all.filter(
         (r) => r.meta.taskId === taskId && r.meta.depth === this.depth && specMatches(spec0, r.meta.config),
@@ -485,7 +487,7 @@ export class Retrievers {
       },
       { cancelled: 'Dense run cancelled; the corpus batches embedded so far are kept and reused next time.' },
     );
-    if (retry) return this.runDense(taskId, true);
+    if (retry) return this.runDense(taskId, true, reuse);
     if (ok) this.app.storage.succeeded({ fellBack });
     this.app.phase = ok ? 'done' : this.app.failedPhase();
   }

@@ -38,6 +38,8 @@ export interface ApproxRunInput {
   top: ReadonlyMap<string, readonly string[]>;
   /** Per-query search times, ms (absent: not measured). */
   queryMs?: readonly number[];
+  /** Mean search time per query, ms, where only that is known (e.g. HNSW's queries/s at this ef). */
+  meanMs?: number | null;
   /** Bytes read per query (Range reads), mean over the run's queries (absent: none or unknown). */
   bytesPerQuery?: number | null;
   /** The tab's memory for the index, bytes (absent: unknown). */
@@ -78,6 +80,8 @@ export interface ApproxRow {
   recallAt10: number;
   p50Ms: number | null;
   p99Ms: number | null;
+  /** Mean search time per query: of `queryMs` when given, else as given. */
+  meanMs: number | null;
   bytesPerQuery: number | null;
   indexBytes: number | null;
 }
@@ -175,6 +179,7 @@ export function approximationTable(args: {
       recallAt10: i === 0 ? 1 : recallAgainst(args.exact.top, r.top, qids),
       p50Ms: ms ? samplePercentile([...ms], 50) : null,
       p99Ms: ms ? samplePercentile([...ms], 99) : null,
+      meanMs: ms ? ms.reduce((a, x) => a + x, 0) / ms.length : (r.meanMs ?? null),
       bytesPerQuery: r.bytesPerQuery ?? null,
       indexBytes: r.indexBytes ?? null,
     };
@@ -211,6 +216,7 @@ const CSV_COLUMNS = [
   'recall_at_10_vs_exact',
   'query_ms_p50',
   'query_ms_p99',
+  'query_ms_mean',
   'bytes_per_query',
   'index_bytes',
 ] as const;
@@ -249,6 +255,7 @@ export function approximationCsv(t: ApproxTable): string {
       r.recallAt10,
       r.p50Ms,
       r.p99Ms,
+      r.meanMs,
       r.bytesPerQuery,
       r.indexBytes,
     ]
@@ -256,4 +263,95 @@ export function approximationCsv(t: ApproxTable): string {
       .join(','),
   );
   return [...head, ...lines].join('\n') + '\n';
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Which stored runs are rows
+
+/** What a stored dense run approximates, read from its configuration. */
+export interface ApproxRole {
+  kind: ApproxKind;
+  setting: string;
+  label: string;
+  /** Sort key within the table: dtypes, then HNSW by ef, IVF by nprobe, the compact scans. */
+  order: number;
+}
+
+/** The dense configuration fields this needs (a RetrieverConfig of kind 'dense'). */
+export interface ApproxConfig {
+  dtype: string;
+  ann?: { efSearch: number; M: number; curve?: { efSearch: number; qps: number }[] };
+  ivf?: { nprobe: number; nlist: number; totalBytes: number; queries: number };
+  index?: { rerank: number; firstPass?: { bits: number; candidates: number } };
+}
+
+/**
+ * A dense run's role against the exact run of `exactDtype`: HNSW (by ef), packed IVF (by nprobe), the
+ * compact store (two-pass 4-bit or int8 scan), exact search with another encoder dtype, or exact search
+ * itself (kind 'exact', setting the dtype).
+ */
+export function approxRole(c: ApproxConfig, exactDtype: string): ApproxRole {
+  const dt = c.dtype === exactDtype ? '' : ` (${c.dtype})`;
+  if (c.ann)
+    return {
+      kind: 'hnsw',
+      setting: `ef ${c.ann.efSearch}`,
+      label: `HNSW M ${c.ann.M}, ef ${c.ann.efSearch}${dt}`,
+      order: 2e6 + c.ann.efSearch,
+    };
+  if (c.ivf)
+    return {
+      kind: 'ivf',
+      setting: `nprobe ${c.ivf.nprobe}`,
+      label: `IVF ${c.ivf.nlist} lists, nprobe ${c.ivf.nprobe}${dt}`,
+      order: 3e6 + c.ivf.nprobe,
+    };
+  if (c.index)
+    return c.index.firstPass
+      ? {
+          kind: 'compact',
+          setting: `4-bit → ${c.index.firstPass.candidates} → ${c.index.rerank}`,
+          label: `two-pass 4-bit scan, ${c.index.firstPass.candidates} candidates${dt}`,
+          order: 4e6 + c.index.firstPass.candidates,
+        }
+      : {
+          kind: 'compact',
+          setting: `int8 → ${c.index.rerank}`,
+          label: `int8 scan, exact top ${c.index.rerank}${dt}`,
+          order: 5e6 + c.index.rerank,
+        };
+  if (c.dtype === exactDtype)
+    return { kind: 'exact', setting: c.dtype, label: `exact (${c.dtype})`, order: 0 };
+  return { kind: 'dtype', setting: c.dtype, label: `exact, ${c.dtype} encoder`, order: 1e6 };
+}
+
+/**
+ * The tab's memory for a row's index, bytes, estimated from the corpus size n × dim: exact search
+ * holds the float32 matrix (4·n·dim); HNSW the same vectors plus its level-0 links (2·M neighbours of
+ * 4 bytes per row); the compact store its int8 codes (n·dim) and, for the two-pass scan, the 4-bit
+ * planes (n·dim / 2), the float32 rows staying in OPFS; the packed IVF index only its centroids in
+ * float32 (nlist·dim·4), the lists being read per query.
+ */
+export function indexMemoryEstimate(c: ApproxConfig, n: number, dim: number): number {
+  if (c.ann) return 4 * n * dim + n * 2 * c.ann.M * 4;
+  if (c.ivf) return c.ivf.nlist * dim * 4;
+  if (c.index) return n * dim + (c.index.firstPass ? (n * dim) / 2 : 0);
+  return 4 * n * dim;
+}
+
+/**
+ * Bytes read per query: the packed IVF index's Range reads (bodies received, mean over the run's
+ * queries); the compact store's exact rescoring reads its top rows from OPFS (rerank · dim · 4); 0 for
+ * an index held in memory.
+ */
+export function bytesPerQueryOf(c: ApproxConfig, dim: number): number {
+  if (c.ivf) return c.ivf.queries ? c.ivf.totalBytes / c.ivf.queries : 0;
+  if (c.index) return c.index.rerank * dim * 4;
+  return 0;
+}
+
+/** HNSW's mean search time per query at the run's ef, from its recall–QPS curve (null when not on it). */
+export function hnswMeanMs(c: ApproxConfig): number | null {
+  const p = c.ann?.curve?.find((x) => x.efSearch === c.ann!.efSearch);
+  return p && p.qps > 0 ? 1000 / p.qps : null;
 }
