@@ -16,6 +16,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { launch, pageErrors, type Session, download } from './browser';
+import { shotPath } from './artifacts';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -169,6 +170,7 @@ describe('quality under approximation (issue 37 item 2)', () => {
         .poll(() => page.evaluate(() => document.documentElement.scrollWidth - innerWidth))
         .toBeLessThanOrEqual(0);
       await chart.locator('svg').first().waitFor();
+      await panel.screenshot({ path: shotPath(`approximation-${width}.png`) });
     }
     expect(errors.join('\n')).toBe('');
   }, 1_200_000);

@@ -3,6 +3,8 @@
 // groups against the item-1 machinery it reuses, percentiles of the query times, and the CSV.
 import { describe, expect, it } from 'vitest';
 import {
+  latencyOf,
+  queryLatency,
   approxRole,
   bytesPerQueryOf,
   hnswMeanMs,
@@ -272,5 +274,25 @@ describe('stored runs as rows', () => {
     expect(bytesPerQueryOf(hnsw, 384)).toBe(0);
     expect(hnswMeanMs(hnsw)).toBe(0.5);
     expect(hnswMeanMs({ dtype: 'fp32', ann: { M: 16, efSearch: 32 } })).toBeNull();
+  });
+});
+
+describe('query latency', () => {
+  it('summarises per-query times; a stored summary is used when the times are not given', () => {
+    expect(queryLatency([])).toBeNull();
+    const l = queryLatency([4, 1, 3, 2])!;
+    expect([l.queries, l.p50, l.mean]).toEqual([4, 2.5, 2.5]);
+    // h = 3 · 0.99 = 2.97: 4 − 0.03 · (4 − 3).
+    expect(l.p99).toBeCloseTo(3.97, 12);
+    const latency = { queries: 100, p50: 1.5, p99: 9, mean: 2 };
+    expect(latencyOf({ dtype: 'fp32', ann: { M: 16, efSearch: 64, latency } })).toBe(latency);
+    expect(latencyOf({ dtype: 'fp32' })).toBeNull();
+    const t = approximationTable({
+      measure: 'm',
+      exact: { ...exact, queryMs: undefined },
+      approx: [{ ...same, latency, meanMs: 99 }],
+    });
+    expect([t.rows[1].p50Ms, t.rows[1].p99Ms, t.rows[1].meanMs]).toEqual([1.5, 9, 2]);
+    expect([t.rows[0].p50Ms, t.rows[0].meanMs]).toEqual([null, null]);
   });
 });

@@ -34,6 +34,8 @@ import { freeBm25, hasDenseDocs, runDense, setDenseDocs } from '../clients/retri
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../clients/worker-client';
 import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../clients/index-client';
+import { hnswLatency } from './dense-timing';
+import type { QueryLatency } from '../core/eval/approximation';
 import { denseLoadOptions, remoteIvfFor, shardSetDtypes, type DenseRanker } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import * as compact from './dense-compact';
@@ -75,7 +77,11 @@ type Lists = Awaited<ReturnType<typeof runDense>>;
 export interface DenseOutcome {
   encoder: LoadedEncoder;
   /** One ranked-list set per fusion strategy run (a single one when no query has two parts). */
-  runs: { fusion?: QueryFusion; lists: Lists; ann?: AnnSettings & { recallAt10: number } }[];
+  runs: {
+    fusion?: QueryFusion;
+    lists: Lists;
+    ann?: AnnSettings & { recallAt10: number; latency?: QueryLatency };
+  }[];
   /** With HNSW: recall@10 against exact search and queries/s for ef = 16…512 on this task's queries. */
   annCurve?: RecallReport;
   /** Ranked through the compact store (int8 scan + exact rescoring of the top R) instead of float32 exact. */
@@ -379,6 +385,7 @@ async function searchHnsw(
     backend: 'auto',
     signal: args.job.signal,
   });
+  const latency = await hnswLatency(qm, dim, args.settings.depth, ann.efSearch, args.job.signal);
   for (const r of single) {
     const exactTop = new Map(r.lists.map((l) => [l.queryId, l.docIds.slice(0, 10)]));
     let recall = 0;
@@ -401,7 +408,8 @@ async function searchHnsw(
       }
       return { queryId: x.id, docIds: ids, scores };
     });
-    runs.push({ fusion: r.fusion, lists, ann: { ...ann, recallAt10: counted ? recall / counted : 1 } });
+    const recallAt10 = counted ? recall / counted : 1;
+    runs.push({ fusion: r.fusion, lists, ann: { ...ann, recallAt10, ...(latency ? { latency } : {}) } });
   }
   return annCurve;
 }

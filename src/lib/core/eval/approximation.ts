@@ -21,6 +21,26 @@ import { compareUtf8 } from '../retrieval/topk';
 import { tukeyHsd, pairIndex, DEFAULT_ALPHA } from './multi-compare';
 import { bootstrapMean, holmBonferroni, pairedBootstrap, randomizationTest, samplePercentile } from './stats';
 
+/** Per-query search times of a run, summarised (numpy's linear percentiles), ms. */
+export interface QueryLatency {
+  /** Queries timed (one at a time). */
+  queries: number;
+  p50: number;
+  p99: number;
+  mean: number;
+}
+
+/** The summary of per-query times (null when none). */
+export function queryLatency(ms: readonly number[]): QueryLatency | null {
+  if (!ms.length) return null;
+  return {
+    queries: ms.length,
+    p50: samplePercentile(ms, 50),
+    p99: samplePercentile(ms, 99),
+    mean: ms.reduce((a, x) => a + x, 0) / ms.length,
+  };
+}
+
 /** What a row approximates. */
 export type ApproxKind = 'exact' | 'hnsw' | 'ivf' | 'compact' | 'dtype';
 
@@ -38,6 +58,8 @@ export interface ApproxRunInput {
   top: ReadonlyMap<string, readonly string[]>;
   /** Per-query search times, ms (absent: not measured). */
   queryMs?: readonly number[];
+  /** The same, summarised when the run stored only the summary. */
+  latency?: QueryLatency | null;
   /** Mean search time per query, ms, where only that is known (e.g. HNSW's queries/s at this ef). */
   meanMs?: number | null;
   /** Bytes read per query (Range reads), mean over the run's queries (absent: none or unknown). */
@@ -157,7 +179,7 @@ export function approximationTable(args: {
   const rows = all.map((r, i): ApproxRow => {
     const ci = bootstrapMean(scores[i], { resamples: B, seed: seed + i });
     const d = i === 0 ? null : pairedBootstrap(ex, scores[i], { resamples: B, seed: seed + i });
-    const ms = r.queryMs?.length ? r.queryMs : null;
+    const lat = (r.queryMs?.length ? queryLatency(r.queryMs) : null) ?? r.latency ?? null;
     const pT = tukey && i > 0 ? tukey.pairs[pairIndex(all.length, 0, i)].pAdj : null;
     return {
       id: r.id,
@@ -177,9 +199,9 @@ export function approximationTable(args: {
       tiedWithBest: tukey ? tukey.tiedWithBest.includes(r.id) : true,
       rankInterval: tukey ? tukey.rankIntervals[i] : [1, all.length],
       recallAt10: i === 0 ? 1 : recallAgainst(args.exact.top, r.top, qids),
-      p50Ms: ms ? samplePercentile([...ms], 50) : null,
-      p99Ms: ms ? samplePercentile([...ms], 99) : null,
-      meanMs: ms ? ms.reduce((a, x) => a + x, 0) / ms.length : (r.meanMs ?? null),
+      p50Ms: lat ? lat.p50 : null,
+      p99Ms: lat ? lat.p99 : null,
+      meanMs: lat ? lat.mean : (r.meanMs ?? null),
       bytesPerQuery: r.bytesPerQuery ?? null,
       indexBytes: r.indexBytes ?? null,
     };
@@ -280,8 +302,13 @@ export interface ApproxRole {
 /** The dense configuration fields this needs (a RetrieverConfig of kind 'dense'). */
 export interface ApproxConfig {
   dtype: string;
-  ann?: { efSearch: number; M: number; curve?: { efSearch: number; qps: number }[] };
-  ivf?: { nprobe: number; nlist: number; totalBytes: number; queries: number };
+  ann?: {
+    efSearch: number;
+    M: number;
+    curve?: { efSearch: number; qps: number }[];
+    latency?: QueryLatency;
+  };
+  ivf?: { nprobe: number; nlist: number; totalBytes: number; queries: number; latency?: QueryLatency };
   index?: { rerank: number; firstPass?: { bits: number; candidates: number } };
 }
 
@@ -348,6 +375,11 @@ export function bytesPerQueryOf(c: ApproxConfig, dim: number): number {
   if (c.ivf) return c.ivf.queries ? c.ivf.totalBytes / c.ivf.queries : 0;
   if (c.index) return c.index.rerank * dim * 4;
   return 0;
+}
+
+/** The run's per-query search times as it stored them (HNSW's timing pass, the IVF worker's clock). */
+export function latencyOf(c: ApproxConfig): QueryLatency | null {
+  return c.ann?.latency ?? c.ivf?.latency ?? null;
 }
 
 /** HNSW's mean search time per query at the run's ef, from its recall–QPS curve (null when not on it). */
