@@ -13,10 +13,14 @@
 // HNSW builds over 100k rows take several minutes on the shared 2-core machine).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { launch, pageErrors, type Session, download } from './browser';
 import { shotPath } from './artifacts';
+import { DATA_DIR } from '../paths';
+import { serveRanges, type RangeServer } from './range-server';
+import { packShard, writeSubset } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -174,4 +178,97 @@ describe('quality under approximation (issue 37 item 2)', () => {
     }
     expect(errors.join('\n')).toBe('');
   }, 1_200_000);
+});
+
+// The packed IVF index at several nprobe: medquad (1,000 of its answers, 24 queries) packed by
+// `npm run pack-shard -- --index ivf` with the generated bert-tiny model, served under a sub-path by a
+// static server that honours Range and logs its bytes, opened by URL and run once (through the index,
+// nprobe 16 of 48 lists). The panel then runs exact search with the index skipped (the corpus
+// embedded here with the same encoder the packing used) and IVF at nprobe 4 and 48, each from an
+// empty cache of the index; the IVF rows' bytes per query are the server's log for their runs.
+describe('quality under approximation: the packed IVF index by nprobe', () => {
+  let s: Session;
+  let dir = '';
+  let server: RangeServer;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'loupe-approx-ivf-'));
+    const packed = join(dir, 'shards/medquad-ivf');
+    writeSubset(join(DATA_DIR, 'medquad'), packed, { docs: 1000, queries: 24, name: 'medquad-ivf' });
+    packShard(packed, ['--model', MODEL, '--index', 'ivf', '--nlist', '48']);
+    server = await serveRanges(dir, '/course/loupe/');
+    s = await launch();
+  }, 600_000);
+  afterAll(async () => {
+    await s?.dispose();
+    await server?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('exact (index skipped) and IVF at nprobe 4, 16, 48: recall rises with nprobe, bytes = the server log', async () => {
+    const { page } = s;
+    const errors = pageErrors(page);
+    const url = `${server.url}shards/medquad-ivf/`;
+    await page.goto(
+      `${baseUrl}/?shard=${url}&task=qa-answer-retrieval&retriever=dense&model=${MODEL}&device=wasm&dtype=fp32&run=1`,
+    );
+    await page.waitForSelector(
+      '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
+      {
+        timeout: 300_000,
+      },
+    );
+    expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+    const panel = page.locator('[data-testid="approximation"]');
+    await panel.waitFor();
+    expect(await panel.locator('[data-testid="approx-no-exact"]').count()).toBe(1);
+    const missing = await panel
+      .locator('[data-missing]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-missing')!));
+    expect(missing.slice(0, 3)).toEqual([
+      'exact search (corpus embedded here)',
+      'IVF nprobe 4',
+      'IVF nprobe 48',
+    ]);
+    // Only these three (HNSW, the scan and the dtypes are the other test's).
+    for (const m of missing.slice(3)) await panel.locator(`[data-missing="${m}"]`).uncheck();
+    const from = server.log.length;
+    await panel.locator('[data-testid="approx-run-missing"]').click();
+    await panel.locator('[data-testid="approx-table"]').waitFor({ timeout: 600_000 });
+    const rows = panel.locator('[data-testid="approx-table"] tbody tr');
+    expect(await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-kind')))).toEqual([
+      'exact',
+      'ivf',
+      'ivf',
+      'ivf',
+    ]);
+    expect(await rows.locator('th').allInnerTexts()).toEqual([
+      'exact (fp32)',
+      'IVF 48 lists, nprobe 4',
+      'IVF 48 lists, nprobe 16',
+      'IVF 48 lists, nprobe 48',
+    ]);
+    const recall = await rows
+      .locator('[data-recall]')
+      .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-recall'))));
+    expect(recall[1]).toBeLessThanOrEqual(recall[2]);
+    expect(recall[2]).toBeLessThanOrEqual(recall[3]);
+    // Every list probed, candidates rescored exactly: exact search's top 10.
+    expect(recall[3]).toBeGreaterThanOrEqual(0.99);
+    // The bytes of the two IVF runs made here (cold cache) are what the server sent for them.
+    const bytes = await rows
+      .locator('[data-bytes]')
+      .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-bytes'))));
+    const sent = server.log
+      .slice(from)
+      .filter((e) => !!e.range && /\/(ivf-text\.bin|text\.npy)$/.test(e.path))
+      .reduce((a, e) => a + e.bytes, 0);
+    expect(bytes[0]).toBe(0);
+    expect(Math.round((bytes[1] + bytes[3]) * 24)).toBe(sent);
+    expect(bytes[1]).toBeLessThan(bytes[3]);
+    // Query p50/p99 from the index worker's clock for every IVF row.
+    for (const r of [1, 2, 3])
+      expect(Number(await rows.nth(r).locator('[data-p50]').getAttribute('data-p50'))).toBeGreaterThan(0);
+    await panel.screenshot({ path: shotPath('approximation-ivf.png') });
+    expect(errors.filter((e) => !/Failed to load resource/.test(e)).join('\n')).toBe('');
+  }, 900_000);
 });

@@ -48,9 +48,12 @@ export const APPROX_EF = [16, 64, 256];
 /** What the panel can run that is not stored yet. */
 export interface MissingConfig {
   label: string;
-  kind: 'exact' | 'hnsw' | 'compact' | 'dtype';
+  kind: 'exact' | 'hnsw' | 'ivf' | 'compact' | 'dtype';
   ef?: number;
+  nprobe?: number;
   dtype?: Dtype;
+  /** Exact search on a shard with a packed index: the index skipped, the corpus embedded here. */
+  skipPacked?: boolean;
 }
 
 function dense(r: RunResult): DenseConfig | null {
@@ -132,7 +135,42 @@ export class ApproximationState {
     if (!spec) return [];
     const { exact, approx } = this.candidates;
     const out: MissingConfig[] = [];
-    if (!exact) out.push({ kind: 'exact', label: 'exact search' });
+    // A packed IVF index serves this model here when a stored run went through it: nprobe around its own.
+    const ivfRuns = this.app.runs.taskRuns.flatMap((r) => {
+      const c = dense(r);
+      return c?.modelId === this.modelId && c.ivf ? [c.ivf] : [];
+    });
+    const packed = ivfRuns[0];
+    if (!exact)
+      out.push(
+        packed
+          ? { kind: 'exact', label: 'exact search (corpus embedded here)', skipPacked: true }
+          : { kind: 'exact', label: 'exact search' },
+      );
+    if (packed) {
+      const stored = new Set(ivfRuns.map((i) => i.nprobe));
+      const grid = [
+        Math.max(1, Math.round(packed.nprobe / 4)),
+        packed.nprobe,
+        Math.min(packed.nlist, packed.nprobe * 4),
+      ];
+      for (const nprobe of new Set(grid))
+        if (!stored.has(nprobe)) out.push({ kind: 'ivf', nprobe, label: `IVF nprobe ${nprobe}` });
+    }
+    const local = out.length;
+    this.#localRows(spec, exact, approx, out);
+    // On a shard with a packed index these search here: the index is skipped for them.
+    if (packed) for (const m of out.slice(local)) m.skipPacked = true;
+    return out;
+  }
+
+  /** HNSW by ef, the two-pass scan and the other dtypes not stored yet (searched here, not on the host). */
+  #localRows(
+    spec: NonNullable<ReturnType<typeof modelSpec>>,
+    exact: ApproxCandidate | null,
+    approx: ApproxCandidate[],
+    out: MissingConfig[],
+  ) {
     const efs = new Set(approx.flatMap((a) => (a.kind === 'hnsw' ? [dense(a.run)!.ann!.efSearch] : [])));
     for (const ef of APPROX_EF) if (!efs.has(ef)) out.push({ kind: 'hnsw', ef, label: `HNSW ef ${ef}` });
     if (!approx.some((a) => a.kind === 'compact' && dense(a.run)!.index?.firstPass))
@@ -142,7 +180,6 @@ export class ApproximationState {
     for (const d of spec.dtypes)
       if (d !== exactDtype && !dtypes.has(d))
         out.push({ kind: 'dtype', dtype: d, label: `exact, ${d} encoder` });
-    return out;
   }
 
   get #where(): string {
@@ -239,6 +276,7 @@ export class ApproximationState {
       denseSearch: r.denseSearch,
       efSearch: r.ann.efSearch,
       compactFrom: r.compactFrom,
+      packed: r.packed,
     };
     const exactDtype = this.candidates.exact ? dense(this.candidates.exact.run)!.dtype : 'auto';
     this.#stop = false;
@@ -257,7 +295,10 @@ export class ApproximationState {
         if (m.ef) r.ann = { ...r.ann, efSearch: m.ef };
         // The compact store from the first document: the two-pass scan whatever the corpus size.
         r.compactFrom = m.kind === 'compact' ? 1 : saved.compactFrom;
-        await r.runDense(this.app.library.taskId, false, m.kind !== 'compact');
+        r.packed = m.nprobe ? { nprobe: m.nprobe, cold: true } : m.skipPacked ? { skip: true } : saved.packed;
+        // A stored run of the same settings (exact, or through the packed index) must not stand in for these.
+        const reuse = m.kind !== 'compact' && m.kind !== 'ivf' && !m.skipPacked;
+        await r.runDense(this.app.library.taskId, false, reuse);
         if (this.app.phase !== 'done') {
           stopped = true;
           break;
@@ -270,6 +311,7 @@ export class ApproximationState {
       r.denseSearch = saved.denseSearch;
       r.ann = { ...r.ann, efSearch: saved.efSearch };
       r.compactFrom = saved.compactFrom;
+      r.packed = saved.packed;
       this.progress = null;
     }
     if (stopped)

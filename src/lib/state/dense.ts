@@ -64,6 +64,8 @@ export interface DenseSettings {
   ann?: AnnSettings;
   /** Texts longer than the model's window: first window (absent), or every window aggregated by mean or max. */
   chunking?: Chunking;
+  /** A packed IVF index on the shard's host: lists probed (default: the index's), or `skip` it (exact search). */
+  packed?: { nprobe?: number; skip?: boolean; cold?: boolean };
   /** Documents from which exact runs take the compact store (URL `compact-from=N`; default: dense-compact.ts). */
   compactFrom?: number;
   /** Multi-image items: every image, by mean or max (absent: each item's first image). */
@@ -176,7 +178,9 @@ async function denseTaskWith(
       encoder = await loadEncoder(spec, { ...denseLoadOptions(args.settings, setDtypes), ...args.job });
       args.onEncoder?.(encoder);
       // A shard opened by URL with a packed index for this set: only the queries are embedded.
-      ivf = await remoteIvfFor(args.shardHash, spec, encoder, { ...plan.parts, notes }, chunking, multiImage);
+      const { skip, ...packed } = args.settings.packed ?? {};
+      const where = [args.shardHash, spec, encoder, { ...plan.parts, notes }, chunking, multiImage] as const;
+      ivf = skip ? null : await remoteIvfFor(...where, packed);
       if (ivf) {
         notes.push(...ivf.notes);
         args = { ...args, settings: { ...args.settings, fusion: 'feature', ann: undefined } };

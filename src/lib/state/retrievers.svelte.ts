@@ -77,6 +77,8 @@ export class Retrievers {
   simulateWebGpuFailure = false;
   /** URL `compact-from=N`: exact runs over N or more documents take the compact store (state/dense-compact.ts). */
   compactFrom: number | undefined = undefined;
+  /** A packed IVF index: lists probed, or skipped for exact search (the approximation table's runs). */
+  packed: { nprobe?: number; skip?: boolean; cold?: boolean } | undefined = undefined;
   /** Debug switch from the URL (`simulate-parity-mismatch=1`): the WebGPU parity check fails, to show its fallback. */
   simulateParityMismatch = false;
   /** The encoder in use: model, device, dtype, threads and why (shown in the UI). */
@@ -381,6 +383,7 @@ export class Retrievers {
           simulateWebGpuFailure: this.simulateWebGpuFailure,
           simulateParityMismatch: this.simulateParityMismatch,
           ...(this.compactFrom ? { compactFrom: this.compactFrom } : {}),
+          ...(this.packed ? { packed: { ...this.packed } } : {}),
           ...(this.denseSearch === 'hnsw' ? { ann: $state.snapshot(this.ann) } : {}),
           ...(isChunked(this.chunking) ? { chunking: $state.snapshot(this.chunking) } : {}),
           ...(this.multiImage
