@@ -234,6 +234,8 @@ describe('quality under approximation: the packed IVF index by nprobe', () => {
     const from = server.log.length;
     await panel.locator('[data-testid="approx-run-missing"]').click();
     await panel.locator('[data-testid="approx-table"]').waitFor({ timeout: 600_000 });
+    // Every nprobe of the grid (around the index's default, 16) is stored now: none is offered again.
+    expect(await panel.locator('[data-missing^="IVF"], [data-missing^="exact search"]').count()).toBe(0);
     const rows = panel.locator('[data-testid="approx-table"] tbody tr');
     expect(await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-kind')))).toEqual([
       'exact',

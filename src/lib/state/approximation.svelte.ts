@@ -17,6 +17,7 @@ import {
 } from '../core/eval/approximation';
 import type { RetrieverConfig } from '../core/retrieval/runs';
 import type { Dtype } from '../core/retrieval/models';
+import { defaultNprobe } from '../core/retrieval/ivf';
 import { approximationInWorker } from '../clients/stats-client';
 import type { Jobs } from './jobs.svelte';
 import type { Library } from './library.svelte';
@@ -135,12 +136,12 @@ export class ApproximationState {
     if (!spec) return [];
     const { exact, approx } = this.candidates;
     const out: MissingConfig[] = [];
-    // A packed IVF index serves this model here when a stored run went through it: nprobe around its own.
+    // A packed IVF index serves this model here when a stored run went through it: nprobe around its default.
     const ivfRuns = this.app.runs.taskRuns.flatMap((r) => {
       const c = dense(r);
       return c?.modelId === this.modelId && c.ivf ? [c.ivf] : [];
     });
-    const packed = ivfRuns[0];
+    const packed = ivfRuns[0] ? { nlist: ivfRuns[0].nlist, nprobe: defaultNprobe(ivfRuns[0].nlist) } : null;
     if (!exact)
       out.push(
         packed
