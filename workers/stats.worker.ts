@@ -8,6 +8,11 @@ import {
   type AllPairsOptions,
   type AllPairsRun,
 } from '../src/lib/core/eval/all-pairs';
+import {
+  approximationTable,
+  type ApproxOptions,
+  type ApproxRunInput,
+} from '../src/lib/core/eval/approximation';
 import { compareRuns, curveMeans, type CompareInput } from '../src/lib/core/eval/compare';
 import { evaluate, type EvalOptions } from '../src/lib/core/eval/metrics';
 import type { CompareOptions } from '../src/lib/core/eval/stats';
@@ -33,6 +38,19 @@ const api = {
    */
   allPairs(args: { inputs: AllPairsRun[]; measure: string; options?: AllPairsOptions }) {
     return allPairs(args);
+  },
+
+  /**
+   * Quality under approximation: the exact run and its approximate versions as the table's rows
+   * (src/lib/core/eval/approximation.ts).
+   */
+  approximation(args: {
+    measure: string;
+    exact: ApproxRunInput;
+    approx: ApproxRunInput[];
+    options?: ApproxOptions;
+  }) {
+    return approximationTable(args);
   },
 
   /** `allPairs` on each task alone and on all tasks pooled, each (task, query) a block. */

@@ -37,6 +37,11 @@ export function allPairsInWorker(args: Parameters<Api['allPairs']>[0], signal?: 
   return client.run((r) => r.allPairs(args), signal);
 }
 
+/** The quality-under-approximation table; abort terminates it. */
+export function approximationInWorker(args: Parameters<Api['approximation']>[0], signal?: AbortSignal) {
+  return client.run((r) => r.approximation(args), signal);
+}
+
 /** All pairs on each task and on the tasks pooled; abort terminates it. */
 export function allPairsAcrossTasksInWorker(
   args: Parameters<Api['allPairsAcrossTasks']>[0],

@@ -9,6 +9,7 @@ import { Retrievers } from './retrievers.svelte';
 import { Reranker } from './rerank.svelte';
 import { CompareState } from './compare.svelte';
 import { PairsState } from './pairs.svelte';
+import { ApproximationState } from './approximation.svelte';
 import { SearchState } from './search.svelte';
 import { StorageState } from './storage.svelte';
 import { openPermalink } from './links.svelte';
@@ -46,6 +47,7 @@ export class App {
   readonly reranker = new Reranker(this);
   readonly compare = new CompareState(this);
   readonly pairs = new PairsState(this);
+  readonly approximation = new ApproximationState(this);
   readonly search = new SearchState(this);
   readonly storage = new StorageState(this.library, this.messages);
 

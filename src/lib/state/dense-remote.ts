@@ -26,7 +26,7 @@ import type { Device } from '../platform/gpu/backend';
 import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
 import { openShardStore } from '../platform/storage/shard-store';
 import { remoteFirstRowIds, remoteFirstSets, remoteFirstWarm } from './remote-first';
-import { searchRemoteIvf, type IvfQueryStats } from '../clients/index-client';
+import { forgetRemoteIvf, searchRemoteIvf, type IvfQueryStats } from '../clients/index-client';
 import type { JobOptions } from '../clients/worker-client';
 import type { DenseQueries, QueryFusion, RankedList } from '../../../workers/retrieval.worker';
 
@@ -71,7 +71,10 @@ async function packedIvfFor(
   plan: { docParts: EmbedPart[]; queryParts: EmbedPart[]; notes: string[] },
   chunking: Chunking | undefined,
   multiImage: MultiImage | undefined,
+  /** Lists probed per query (default: the index's, defaultNprobe); `cold`: the index's cache emptied first. */
+  opts: { nprobe?: number; cold?: boolean } = {},
 ): Promise<RemoteIvf | null> {
+  const { nprobe, cold } = opts;
   // A shard opened remote-first (not imported) holds its sets in memory, not in the cache.
   const held = remoteFirstSets(shardHash);
   const store = held ? null : await openShardStore();
@@ -139,8 +142,10 @@ async function packedIvfFor(
     job.onProgress?.({ kind: 'status', message: `Searching the packed index for ${want.length} queries` });
     // The header read ahead when the shard opened (remote-first.ts): not read a second time.
     await remoteFirstWarm(shardHash);
+    // Bytes per query as a first visit pays them (the approximation table's IVF rows).
+    if (cold && !stats.length) await forgetRemoteIvf([set.ivfUrl]);
     const r = await searchRemoteIvf(
-      { url: set.ivfUrl, vectorsUrl: set.vectorsUrl, k: depth + extra },
+      { url: set.ivfUrl, vectorsUrl: set.vectorsUrl, k: depth + extra, ...(nprobe ? { nprobe } : {}) },
       matrix,
       job.signal,
     );

@@ -35,6 +35,8 @@ import { freeBm25, hasDenseDocs, runDense, setDenseDocs } from '../clients/retri
 import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../clients/worker-client';
 import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../clients/index-client';
+import { hnswLatency } from './dense-timing';
+import type { QueryLatency } from '../core/eval/approximation';
 import { denseLoadOptions, remoteIvfFor, shardSetDtypes, type DenseRanker } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import * as compact from './dense-compact';
@@ -65,6 +67,8 @@ export interface DenseSettings {
   ann?: AnnSettings;
   /** Texts longer than the model's window: first window (absent), or every window aggregated by mean or max. */
   chunking?: Chunking;
+  /** A packed IVF index on the shard's host: lists probed (default: the index's), or `skip` it (exact search). */
+  packed?: { nprobe?: number; skip?: boolean; cold?: boolean };
   /** Documents from which exact runs take the compact store (URL `compact-from=N`; default: dense-compact.ts). */
   compactFrom?: number;
   /** Multi-image items: every image, by mean or max (absent: each item's first image). */
@@ -78,7 +82,11 @@ type Lists = Awaited<ReturnType<typeof runDense>>;
 export interface DenseOutcome {
   encoder: LoadedEncoder;
   /** One ranked-list set per fusion strategy run (a single one when no query has two parts). */
-  runs: { fusion?: QueryFusion; lists: Lists; ann?: AnnSettings & { recallAt10: number } }[];
+  runs: {
+    fusion?: QueryFusion;
+    lists: Lists;
+    ann?: AnnSettings & { recallAt10: number; latency?: QueryLatency };
+  }[];
   /** With HNSW: recall@10 against exact search and queries/s for ef = 16…512 on this task's queries. */
   annCurve?: RecallReport;
   /** Ranked through the compact store (int8 scan + exact rescoring of the top R) instead of float32 exact. */
@@ -181,7 +189,9 @@ async function denseTaskWith(
       encoder = await loadEncoder(spec, { ...denseLoadOptions(args.settings, setDtypes), ...args.job });
       args.onEncoder?.(encoder);
       // A shard opened by URL with a packed index for this set: only the queries are embedded.
-      ivf = await remoteIvfFor(args.shardHash, spec, encoder, { ...plan.parts, notes }, chunking, multiImage);
+      const { skip, ...packed } = args.settings.packed ?? {};
+      const where = [args.shardHash, spec, encoder, { ...plan.parts, notes }, chunking, multiImage] as const;
+      ivf = skip ? null : await remoteIvfFor(...where, packed);
       if (ivf) {
         notes.push(...ivf.notes);
         args = { ...args, settings: { ...args.settings, fusion: 'feature', ann: undefined } };
@@ -409,6 +419,7 @@ async function searchHnsw(
     backend: 'auto',
     signal: args.job.signal,
   });
+  const latency = await hnswLatency(qm, dim, args.settings.depth, ann.efSearch, args.job.signal);
   for (const r of single) {
     const exactTop = new Map(r.lists.map((l) => [l.queryId, l.docIds.slice(0, 10)]));
     let recall = 0;
@@ -431,7 +442,8 @@ async function searchHnsw(
       }
       return { queryId: x.id, docIds: ids, scores };
     });
-    runs.push({ fusion: r.fusion, lists, ann: { ...ann, recallAt10: counted ? recall / counted : 1 } });
+    const recallAt10 = counted ? recall / counted : 1;
+    runs.push({ fusion: r.fusion, lists, ann: { ...ann, recallAt10, ...(latency ? { latency } : {}) } });
   }
   return annCurve;
 }

@@ -79,6 +79,8 @@ export class Retrievers {
   simulateWebGpuFailure = false;
   /** URL `compact-from=N`: exact runs over N or more documents take the compact store (state/dense-compact.ts). */
   compactFrom: number | undefined = undefined;
+  /** A packed IVF index: lists probed, or skipped for exact search (the approximation table's runs). */
+  packed: { nprobe?: number; skip?: boolean; cold?: boolean } | undefined = undefined;
   /** Debug switch from the URL (`simulate-parity-mismatch=1`): the WebGPU parity check fails, to show its fallback. */
   simulateParityMismatch = false;
   /** The encoder in use: model, device, dtype, threads and why (shown in the UI). */
@@ -347,14 +349,16 @@ export class Retrievers {
    * Dense run of a task with the selected model: corpus embeddings from cache (or computed and
    * cached), queries embedded, exact cosine ranking; for image + text queries one run per fusion
    * (one when both fusions rank identically), and with HNSW an approximate run beside the exact one.
+   * `reuse` false runs it even when an exact run of these settings is stored (the compact store's scan
+   * of the same settings, for the approximation table).
    */
-  async runDense(taskId = this.app.library.taskId, fellBack = false): Promise<void> {
+  async runDense(taskId = this.app.library.taskId, fellBack = false, reuse = true): Promise<void> {
     const s = this.app.library.shard;
     const task = s?.summary.manifest.tasks.find((t) => t.id === taskId);
     const spec = this.denseSpec;
     if (!s || !task || !spec) return;
     this.refused = null;
-    if (this.denseSearch === 'exact' && !this.#anyway) {
+    if (this.denseSearch === 'exact' && reuse && !this.#anyway) {
       const spec0 = this.denseRunSpec;
       const found = this.app.runs.all.filter(
         (r) => r.meta.taskId === taskId && r.meta.depth === this.depth && specMatches(spec0, r.meta.config),
@@ -385,6 +389,7 @@ export class Retrievers {
           simulateWebGpuFailure: this.simulateWebGpuFailure,
           simulateParityMismatch: this.simulateParityMismatch,
           ...(this.compactFrom ? { compactFrom: this.compactFrom } : {}),
+          ...(this.packed ? { packed: { ...this.packed } } : {}),
           ...(this.denseSearch === 'hnsw' ? { ann: $state.snapshot(this.ann) } : {}),
           ...(isChunked(this.chunking) ? { chunking: $state.snapshot(this.chunking) } : {}),
           ...(this.multiImage
@@ -496,7 +501,7 @@ export class Retrievers {
       },
       { cancelled: 'Dense run cancelled; the corpus batches embedded so far are kept and reused next time.' },
     );
-    if (retry) return this.runDense(taskId, true);
+    if (retry) return this.runDense(taskId, true, reuse);
     if (ok) this.app.storage.succeeded({ fellBack });
     this.app.phase = ok ? 'done' : this.app.failedPhase();
   }

@@ -2,6 +2,7 @@
 // probed), summarised for the run's configuration and worded for the Search line and the Benchmark's
 // run details. Pure.
 import { median } from '../eval/stats';
+import { queryLatency, type QueryLatency } from '../eval/approximation';
 
 /** One query's cost, as workers/index/ivf-remote.ts counts it (the fields used here). */
 export interface IvfQueryCost {
@@ -13,6 +14,8 @@ export interface IvfQueryCost {
   listsEmpty: number;
   rowsFetched: number;
   rowsCached: number;
+  /** The query's time in the worker, ms (reads included). */
+  ms?: number;
   /** Where the int8 codes were scored (absent: the CPU). */
   scoring?: { device: 'webgpu' | 'cpu'; reason?: string };
 }
@@ -39,6 +42,8 @@ export interface IvfRunInfo {
   /** Queries whose int8 codes were scored on WebGPU (the rest on the CPU), and why not, when not. */
   webgpuQueries: number;
   cpuReason?: string;
+  /** Per-query times in the worker (network reads included), when every query has one. */
+  latency?: QueryLatency;
   /** Where fetched lists are kept: the browser's OPFS, or memory only (with why). */
   cache: 'opfs' | 'memory';
   cacheReason?: string;
@@ -60,6 +65,9 @@ export function ivfRunInfo(
   const cpuReason = perQuery.find((q) => q.scoring?.device !== 'webgpu' && q.scoring?.reason)?.scoring
     ?.reason;
   const sum = (f: (q: IvfQueryCost) => number) => perQuery.reduce((a, q) => a + f(q), 0);
+  const latency = perQuery.every((q) => typeof q.ms === 'number')
+    ? queryLatency(perQuery.map((q) => q.ms!))
+    : null;
   return {
     kind: 'ivf-int8',
     n: index.n,
@@ -76,6 +84,7 @@ export function ivfRunInfo(
     rowsFetched: sum((q) => q.rowsFetched),
     webgpuQueries: perQuery.filter((q) => q.scoring?.device === 'webgpu').length,
     ...(cpuReason ? { cpuReason } : {}),
+    ...(latency ? { latency } : {}),
     cache: index.cache,
     ...(index.cacheReason ? { cacheReason: index.cacheReason } : {}),
   };

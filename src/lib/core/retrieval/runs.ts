@@ -5,6 +5,7 @@ import type { Run } from '../types';
 import { describeChunking, type Chunking } from './chunking';
 import { describeMultiImage, type MultiImage } from './multi-image';
 import type { IvfRunInfo } from './ivf-report';
+import type { QueryLatency } from '../eval/approximation';
 import { describeTuning, type FusionTuning } from './fusion-record';
 
 /** How a run was produced. Every field is needed to reproduce it. */
@@ -43,6 +44,8 @@ export type RetrieverConfig =
         recallAt10: number;
         /** Recall@10 against exact search and queries/s of this index over ef (the recall–QPS chart). */
         curve?: { efSearch: number; recall: number; qps: number }[];
+        /** Search times of a sample of the queries searched one at a time at efSearch (state/dense-timing.ts). */
+        latency?: QueryLatency;
       };
       /** Searched through the shard's packed IVF-int8 index on its host (Range reads), with what it cost. */
       ivf?: IvfRunInfo;
