@@ -9,7 +9,8 @@
 // query and memory. The CSV holds the same rows; the chart exports as SVG; the view fits 390, 1024 and
 // 1440 px without sideways scroll, with no page error.
 //
-// Size: 10,000 documents by default (LOUPE_APPROX_DOCS=100000 for the 100k rung: its import and three
+// Size: 3,000 documents and 100 queries by default: what the rows and their checks need, since the
+// corpus is embedded again for each dtype row (LOUPE_APPROX_DOCS=100000 for the 100k rung: its import and three
 // HNSW builds over 100k rows take several minutes on the shared 2-core machine).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -25,8 +26,8 @@ import { packShard, writeSubset } from './shard-fixtures';
 const baseUrl = inject('baseUrl');
 const ROOT = resolve(import.meta.dirname, '../..');
 const MODEL = 'loupe-test/bert-tiny-random';
-const DOCS = Number(process.env.LOUPE_APPROX_DOCS ?? 10_000);
-const QUERIES = 200;
+const DOCS = Number(process.env.LOUPE_APPROX_DOCS ?? 3_000);
+const QUERIES = 100;
 
 /** Splits one CSV line (quoted cells may hold commas). */
 function cells(line: string): string[] {
