@@ -58,9 +58,12 @@ function api(): Comlink.Remote<EncoderWorkerApi> {
   return encoder;
 }
 
-/** Starts a worker and resolves once it reports that its API is exposed. */
-function startWorker(url: URL, name: string): Promise<Worker> {
-  const w = new Worker(url, { type: 'module', name });
+/**
+ * Resolves with the worker once it reports that its API is exposed. The caller writes
+ * `new Worker(new URL(…, import.meta.url), …)` itself: only that form makes a build bundle the worker
+ * (a bare `new URL('./x.ts', import.meta.url)` becomes an inlined data: asset, which the CSP refuses).
+ */
+function startWorker(w: Worker): Promise<Worker> {
   return new Promise((resolve, reject) => {
     const onMessage = (e: MessageEvent) => {
       if ((e.data as { loupeBenchReady?: boolean })?.loupeBenchReady) {
@@ -93,7 +96,9 @@ const benchHarness = {
   async open(threads?: number): Promise<void> {
     benchHarness.close();
     const name = threads ? `loupe-bench-threads-${threads}` : 'loupe-bench';
-    worker = await startWorker(new URL('./bench-encoder.worker.ts', import.meta.url), name);
+    worker = await startWorker(
+      new Worker(new URL('./bench-encoder.worker.ts', import.meta.url), { type: 'module', name }),
+    );
     encoder = Comlink.wrap<EncoderWorkerApi>(worker);
   },
 
