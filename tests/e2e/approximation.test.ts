@@ -12,19 +12,17 @@
 // Size: 3,000 documents and 100 queries by default: what the rows and their checks need, since the
 // corpus is embedded again for each dtype row (LOUPE_APPROX_DOCS=100000 for the 100k rung: its import and three
 // HNSW builds over 100k rows take several minutes on the shared 2-core machine).
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { launch, pageErrors, type Session, download } from './browser';
 import { shotPath } from './artifacts';
 import { DATA_DIR } from '../paths';
 import { serveRanges, type RangeServer } from './range-server';
-import { packShard, writeSubset } from './shard-fixtures';
+import { makeScaleShard, packShard, writeSubset } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
-const ROOT = resolve(import.meta.dirname, '../..');
 const MODEL = 'loupe-test/bert-tiny-random';
 const DOCS = Number(process.env.LOUPE_APPROX_DOCS ?? 3_000);
 const QUERIES = 100;
@@ -52,18 +50,7 @@ describe('quality under approximation (issue 37 item 2)', () => {
   let s: Session;
   let dir = '';
   beforeAll(async () => {
-    mkdirSync(join(ROOT, 'generated-shards'), { recursive: true });
-    dir = mkdtempSync(join(ROOT, 'generated-shards', 'approx-'));
-    execFileSync(
-      'npx',
-      [
-        'tsx',
-        'scripts/make-scale-shard.ts',
-        ...['--docs', String(DOCS), '--queries', String(QUERIES)],
-        ...['--vectors', 'random', '--model', MODEL, '--out', dir],
-      ],
-      { cwd: ROOT, stdio: 'pipe' },
-    );
+    dir = makeScaleShard('approx-', { docs: DOCS, queries: QUERIES, model: MODEL });
     s = await launch();
   }, 300_000);
   afterAll(async () => {

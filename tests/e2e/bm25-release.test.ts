@@ -6,15 +6,14 @@
 // A 3,000-document synthetic shard (make-scale-shard, random vectors of the generated bert-tiny model:
 // random weights; this checks the path) opened by one link that runs BM25 and then dense with the
 // store's threshold at 1,000 documents; then the BM25 run is deleted and run again from the UI.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { rmSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { launch, pageErrors, download } from './browser';
+import { makeScaleShard } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
-const ROOT = resolve(import.meta.dirname, '../..');
 const MODEL = 'loupe-test/bert-tiny-random';
 const DOCS = 3_000;
 const QUERIES = 30;
@@ -29,18 +28,7 @@ async function counters(page: Page) {
 describe('BM25 index released during a large dense run (issue 18)', () => {
   let dir = '';
   beforeAll(() => {
-    mkdirSync(join(ROOT, 'generated-shards'), { recursive: true });
-    dir = mkdtempSync(join(ROOT, 'generated-shards', 'bm25-release-'));
-    execFileSync(
-      'npx',
-      [
-        'tsx',
-        'scripts/make-scale-shard.ts',
-        ...['--docs', String(DOCS), '--queries', String(QUERIES)],
-        ...['--vectors', 'random', '--model', MODEL, '--out', dir],
-      ],
-      { cwd: ROOT, stdio: 'pipe' },
-    );
+    dir = makeScaleShard('bm25-release-', { docs: DOCS, queries: QUERIES, model: MODEL });
   }, 300_000);
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });

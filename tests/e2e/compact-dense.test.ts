@@ -8,15 +8,14 @@
 // The corpus goes from IndexedDB to the store in pieces (src/lib/state/dense-compact.ts, embedCorpusTo): the page
 // must never have received the matrix (its embedCorpus results carried no vectors), while the exact
 // run's page received the whole matrix.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { launch, pageErrors, download } from './browser';
+import { makeScaleShard } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
-const ROOT = resolve(import.meta.dirname, '../..');
 const MODEL = 'loupe-test/bert-tiny-random';
 // Three pieces of 4,096 rows: the store is written and read back in several.
 const DOCS = 10_000;
@@ -121,18 +120,7 @@ describe('dense run through the compact store (issue 18 item 4)', () => {
   const EXCLUDING = 5;
   const excluded = new Map<string, Set<string>>();
   beforeAll(() => {
-    mkdirSync(join(ROOT, 'generated-shards'), { recursive: true });
-    dir = mkdtempSync(join(ROOT, 'generated-shards', 'compact-10k-'));
-    execFileSync(
-      'npx',
-      [
-        'tsx',
-        'scripts/make-scale-shard.ts',
-        ...['--docs', String(DOCS), '--queries', String(QUERIES)],
-        ...['--vectors', 'random', '--model', MODEL, '--out', dir],
-      ],
-      { cwd: ROOT, stdio: 'pipe' },
-    );
+    dir = makeScaleShard('compact-10k-', { docs: DOCS, queries: QUERIES, model: MODEL });
     // The first EXCLUDING queries exclude a quarter of the corpus each (`exclude_ids`): without the
     // exclusion some of those documents would be in nearly every such query's top 10.
     const ids = readFileSync(join(dir, 'corpus.jsonl'), 'utf8')

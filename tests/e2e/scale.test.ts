@@ -6,17 +6,16 @@
 // queries only, shows the metrics and compares the two runs. The metrics are checked against the
 // evaluator run in Node on each exported run and the shard's own qrels file; the query list keeps
 // only the rows in view in the DOM. The time of the whole flow is printed, never asserted.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { evaluate } from '../../src/lib/core/eval/metrics';
 import { parseQrelsAuto, parseRun } from '../../src/lib/core/eval/trec';
 import { download, launch, pageErrors, phase, type Session } from './browser';
+import { makeScaleShard } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
-const ROOT = resolve(import.meta.dirname, '../..');
 const MODEL = 'loupe-test/bert-tiny-random';
 const MEASURES = ['ndcg_cut_10', 'recall_100', 'recip_rank', 'map', 'P_10'];
 const DOCS = 10_000;
@@ -35,18 +34,7 @@ describe('the 10k rung (issue 18)', () => {
   let s: Session;
   let dir = '';
   beforeAll(async () => {
-    mkdirSync(join(ROOT, 'generated-shards'), { recursive: true });
-    dir = mkdtempSync(join(ROOT, 'generated-shards', 'scale-10k-'));
-    execFileSync(
-      'npx',
-      [
-        'tsx',
-        'scripts/make-scale-shard.ts',
-        ...['--docs', String(DOCS), '--queries', String(QUERIES)],
-        ...['--vectors', 'random', '--model', MODEL, '--out', dir],
-      ],
-      { cwd: ROOT, stdio: 'pipe' },
-    );
+    dir = makeScaleShard('scale-10k-', { docs: DOCS, queries: QUERIES, model: MODEL });
     s = await launch();
   }, 300_000);
   afterAll(async () => {

@@ -3,7 +3,7 @@
 // count; the manifest without its stated counts), so that tests embedding a whole corpus in Chromium
 // stay in seconds; and packing one as a user does (`npm run pack-shard`).
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -49,6 +49,30 @@ export function writeSubset(
   writeFileSync(join(out, 'queries.jsonl'), queries.join('\n') + '\n');
   writeFileSync(join(out, 'qrels/test.tsv'), [head, ...keptQrels].join('\n') + '\n');
   return { docs: kept.length, queries: queries.length };
+}
+
+/**
+ * A synthetic scale shard (scripts/make-scale-shard.ts: `docs` documents, `queries` queries, random unit
+ * vectors as `model`'s precomputed corpus embeddings) in a new folder `<prefix>…` under the gitignored
+ * generated-shards/, which the site serves at /generated-shards/<folder>/. Returns the folder.
+ */
+export function makeScaleShard(
+  prefix: string,
+  opts: { docs: number; queries: number; model: string },
+): string {
+  mkdirSync(join(ROOT, 'generated-shards'), { recursive: true });
+  const dir = mkdtempSync(join(ROOT, 'generated-shards', prefix));
+  execFileSync(
+    'npx',
+    [
+      'tsx',
+      'scripts/make-scale-shard.ts',
+      ...['--docs', String(opts.docs), '--queries', String(opts.queries)],
+      ...['--vectors', 'random', '--model', opts.model, '--out', dir],
+    ],
+    { cwd: ROOT, stdio: 'pipe' },
+  );
+  return dir;
 }
 
 /** Runs `npm run pack-shard -- --shard dir …args` (embeddings, and what args ask for beside them). */
