@@ -207,6 +207,8 @@ describe('quality under approximation (issue 37 item 2)', () => {
     ]);
     const svg = readFileSync(await dl.path(), 'utf8');
     expect(svg).toMatch(/^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    // The placed point labels go with it (drawn again at the export's width).
+    expect(svg).toMatch(/<text[^>]*data-label[^>]*>[^<]+<\/text>/);
 
     // The names the chart must show, on the plot or in its key: each row's setting ('exact' for exact).
     const rowNames = csv.slice(4).map((l) => (cells(l)[1] === 'exact' ? 'exact' : cells(l)[2]));
