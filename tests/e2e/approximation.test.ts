@@ -46,6 +46,58 @@ function cells(line: string): string[] {
   return out;
 }
 
+interface Rect {
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+}
+interface Mark extends Rect {
+  text: string;
+  label: boolean;
+}
+const overlap = (a: Rect, b: Rect) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+// Half a pixel of rounding allowed at the chart's edge.
+const inside = (a: Rect, o: Rect) =>
+  a.x0 >= o.x0 - 0.5 && a.x1 <= o.x1 + 0.5 && a.y0 >= o.y0 - 0.5 && a.y1 <= o.y1 + 0.5;
+
+/** The chart's drawn width and its box's (in the page). */
+function chartWidths(fig: Element): { svg: number; box: number } {
+  const svg = fig.querySelector('svg')!;
+  return { svg: svg.getBoundingClientRect().width, box: svg.parentElement!.clientWidth };
+}
+
+/**
+ * In the page: the chart's box, its point labels and numbers, its key lines (as drawn, from
+ * getBoundingClientRect), and which table rows have this cost (the others are not plotted).
+ */
+function chartGeometry(fig: Element): { svg: Rect; marks: Mark[]; keys: Mark[]; plotted: number[] } {
+  const rect = (e: Element) => {
+    const r = e.getBoundingClientRect();
+    return { x0: r.left, y0: r.top, x1: r.right, y1: r.bottom };
+  };
+  const svg = fig.querySelector('svg')!;
+  const mark = (e: Element) => ({
+    ...rect(e),
+    text: e.textContent ?? '',
+    label: e.hasAttribute('data-label'),
+  });
+  const panel = fig.closest('[data-testid="approximation"]')!;
+  const cost = panel.querySelector<HTMLSelectElement>('[data-testid="approx-cost"]')!.value;
+  const attr = cost === 'memory' ? 'data-memory' : cost === 'bytes' ? 'data-bytes' : 'data-p50';
+  const rows = [...panel.querySelectorAll('[data-testid="approx-table"] tbody tr')];
+  // A row without this cost shows '—' in its cell and is left out of the chart.
+  const plotted = rows.flatMap((r, i) =>
+    r.querySelector(`[${attr}]`)?.textContent?.trim() === '—' ? [] : [i],
+  );
+  return {
+    svg: rect(svg),
+    marks: [...svg.querySelectorAll('[data-label], [data-marker]')].map(mark),
+    keys: [...svg.querySelectorAll('[data-key]')].map(mark),
+    plotted,
+  };
+}
+
 describe('quality under approximation (issue 37 item 2)', () => {
   let s: Session;
   let dir = '';
@@ -155,14 +207,46 @@ describe('quality under approximation (issue 37 item 2)', () => {
     ]);
     const svg = readFileSync(await dl.path(), 'utf8');
     expect(svg).toMatch(/^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    // The placed point labels go with it (drawn again at the export's width).
+    expect(svg).toMatch(/<text[^>]*data-label[^>]*>[^<]+<\/text>/);
 
+    // The names the chart must show, on the plot or in its key: each row's setting ('exact' for exact).
+    const rowNames = csv.slice(4).map((l) => (cells(l)[1] === 'exact' ? 'exact' : cells(l)[2]));
+    const costs = ['memory', 'bytes', 'ms'] as const;
     for (const width of [390, 1024, 1440]) {
       await page.setViewportSize({ width, height: 860 });
       await expect
         .poll(() => page.evaluate(() => document.documentElement.scrollWidth - innerWidth))
         .toBeLessThanOrEqual(0);
-      await chart.locator('svg').first().waitFor();
-      await panel.screenshot({ path: shotPath(`approximation-${width}.png`) });
+      for (const c of costs) {
+        await panel.locator('[data-testid="approx-cost"]').selectOption(c);
+        // As wide as its box (redrawn when the box changes), at every width.
+        await expect
+          .poll(() => chart.evaluate(chartWidths).then((w) => Math.abs(w.svg - w.box)), { timeout: 10_000 })
+          .toBeLessThanOrEqual(2);
+        if (c === 'memory') await panel.screenshot({ path: shotPath(`approximation-${width}.png`) });
+        else await chart.screenshot({ path: shotPath(`approximation-${width}-${c}.png`) });
+        const g = await chart.evaluate(chartGeometry);
+        if (width === 1440) expect(g.svg.x1 - g.svg.x0).toBeGreaterThan(1000);
+        // Point labels and numbers: none over another, none out of the chart; every row named.
+        expect(g.marks.length).toBeGreaterThan(0);
+        for (const [i, a] of g.marks.entries()) {
+          expect(inside(a, g.svg), `${c} at ${width}: "${a.text}" leaves the chart`).toBe(true);
+          for (const b of g.marks.slice(i + 1))
+            expect(overlap(a, b), `${c} at ${width}: "${a.text}" over "${b.text}"`).toBe(false);
+        }
+        for (const k of g.keys) expect(inside(k, g.svg), `${c} at ${width}: key line "${k.text}"`).toBe(true);
+        // (Key lines joined by spaces: an entry wider than the chart is broken at spaces.)
+        const shown = [
+          ...g.marks.filter((m) => m.label).map((m) => m.text),
+          g.keys.map((m) => m.text).join(' '),
+        ].join(' | ');
+        const plotted = rowNames.filter((_, i) => g.plotted.includes(i));
+        for (const n of plotted) expect(shown, `${c} at ${width}: ${n}`).toContain(n);
+      }
+      expect(
+        await page.evaluate(() => document.documentElement.scrollWidth - innerWidth),
+      ).toBeLessThanOrEqual(0);
     }
     expect(errors.join('\n')).toBe('');
   }, 1_200_000);
