@@ -1,5 +1,6 @@
 // Closes `npm test`: for each stage, the ten slowest tests (and files' hooks) with the share of their time
-// limit they used, from tests/reporters/margins.ts; then one line over vitest's JSON reports, e.g.
+// limit they used, from tests/reporters/margins.ts; the slowest files with their share of the stage's
+// summed file time (where a shorter stage has to come from); then one line over vitest's JSON reports, e.g.
 // "tests: 121 passed, 0 failed, 0 skipped". A test past a quarter of its limit is warned about, never
 // failed: a limit catches a hang, and a test creeping toward it shows here long before a slower machine
 // fails it.
@@ -32,6 +33,25 @@ function marginTable(stage, rows) {
   }
 }
 
+/** The slowest files of a stage by wall time (start to end, hooks included), from vitest's JSON report. */
+function fileTable(stage, results) {
+  const files = results
+    .filter((f) => f.startTime && f.endTime)
+    .map((f) => ({ name: f.name.replace(`${process.cwd()}/`, ''), ms: f.endTime - f.startTime }));
+  if (files.length === 0) return;
+  const sum = files.reduce((s, f) => s + f.ms, 0);
+  const wall =
+    Math.max(...results.map((f) => f.endTime ?? 0)) -
+    Math.min(...results.map((f) => f.startTime ?? Infinity));
+  const top = [...files].sort((a, b) => b.ms - a.ms).slice(0, 15);
+  const topMs = top.reduce((s, f) => s + f.ms, 0);
+  console.log(
+    `\n${stage}: ${files.length} files, ${seconds(sum).trim()} of file time in ${seconds(wall).trim()} of wall time; the ${top.length} slowest hold ${((100 * topMs) / sum).toFixed(0)}% of it`,
+  );
+  for (const f of top)
+    console.log(`  ${seconds(f.ms)}  ${((100 * f.ms) / sum).toFixed(1).padStart(5)}%  ${f.name}`);
+}
+
 let passed = 0;
 let failed = 0;
 let skipped = 0;
@@ -46,6 +66,7 @@ for (const file of process.argv.slice(2)) {
   skipped += r.numPendingTests + r.numTodoTests;
   // unit.json → unit.margins.json beside it (written by the margins reporter of the same run).
   const stage = basename(file, '.json');
+  fileTable(stage, r.testResults ?? []);
   const margins = join(dirname(file), `${stage}.margins.json`);
   if (existsSync(margins)) marginTable(stage, JSON.parse(readFileSync(margins, 'utf8')));
   else console.log(`\n${stage}: no ${margins} (run with --reporter=./tests/reporters/margins.ts)`);
