@@ -31,13 +31,18 @@ import {
   stopEncoder,
   type LoadedEncoder,
 } from '../clients/encoder-client';
-import { freeBm25, hasDenseDocs, runDense, setDenseDocs } from '../clients/retrieval-client';
-import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
+import {
+  freeBm25,
+  hasDenseDocs,
+  rankFusions,
+  setDenseDocs,
+  type DenseRanker,
+} from '../clients/retrieval-client';
+import type { DenseQueries, QueryFusion, RankedList } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../clients/worker-client';
-import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../clients/index-client';
-import { hnswLatency } from './dense-timing';
+import { buildIndex, searchHnswRuns, type RecallReport } from '../clients/index-client';
 import type { QueryLatency } from '../core/eval/approximation';
-import { denseLoadOptions, remoteIvfFor, shardSetDtypes, type DenseRanker } from './dense-remote';
+import { denseLoadOptions, remoteIvfFor, shardSetDtypes } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import * as compact from './dense-compact';
 import type { ReferenceCheck } from '../core/retrieval/reference-check';
@@ -77,14 +82,12 @@ export interface DenseSettings {
   multiImageDocs?: boolean;
 }
 
-type Lists = Awaited<ReturnType<typeof runDense>>;
-
 export interface DenseOutcome {
   encoder: LoadedEncoder;
   /** One ranked-list set per fusion strategy run (a single one when no query has two parts). */
   runs: {
     fusion?: QueryFusion;
-    lists: Lists;
+    lists: RankedList[];
     ann?: AnnSettings & { recallAt10: number; latency?: QueryLatency };
   }[];
   /** With HNSW: recall@10 against exact search and queries/s for ef = 16…512 on this task's queries. */
@@ -239,7 +242,7 @@ async function denseTaskWith(
         'the query model was stopped once the queries were embedded, to keep its memory out of the corpus search (the next search loads it again)',
       );
     } else if (step.kind === 'search-packed-index') {
-      runs.push(...(await rankQueries(args, q!, reuseCorpus, ivf!.rank)));
+      runs.push(...(await rankFusions(q!, args.settings, args.job, reuseCorpus, ivf!.rank)));
     } else if (step.kind === 'embed-corpus') {
       const { part } = step;
       let r = await compact.embedCorpusTo(
@@ -304,7 +307,7 @@ async function denseTaskWith(
       if (plan.ann) corpus = { ...corpus!, matrix: matrix.slice() };
       await setDenseDocs(key, matrix, dim, docIds, missing, chunkRows);
     } else if (step.kind === 'rank' && step.index !== 'hnsw') {
-      runs.push(...(await rankQueries(args, q!, reuseCorpus, ranker)));
+      runs.push(...(await rankFusions(q!, args.settings, args.job, reuseCorpus, ranker)));
     } else if (step.kind === 'build-hnsw') {
       const { key, matrix, dim, docIds } = corpus!;
       const { M, efConstruction, efSearch } = plan.ann as AnnSettings;
@@ -315,7 +318,16 @@ async function denseTaskWith(
       const single = runs.filter((r) => !r.fusion || r.fusion.mode === 'feature');
       if (single.length < runs.length)
         notes.push('uses exact search for score fusion (two searches per query)');
-      annCurve = await searchHnsw(args, q!, corpus!, single, runs);
+      const hnsw = await searchHnswRuns(
+        q!,
+        corpus!,
+        args.settings.depth,
+        args.settings.ann!,
+        single,
+        args.job.signal,
+      );
+      runs.push(...hnsw.runs);
+      annCurve = hnsw.annCurve;
     }
   }
   const none = { computedBatches: 0, reusedBatches: 0, precomputedBatches: 0, missing: 0 };
@@ -380,73 +392,6 @@ function corpusMatrix(
   return { key, dim, docIds, missing, matrix };
 }
 
-/**
- * HNSW: each query's one vector (its single part, or the feature-fused pair) searched in the index,
- * a run added for each single-vector exact run with its recall@10 against it; returns recall@10
- * against exact search and queries/s for ef = 16…512 on these queries.
- */
-async function searchHnsw(
-  args: DenseTaskArgs,
-  q: DenseQueries,
-  corpus: ReturnType<typeof corpusMatrix>,
-  single: DenseOutcome['runs'],
-  runs: DenseOutcome['runs'],
-) {
-  const { dim, docIds, missing } = corpus;
-  const qs = args.queries;
-  const ann = args.settings.ann!;
-  const qm = new Float32Array(qs.length * dim);
-  qs.forEach((_, i) => {
-    const t = q.hasText[i] && q.text ? q.text.subarray(i * dim, (i + 1) * dim) : null;
-    const v = q.hasImage[i] && q.image ? q.image.subarray(i * dim, (i + 1) * dim) : null;
-    if (t && v) qm.set(fuseFeatures(t, v), i * dim);
-    else if (t || v) qm.set((t ?? v)!, i * dim);
-  });
-  const docIndex = new Map(docIds.map((id, i) => [id, i]));
-  const missingIdx = missing.map((id) => docIndex.get(id)!);
-  const exclude = qs.map((x) => [
-    ...(x.excludeIds ?? []).flatMap((id) => docIndex.get(id) ?? []),
-    ...missingIdx,
-  ]);
-  const { result } = await searchIndex(qm, args.settings.depth, ann.efSearch, {
-    exclude,
-    signal: args.job.signal,
-  });
-  const annCurve = await recallAgainstExact(10, {
-    queries: qm,
-    efSearch: [16, 32, 64, 128, 256, 384, 512],
-    // WebGPU on a hardware adapter, else the wasm kernel: the same answers as JS, faster.
-    backend: 'auto',
-    signal: args.job.signal,
-  });
-  const latency = await hnswLatency(qm, dim, args.settings.depth, ann.efSearch, args.job.signal);
-  for (const r of single) {
-    const exactTop = new Map(r.lists.map((l) => [l.queryId, l.docIds.slice(0, 10)]));
-    let recall = 0;
-    let counted = 0;
-    const lists: Lists = qs.map((x, i) => {
-      // Queries with no part embedded return nothing in either run.
-      if (!q.hasText[i] && !q.hasImage[i]) return { queryId: x.id, docIds: [], scores: new Float64Array(0) };
-      const n = result.counts[i];
-      const ids: string[] = [];
-      const scores = new Float64Array(n);
-      for (let j = 0; j < n; j++) {
-        ids.push(docIds[result.indices[i * result.k + j]]);
-        scores[j] = result.scores[i * result.k + j];
-      }
-      const truth = exactTop.get(x.id) ?? [];
-      if (truth.length) {
-        const got = new Set(ids.slice(0, 10));
-        recall += truth.filter((d) => got.has(d)).length / truth.length;
-        counted++;
-      }
-      return { queryId: x.id, docIds: ids, scores };
-    });
-    const recallAt10 = counted ? recall / counted : 1;
-    runs.push({ fusion: r.fusion, lists, ann: { ...ann, recallAt10, ...(latency ? { latency } : {}) } });
-  }
-  return annCurve;
-}
 /** What embedding and ranking a task's queries needs of a dense run's arguments. */
 export interface QueryTaskArgs {
   shardHash: string;
@@ -462,9 +407,6 @@ export interface QueryTaskArgs {
   job: JobOptions;
   prefetch?: PrefetchLookup;
 }
-
-/** One ranked-list set per fusion strategy run. */
-export type RankedRuns = { fusion?: QueryFusion; lists: Awaited<ReturnType<typeof runDense>> }[];
 
 /**
  * Embeds the task's queries (text, image, or the one ad-hoc image). `imageRowOf`/`imageCopy`: corpus
@@ -598,33 +540,6 @@ export async function embedQueries(
   if (args.settings.multiImage && queryParts.includes('image') && q.image)
     await multiImageQueries(args, q, dim, adhoc ? [adhocMore] : null);
   return q;
-}
-
-/**
- * Ranks embedded queries with `ranker` (the retrieval worker's document matrix by default), once per
- * fusion strategy (`adhoc`: one query typed in the Search view, its stages timed).
- */
-export async function rankQueries(
-  args: QueryTaskArgs,
-  q: DenseQueries,
-  adhoc = false,
-  ranker: DenseRanker = runDense,
-): Promise<RankedRuns> {
-  const twoParts = args.queries.some((_, i) => q.hasText[i] && q.hasImage[i]);
-  const fusions: (QueryFusion | undefined)[] = !twoParts
-    ? [undefined]
-    : args.settings.fusion === 'both'
-      ? [{ mode: 'score', textWeight: args.settings.textWeight }, { mode: 'feature' }]
-      : args.settings.fusion === 'score'
-        ? [{ mode: 'score', textWeight: args.settings.textWeight }]
-        : [{ mode: 'feature' }];
-  const runs: RankedRuns = [];
-  for (const [i, fusion] of fusions.entries()) {
-    const rank = () => ranker(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job);
-    // An ad-hoc query's first ranking is its search; the second fusion's is part of fusing.
-    runs.push({ fusion, lists: await (adhoc ? timeStage(i === 0 ? 'search' : 'fuse', rank) : rank()) });
-  }
-  return runs;
 }
 
 /**
