@@ -6,9 +6,8 @@
 // embedded ahead) are embedded in the encoder worker and ranked once per fusion strategy.
 import type { Query, TaskInfo } from '../core/types';
 import { fuseFeatures } from '../core/retrieval/dense';
-import { chunkOffsets, isChunked, meanOfChunks, type Chunking } from '../core/retrieval/chunking';
+import { meanOfChunks, type Chunking } from '../core/retrieval/chunking';
 import { fusedItemRows, type MultiImage } from '../core/retrieval/multi-image';
-import { multiImageQueries } from './dense-multi-image';
 import {
   corpusEmbeddingKey,
   supportsPart,
@@ -18,19 +17,8 @@ import {
 } from '../core/retrieval/models';
 import { denseDocsKey, describePlan, planDenseRun, type DenseFacts } from '../core/retrieval/dense-plan';
 import type { Device } from '../platform/gpu/backend';
-import type { PrefetchLookup } from './query-prefetch';
-import { openShardStore } from '../platform/storage/shard-store';
-import { stageTook, timeStage } from '../platform/page/query-timing';
-import {
-  activeEncoderKey,
-  embedImages,
-  embedQuery,
-  embedTextChunks,
-  embedTexts,
-  loadEncoder,
-  stopEncoder,
-  type LoadedEncoder,
-} from '../clients/encoder-client';
+import { embedRunQueries, type PrefetchLookup } from './query-vectors';
+import { loadEncoder, stopEncoder, type LoadedEncoder } from '../clients/encoder-client';
 import {
   freeBm25,
   hasDenseDocs,
@@ -150,16 +138,21 @@ interface DenseTaskArgs {
  */
 async function denseTaskWith(
   args: DenseTaskArgs,
-  adhocImage: Blob | null,
-  reuseCorpus = false,
-  adhocMore: Blob[] = [],
+  adhoc: { image: Blob | null; more: Blob[] } | null,
 ): Promise<DenseOutcome> {
+  const reuseCorpus = !!adhoc;
   const { spec, dtype } = args.settings;
   // At dtype auto, a dtype the shard has embeddings of this model for (its sets decide, dense-remote.ts).
   const setDtypes = dtype === 'auto' ? await shardSetDtypes(args.shardHash, spec) : [];
   const { task, docCount: docs, prefetch } = args;
-  const adhoc = reuseCorpus;
-  const facts: DenseFacts<AnnSettings> = { spec, task, settings: args.settings, docs, setDtypes, adhoc };
+  const facts: DenseFacts<AnnSettings> = {
+    spec,
+    task,
+    settings: args.settings,
+    docs,
+    setDtypes,
+    adhoc: reuseCorpus,
+  };
   facts.prefetch = !!prefetch;
   let plan = planDenseRun(facts);
   if (!plan.parts.canRun) throw new Error(`${spec.label ?? spec.id} ${plan.parts.notes.join('; ')}`);
@@ -233,8 +226,20 @@ async function denseTaskWith(
       const a = { ...args, spec, encoder, docs: args.docs! };
       reference = await ref.checkReferenceStep(a, refSets, !!args.reference);
     } else if (step.kind === 'embed-queries') {
-      const more = [imageRowOf, imageCopy, adhocImage, reuseCorpus, adhocMore] as const;
-      q = await embedQueries(args, queryParts, corpus?.dim ?? encoder.dim, ...more);
+      q = await embedRunQueries(
+        {
+          shardHash: args.shardHash,
+          queries: args.queries,
+          parts: queryParts,
+          dim: corpus?.dim ?? encoder.dim,
+          normalize: spec.normalize,
+          chunking,
+          multiImage,
+          corpusImages: { rowOf: imageRowOf, rows: imageCopy },
+          ...(adhoc ? { adhoc: { ...adhoc, prefetch } } : {}),
+        },
+        args.job,
+      );
     } else if (step.kind === 'free-encoder') {
       await stopEncoder();
       early = true;
@@ -392,156 +397,6 @@ function corpusMatrix(
   return { key, dim, docIds, missing, matrix };
 }
 
-/** What embedding and ranking a task's queries needs of a dense run's arguments. */
-export interface QueryTaskArgs {
-  shardHash: string;
-  queries: Query[];
-  settings: {
-    spec: ModelSpec;
-    chunking?: Chunking;
-    multiImage?: MultiImage;
-    fusion: 'both' | 'score' | 'feature';
-    textWeight: number;
-    depth: number;
-  };
-  job: JobOptions;
-  prefetch?: PrefetchLookup;
-}
-
-/**
- * Embeds the task's queries (text, image, or the one ad-hoc image). `imageRowOf`/`imageCopy`: corpus
- * image vectors, so a query image that is a corpus image is not embedded twice.
- */
-export async function embedQueries(
-  args: QueryTaskArgs,
-  queryParts: EmbedPart[],
-  dim: number,
-  imageRowOf: Map<string, number>,
-  imageCopy: Float32Array | null,
-  adhocImage: Blob | null,
-  adhoc = false,
-  adhocMore: Blob[] = [],
-): Promise<DenseQueries> {
-  const qs = args.queries;
-  const q: DenseQueries = {
-    ids: qs.map((x) => x.id),
-    dim,
-    text: null,
-    image: null,
-    hasText: new Uint8Array(qs.length),
-    hasImage: new Uint8Array(qs.length),
-    exclude: qs.map((x) => x.excludeIds),
-  };
-  const chunking = args.settings.chunking;
-  if (isChunked(chunking) && queryParts.includes('text')) {
-    // Every window of each query's text: mean → one vector per query; max → all its chunks.
-    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
-    const r = await embedTextChunks(
-      idx.map((i) => qs[i].text),
-      'query',
-      chunking,
-      args.job,
-    );
-    const mean = meanOfChunks(r.vectors, r.counts, dim, args.settings.spec.normalize);
-    q.text = new Float32Array(qs.length * dim);
-    const counts = new Uint32Array(qs.length);
-    idx.forEach((qi, j) => {
-      q.text!.set(mean.subarray(j * dim, (j + 1) * dim), qi * dim);
-      q.hasText[qi] = 1;
-      counts[qi] = r.counts[j];
-    });
-    // Queries without text have no chunks, so the chunk rows are already in query order.
-    if (chunking.aggregate === 'max') q.textChunks = { vectors: r.vectors, offsets: chunkOffsets(counts) };
-  }
-  if (adhoc && qs.length === 1) {
-    // One worker call for the text and the image, with the time of each stage.
-    let text = queryParts.includes('text') && qs[0].text && !q.text ? qs[0].text : null;
-    let image = queryParts.includes('image') ? adhocImage : null;
-    // Parts embedded ahead by the same encoder (the image as it was added, the text on a pause).
-    const encoderKey = activeEncoderKey();
-    if (args.prefetch && encoderKey) {
-      const ahead = args.prefetch.take(encoderKey, text, image);
-      if (ahead.text || ahead.image) {
-        const [t, i] = await timeStage('encode', () => Promise.all([ahead.text, ahead.image]));
-        if (t) {
-          q.text = t;
-          q.hasText[0] = 1;
-          text = null;
-        }
-        if (i) {
-          q.image = i;
-          q.hasImage[0] = 1;
-          image = null;
-        }
-      }
-      await args.prefetch.settled();
-    }
-    if (text || image) {
-      const t0 = performance.now();
-      const r = await embedQuery(text, image, args.job);
-      const s = r.stages;
-      // Only the stages of the parts embedded now (a part embedded ahead has none here).
-      if (text) stageTook('tokenize', t0, s.tokenizeMs);
-      if (image) stageTook('preprocess', t0 + s.tokenizeMs, s.preprocessMs);
-      stageTook('encode', t0 + s.tokenizeMs + s.preprocessMs, s.encodeMs);
-      if (r.text) {
-        q.text = r.text;
-        q.hasText[0] = 1;
-      }
-      if (r.image) {
-        q.image = r.image;
-        q.hasImage[0] = 1;
-      }
-    }
-  } else if (queryParts.includes('text') && !q.text) {
-    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
-    const vecs = await embedTexts(
-      idx.map((i) => qs[i].text),
-      'query',
-      args.job,
-    );
-    q.text = new Float32Array(qs.length * dim);
-    idx.forEach((qi, j) => {
-      q.text!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
-      q.hasText[qi] = 1;
-    });
-  }
-  if (!adhoc && queryParts.includes('image')) {
-    q.image = new Float32Array(qs.length * dim);
-    const todo: number[] = [];
-    if (adhocImage) {
-      const vec = await embedImages([adhocImage], args.job);
-      q.image.set(vec.subarray(0, dim), 0);
-      q.hasImage[0] = 1;
-    }
-    qs.forEach((x, i) => {
-      if (!x.image) return;
-      const row = imageRowOf.get(x.image);
-      if (row !== undefined && imageCopy) {
-        q.image!.set(imageCopy.subarray(row * dim, (row + 1) * dim), i * dim);
-        q.hasImage[i] = 1;
-      } else todo.push(i);
-    });
-    if (todo.length) {
-      const store = await openShardStore();
-      const blobs = await Promise.all(todo.map((i) => store.getImage(args.shardHash, qs[i].image!)));
-      const ok = todo.filter((_, j) => blobs[j]);
-      const vecs = await embedImages(
-        blobs.filter((b): b is Blob => !!b),
-        args.job,
-      );
-      ok.forEach((qi, j) => {
-        q.image!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
-        q.hasImage[qi] = 1;
-      });
-    }
-  }
-
-  if (args.settings.multiImage && queryParts.includes('image') && q.image)
-    await multiImageQueries(args, q, dim, adhoc ? [adhocMore] : null);
-  return q;
-}
-
 /**
  * One ad-hoc query (text, image or both) against a task's corpus with a dense model. The corpus
  * comes from the embedding cache (computed once if needed). With both parts, both fusions are
@@ -581,9 +436,7 @@ export async function denseAdhoc(args: {
   };
   const out = await denseTaskWith(
     { ...args, task, queries: [query], settings: { ...args.settings, depth: args.k, fusion: 'both' } },
-    hasImage ? args.image : null,
-    true,
-    hasImage ? (args.moreImages ?? []) : [],
+    { image: hasImage ? args.image : null, more: hasImage ? (args.moreImages ?? []) : [] },
   );
   if (out.ivf) args.onIvf?.(out.ivf);
   if (out.reference) args.onReference?.(out.reference);
