@@ -8,13 +8,7 @@ import type { Query, TaskInfo } from '../core/types';
 import { fuseFeatures } from '../core/retrieval/dense';
 import { meanOfChunks, type Chunking } from '../core/retrieval/chunking';
 import { fusedItemRows, type MultiImage } from '../core/retrieval/multi-image';
-import {
-  corpusEmbeddingKey,
-  supportsPart,
-  type Dtype,
-  type EmbedPart,
-  type ModelSpec,
-} from '../core/retrieval/models';
+import type { Dtype, EmbedPart, ModelSpec } from '../core/retrieval/models';
 import { denseDocsKey, describePlan, planDenseRun, type DenseFacts } from '../core/retrieval/dense-plan';
 import type { Device } from '../platform/gpu/backend';
 import { embedRunQueries, type PrefetchLookup } from './query-vectors';
@@ -142,9 +136,11 @@ async function denseTaskWith(
 ): Promise<DenseOutcome> {
   const reuseCorpus = !!adhoc;
   const { spec, dtype } = args.settings;
-  // At dtype auto, a dtype the shard has embeddings of this model for (its sets decide, dense-remote.ts).
+  // The facts known before the model loads, gathered once: at dtype auto, the dtypes the shard has
+  // embeddings of this model at (its sets decide, dense-remote.ts), and the load options they give.
   const setDtypes = dtype === 'auto' ? await shardSetDtypes(args.shardHash, spec) : [];
-  const { task, docCount: docs, prefetch } = args;
+  const load = denseLoadOptions(args.settings, setDtypes);
+  const { shardHash, task, docCount: docs, prefetch } = args;
   const facts: DenseFacts<AnnSettings> = {
     spec,
     task,
@@ -152,10 +148,17 @@ async function denseTaskWith(
     docs,
     setDtypes,
     adhoc: reuseCorpus,
+    shardHash,
   };
   facts.prefetch = !!prefetch;
   let plan = planDenseRun(facts);
-  if (!plan.parts.canRun) throw new Error(`${spec.label ?? spec.id} ${plan.parts.notes.join('; ')}`);
+  if (!plan.parts.canRun) {
+    // An ad-hoc query of one image, and a model without an image tower.
+    const imageOnly = adhoc && task.queryModality === 'image';
+    throw new Error(
+      `${spec.label ?? spec.id} ${imageOnly ? 'cannot embed images' : plan.parts.notes.join('; ')}`,
+    );
+  }
   const { notes, chunking, multiImage, allDocImages } = plan;
   args = { ...args, settings: { ...args.settings, ...plan.settings } };
   const { queryParts, docParts } = plan.parts;
@@ -182,7 +185,7 @@ async function denseTaskWith(
     if (step.kind === 'free-bm25') {
       if ((await freeBm25()) === 'stopped') args.onBm25Stopped?.();
     } else if (step.kind === 'load-model') {
-      encoder = await loadEncoder(spec, { ...denseLoadOptions(args.settings, setDtypes), ...args.job });
+      encoder = await loadEncoder(spec, { ...load, ...args.job });
       args.onEncoder?.(encoder);
       // A shard opened by URL with a packed index for this set: only the queries are embedded.
       const { skip, ...packed } = args.settings.packed ?? {};
@@ -192,19 +195,16 @@ async function denseTaskWith(
         notes.push(...ivf.notes);
         args = { ...args, settings: { ...args.settings, fusion: 'feature', ann: undefined } };
       }
+      Object.assign(facts, { encoder, packedIndex: ivf?.set.ivfUrl });
       // Ad-hoc queries: once a worker holds this corpus (from the first query or a run), nothing is
       // read from IndexedDB, copied or sent again; only the query is embedded and ranked.
-      let held: DenseFacts['held'];
       if (!ivf && reuseCorpus && !args.settings.ann) {
-        const keys = docParts.map((p) =>
-          corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, p, chunking, allDocImages),
-        );
-        const key = denseDocsKey(keys, chunking, multiImage);
+        const key = planDenseRun(facts).corpusKey!;
         ranker =
           queryParts.length === 1
             ? ((await compact.heldCompactRanker(key, args.job)) ?? undefined)
             : undefined;
-        held = ranker ? 'compact' : (await hasDenseDocs(key)) ? 'matrix' : undefined;
+        facts.held = ranker ? 'compact' : (await hasDenseDocs(key)) ? 'matrix' : undefined;
       }
       // The shard's sets this run takes corpus vectors from: their probe is checked next.
       const sets = (refSets = args.docs
@@ -221,7 +221,7 @@ async function denseTaskWith(
         : []);
       const cached = !!ref.cachedReference(args.shardHash, spec, encoder, sets).check;
       if (sets.length) facts.reference = { sets: sets.map((s) => s.name), cached, skip: !!args.reference };
-      plan = planDenseRun({ ...facts, encoder, packedIndex: ivf?.set.ivfUrl, held });
+      plan = planDenseRun(facts);
     } else if (step.kind === 'check-reference') {
       const a = { ...args, spec, encoder, docs: args.docs! };
       reference = await ref.checkReferenceStep(a, refSets, !!args.reference);
@@ -301,7 +301,7 @@ async function denseTaskWith(
         }
       imageCopy = imageRows ? imageRows.embeddings.slice() : null;
       const rows = { corpusRows: compact.corpusDocCount(first), rowsPerDoc: !!chunkRows };
-      plan = planDenseRun({ ...facts, encoder, ...rows });
+      plan = planDenseRun({ ...facts, ...rows });
     } else if (step.kind === 'store' && step.store === 'compact') {
       const { key, matrix, dim, docIds, missing } = corpus!;
       const ids = parts.values().next().value!.ids ?? docIds;
@@ -422,21 +422,18 @@ export async function denseAdhoc(args: {
   /** Told the check of the shard's reference vectors the query's corpus came from. */
   onReference?: (check: ReferenceCheck) => void;
 }) {
-  const hasImage = !!args.image && supportsPart(args.settings.spec, 'image');
+  const { image } = args;
   const hasText = !!args.text.trim();
-  if (!hasText && !hasImage)
-    throw new Error(
-      args.image ? `${args.settings.spec.label ?? args.settings.spec.id} cannot embed images` : 'empty query',
-    );
+  if (!hasText && !image) throw new Error('empty query');
   const query: Query = { id: 'adhoc', text: hasText ? args.text : '', task: args.task.id, meta: {} };
-  // The image goes in through a one-off path the task plan cannot know; embed it here.
+  // The query's parts as typed: the plan keeps those the model embeds (an image needs an image tower).
   const task: TaskInfo = {
     ...args.task,
-    queryModality: hasText && hasImage ? 'image+text' : hasImage ? 'image' : 'text',
+    queryModality: hasText && image ? 'image+text' : image ? 'image' : 'text',
   };
   const out = await denseTaskWith(
     { ...args, task, queries: [query], settings: { ...args.settings, depth: args.k, fusion: 'both' } },
-    { image: hasImage ? args.image : null, more: hasImage ? (args.moreImages ?? []) : [] },
+    { image, more: args.moreImages ?? [] },
   );
   if (out.ivf) args.onIvf?.(out.ivf);
   if (out.reference) args.onReference?.(out.reference);

@@ -113,7 +113,11 @@ export interface RunQueries {
   adhoc?: { image: Blob | null; more: Blob[]; prefetch?: PrefetchLookup };
 }
 
-/** Embeds a run's queries with the active encoder (see the file's header). */
+/**
+ * Embeds a run's queries with the active encoder (see the file's header): first every vector, each
+ * shape in its own worker call, then the windows of a chunked text and the images of a multi-image
+ * query aggregated (mean → one vector per query; max → every window or image a row of its own).
+ */
 export async function embedRunQueries(r: RunQueries, job: JobOptions): Promise<DenseQueries> {
   const { queries: qs, parts, dim, chunking, adhoc } = r;
   const q: DenseQueries = {
@@ -126,6 +130,7 @@ export async function embedRunQueries(r: RunQueries, job: JobOptions): Promise<D
     exclude: qs.map((x) => x.excludeIds),
   };
   const chunked = isChunked(chunking) && parts.includes('text');
+  const withText = qs.flatMap((x, i) => (x.text ? [i] : []));
   // An ad-hoc query: one worker call for its text and image, with the time of each stage.
   let text = adhoc && parts.includes('text') && qs[0].text && !chunked ? qs[0].text : null;
   let image = adhoc && parts.includes('image') ? adhoc.image : null;
@@ -148,26 +153,15 @@ export async function embedRunQueries(r: RunQueries, job: JobOptions): Promise<D
     }
     await adhoc.prefetch.settled();
   }
-  if (chunked) {
-    // Every window of each query's text: mean → one vector per query; max → all its chunks.
-    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
-    const c = await embedTextChunks(
-      idx.map((i) => qs[i].text),
-      'query',
-      chunking,
-      job,
-    );
-    const mean = meanOfChunks(c.vectors, c.counts, dim, r.normalize);
-    q.text = new Float32Array(qs.length * dim);
-    const counts = new Uint32Array(qs.length);
-    idx.forEach((qi, j) => {
-      q.text!.set(mean.subarray(j * dim, (j + 1) * dim), qi * dim);
-      q.hasText[qi] = 1;
-      counts[qi] = c.counts[j];
-    });
-    // Queries without text have no chunks, so the chunk rows are already in query order.
-    if (chunking.aggregate === 'max') q.textChunks = { vectors: c.vectors, offsets: chunkOffsets(counts) };
-  }
+  // Every window of each query's text.
+  const windows = chunked
+    ? await embedTextChunks(
+        withText.map((i) => qs[i].text),
+        'query',
+        chunking,
+        job,
+      )
+    : null;
   if (adhoc) {
     if (text || image) {
       const t0 = performance.now();
@@ -187,15 +181,14 @@ export async function embedRunQueries(r: RunQueries, job: JobOptions): Promise<D
       }
     }
   } else {
-    if (parts.includes('text') && !q.text) {
-      const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
+    if (parts.includes('text') && !chunked) {
       const vecs = await embedTexts(
-        idx.map((i) => qs[i].text),
+        withText.map((i) => qs[i].text),
         'query',
         job,
       );
       q.text = new Float32Array(qs.length * dim);
-      idx.forEach((qi, j) => {
+      withText.forEach((qi, j) => {
         q.text!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
         q.hasText[qi] = 1;
       });
@@ -227,25 +220,11 @@ export async function embedRunQueries(r: RunQueries, job: JobOptions): Promise<D
       }
     }
   }
-  if (r.multiImage && parts.includes('image') && q.image)
-    await multiImageQueries(r, q, adhoc ? [adhoc.more] : null, job);
-  return q;
-}
-
-/**
- * Queries with several images (the items' images after the first, or the extra images of an
- * ad-hoc query): every image is embedded; mean → the query's image vector is their normalised mean;
- * max → each is a row of `q.imageRows` (the retrieval worker scores a document by its best pair).
- */
-async function multiImageQueries(
-  r: RunQueries,
-  q: DenseQueries,
-  adhocExtra: Blob[][] | null,
-  job: JobOptions,
-): Promise<void> {
-  const { queries: qs, dim } = r;
-  const extra: Blob[][] = adhocExtra ?? qs.map(() => []);
-  if (!adhocExtra) {
+  // Queries with several images (the items' images after the first, or the extra images of an
+  // ad-hoc query): every one embedded.
+  const extra: Blob[][] = adhoc ? [adhoc.more] : qs.map(() => []);
+  const several = !!r.multiImage && parts.includes('image') && !!q.image;
+  if (several && !adhoc) {
     const store = await openShardStore();
     for (const [i, x] of qs.entries()) {
       const more = itemImagePaths(x).slice(1);
@@ -254,29 +233,49 @@ async function multiImageQueries(
       extra[i] = blobs.filter((b): b is Blob => !!b);
     }
   }
-  const todo = extra.flatMap((l, i) => (l.length && q.hasImage[i] ? [i] : []));
-  if (!todo.length) return;
-  const vecs = await embedImages(
-    todo.flatMap((i) => extra[i]),
-    job,
-  );
-  const counts = new Uint32Array(qs.length);
-  const rows: Float32Array[] = [];
-  let at = 0;
-  for (const i of todo) {
-    const n = extra[i].length + 1;
-    const all = new Float32Array(n * dim);
-    all.set(q.image!.subarray(i * dim, (i + 1) * dim), 0);
-    all.set(vecs.subarray(at * dim, (at + n - 1) * dim), dim);
-    at += n - 1;
-    q.image!.set(meanOfChunks(all, [n], dim, true), i * dim);
-    counts[i] = n;
-    rows[i] = all;
+  const todo = several ? extra.flatMap((l, i) => (l.length && q.hasImage[i] ? [i] : [])) : [];
+  const extraVecs = todo.length
+    ? await embedImages(
+        todo.flatMap((i) => extra[i]),
+        job,
+      )
+    : null;
+  if (windows) {
+    // Chunked texts: mean → one vector per query; max → all its windows as rows as well.
+    const mean = meanOfChunks(windows.vectors, windows.counts, dim, r.normalize);
+    q.text = new Float32Array(qs.length * dim);
+    const counts = new Uint32Array(qs.length);
+    withText.forEach((qi, j) => {
+      q.text!.set(mean.subarray(j * dim, (j + 1) * dim), qi * dim);
+      q.hasText[qi] = 1;
+      counts[qi] = windows.counts[j];
+    });
+    // Queries without text have no chunks, so the chunk rows are already in query order.
+    if (chunking!.aggregate === 'max')
+      q.textChunks = { vectors: windows.vectors, offsets: chunkOffsets(counts) };
   }
-  if (r.multiImage === 'max') {
-    const offsets = chunkOffsets(counts);
-    const vectors = new Float32Array(offsets[qs.length] * dim);
-    for (const i of todo) vectors.set(rows[i], offsets[i] * dim);
-    q.imageRows = { vectors, offsets };
+  if (extraVecs) {
+    // Several images: mean → the query's image vector is their normalised mean; max → each is a row
+    // of `q.imageRows` (the retrieval worker scores a document by its best pair).
+    const counts = new Uint32Array(qs.length);
+    const rows: Float32Array[] = [];
+    let at = 0;
+    for (const i of todo) {
+      const n = extra[i].length + 1;
+      const all = new Float32Array(n * dim);
+      all.set(q.image!.subarray(i * dim, (i + 1) * dim), 0);
+      all.set(extraVecs.subarray(at * dim, (at + n - 1) * dim), dim);
+      at += n - 1;
+      q.image!.set(meanOfChunks(all, [n], dim, true), i * dim);
+      counts[i] = n;
+      rows[i] = all;
+    }
+    if (r.multiImage === 'max') {
+      const offsets = chunkOffsets(counts);
+      const vectors = new Float32Array(offsets[qs.length] * dim);
+      for (const i of todo) vectors.set(rows[i], offsets[i] * dim);
+      q.imageRows = { vectors, offsets };
+    }
   }
+  return q;
 }
