@@ -8,7 +8,7 @@ import {
   type DenseFacts,
   type DenseStep,
 } from '../../src/lib/core/retrieval/dense-plan';
-import type { ModelSpec } from '../../src/lib/core/retrieval/models';
+import { corpusEmbeddingKey, type ModelSpec } from '../../src/lib/core/retrieval/models';
 import type { TaskInfo } from '../../src/lib/core/types';
 
 const minilm = { id: 'minilm', label: 'MiniLM', kind: 'text', dim: 384, dtypes: ['fp32', 'q8'] } as ModelSpec;
@@ -191,6 +191,26 @@ describe('the dense run as a plan', () => {
       'ranks documents by their text: MiniLM has no image tower',
       'cannot embed this task’s image-only queries',
     ]);
+  });
+
+  it('names the key a worker holds the corpus under once the encoder is loaded (an ad-hoc query after another)', () => {
+    expect(planDenseRun(facts({ shardHash: 'abc' })).corpusKey).toBeUndefined();
+    const text = planDenseRun(facts({ shardHash: 'abc', encoder })).corpusKey;
+    expect(text).toBe(corpusEmbeddingKey('abc', minilm, 'fp32', 'text'));
+    // An image + text corpus: both parts' keys; chunking and multi-image say how they were aggregated.
+    const both = planDenseRun(
+      facts({
+        spec: clip,
+        task: { id: 'b', queryModality: 'text', corpusModality: 'image+text' },
+        settings: { fusion: 'both', multiImage: 'max', multiImageDocs: true },
+        shardHash: 'abc',
+        encoder,
+      }),
+    ).corpusKey;
+    const keys = (['text', 'image'] as const).map((p) =>
+      corpusEmbeddingKey('abc', clip, 'fp32', p, undefined, p === 'image'),
+    );
+    expect(both).toBe(`${keys.join('+')}|img=max`);
   });
 
   it('reads as the run details show it: what was done, and why', () => {

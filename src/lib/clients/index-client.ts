@@ -24,6 +24,9 @@ import type {
 } from '../../../workers/index.worker';
 export type { ChunkedExactStats, RowStoreKind } from '../../../workers/index/chunked-exact';
 import type { CompactScan } from '../../../workers/index/compact-types';
+import type { DenseQueries, QueryFusion, RankedList } from '../../../workers/retrieval.worker';
+import { fuseFeatures } from '../core/retrieval/dense';
+import { queryLatency, type QueryLatency } from '../core/eval/approximation';
 import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
 
 export type {
@@ -87,6 +90,80 @@ export function searchIndex(
 ): Promise<SearchResult> {
   const { signal, ...rest } = opts;
   return client.run((r) => r.search(queries, k, efSearch, rest), signal);
+}
+
+/** Queries timed one at a time per HNSW run (issue 37 item 2: query p50/p99 in the approximation table). */
+export const LATENCY_SAMPLE = 100;
+
+/**
+ * A dense run's HNSW search, after the index is built: each query's one vector (its single part, or
+ * the feature-fused pair) searched in the index, a run added for each single-vector exact run in
+ * `exact` with its recall@10 against it; recall@10 against exact search and queries/s for
+ * ef = 16…512 on these queries; and per-query times: the run's own search is one batch, which says
+ * nothing of one query's latency, so up to LATENCY_SAMPLE of its queries (evenly spaced) are searched
+ * again one at a time at the run's ef (the worker's own time for each, no messaging).
+ */
+export async function searchHnswRuns<A extends { efSearch: number }>(
+  q: DenseQueries,
+  corpus: { dim: number; docIds: string[]; missing: string[] },
+  depth: number,
+  ann: A,
+  exact: { fusion?: QueryFusion; lists: RankedList[] }[],
+  signal?: AbortSignal,
+) {
+  const { ids } = q;
+  const { dim, docIds, missing } = corpus;
+  const qm = new Float32Array(ids.length * dim);
+  ids.forEach((_, i) => {
+    const t = q.hasText[i] && q.text ? q.text.subarray(i * dim, (i + 1) * dim) : null;
+    const v = q.hasImage[i] && q.image ? q.image.subarray(i * dim, (i + 1) * dim) : null;
+    if (t && v) qm.set(fuseFeatures(t, v), i * dim);
+    else if (t || v) qm.set((t ?? v)!, i * dim);
+  });
+  const docIndex = new Map(docIds.map((id, i) => [id, i]));
+  const missingIdx = missing.map((id) => docIndex.get(id)!);
+  const exclude = q.exclude.map((x) => [...(x ?? []).flatMap((id) => docIndex.get(id) ?? []), ...missingIdx]);
+  const { result } = await searchIndex(qm, depth, ann.efSearch, { exclude, signal });
+  const annCurve = await recallAgainstExact(10, {
+    queries: qm,
+    efSearch: [16, 32, 64, 128, 256, 384, 512],
+    // WebGPU on a hardware adapter, else the wasm kernel: the same answers as JS, faster.
+    backend: 'auto',
+    signal,
+  });
+  const m = Math.min(ids.length, LATENCY_SAMPLE);
+  const ms: number[] = [];
+  for (let j = 0; j < m; j++) {
+    const i = Math.floor((j * ids.length) / m);
+    ms.push((await searchIndex(qm.slice(i * dim, (i + 1) * dim), depth, ann.efSearch, { signal })).ms);
+  }
+  const latency: QueryLatency | null = queryLatency(ms);
+  const runs = exact.map((r) => {
+    const exactTop = new Map(r.lists.map((l) => [l.queryId, l.docIds.slice(0, 10)]));
+    let recall = 0;
+    let counted = 0;
+    const lists: RankedList[] = ids.map((queryId, i) => {
+      // Queries with no part embedded return nothing in either run.
+      if (!q.hasText[i] && !q.hasImage[i]) return { queryId, docIds: [], scores: new Float64Array(0) };
+      const n = result.counts[i];
+      const found: string[] = [];
+      const scores = new Float64Array(n);
+      for (let j = 0; j < n; j++) {
+        found.push(docIds[result.indices[i * result.k + j]]);
+        scores[j] = result.scores[i * result.k + j];
+      }
+      const truth = exactTop.get(queryId) ?? [];
+      if (truth.length) {
+        const got = new Set(found.slice(0, 10));
+        recall += truth.filter((d) => got.has(d)).length / truth.length;
+        counted++;
+      }
+      return { queryId, docIds: found, scores };
+    });
+    const recallAt10 = counted ? recall / counted : 1;
+    return { fusion: r.fusion, lists, ann: { ...ann, recallAt10, ...(latency ? { latency } : {}) } };
+  });
+  return { runs, annCurve };
 }
 
 /**

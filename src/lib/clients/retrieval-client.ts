@@ -1,6 +1,12 @@
 import type { Bm25Params } from '../core/retrieval/bm25';
 import * as Comlink from 'comlink';
-import type { DenseQueries, QueryFusion, RetrievalWorkerApi } from '../../../workers/retrieval.worker';
+import type {
+  DenseQueries,
+  QueryFusion,
+  RankedList,
+  RetrievalWorkerApi,
+} from '../../../workers/retrieval.worker';
+import { timeStage } from '../platform/page/query-timing';
 import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
 
 const client = new WorkerClient<RetrievalWorkerApi>(
@@ -101,4 +107,44 @@ export function hasDenseDocs(key: string): Promise<boolean> {
 /** Dense run over the document matrix set by setDenseDocs. */
 export function runDense(q: DenseQueries, fusion: QueryFusion, depth: number, opts: JobOptions = {}) {
   return client.run((r) => r.denseRun(q, fusion, depth, proxyProgress(opts.onProgress)), opts.signal);
+}
+
+/** Ranks embedded queries (runDense here, the compact store, or a packed index on the shard's host). */
+export type DenseRanker = (
+  q: DenseQueries,
+  fusion: QueryFusion,
+  depth: number,
+  job: JobOptions,
+) => Promise<RankedList[]>;
+
+/** One ranked-list set per fusion strategy run. */
+export type RankedRuns = { fusion?: QueryFusion; lists: RankedList[] }[];
+
+/**
+ * Ranks embedded queries with `ranker` (this worker's document matrix by default), once per fusion
+ * strategy: score and/or feature fusion for queries with a text and an image, else one run
+ * (`adhoc`: one query typed in the Search view, its stages timed).
+ */
+export async function rankFusions(
+  q: DenseQueries,
+  settings: { fusion: 'both' | 'score' | 'feature'; textWeight: number; depth: number },
+  job: JobOptions,
+  adhoc = false,
+  ranker: DenseRanker = runDense,
+): Promise<RankedRuns> {
+  const twoParts = q.ids.some((_, i) => q.hasText[i] && q.hasImage[i]);
+  const fusions: (QueryFusion | undefined)[] = !twoParts
+    ? [undefined]
+    : settings.fusion === 'both'
+      ? [{ mode: 'score', textWeight: settings.textWeight }, { mode: 'feature' }]
+      : settings.fusion === 'score'
+        ? [{ mode: 'score', textWeight: settings.textWeight }]
+        : [{ mode: 'feature' }];
+  const runs: RankedRuns = [];
+  for (const [i, fusion] of fusions.entries()) {
+    const rank = () => ranker(q, fusion ?? { mode: 'feature' }, settings.depth, job);
+    // An ad-hoc query's first ranking is its search; the second fusion's is part of fusing.
+    runs.push({ fusion, lists: await (adhoc ? timeStage(i === 0 ? 'search' : 'fuse', rank) : rank()) });
+  }
+  return runs;
 }

@@ -27,16 +27,8 @@ import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
 import { openShardStore } from '../platform/storage/shard-store';
 import { remoteFirstRowIds, remoteFirstSets, remoteFirstWarm } from './remote-first';
 import { forgetRemoteIvf, searchRemoteIvf, type IvfQueryStats } from '../clients/index-client';
-import type { JobOptions } from '../clients/worker-client';
-import type { DenseQueries, QueryFusion, RankedList } from '../../../workers/retrieval.worker';
-
-/** Ranks embedded queries (the retrieval worker's runDense, or the packed index). */
-export type DenseRanker = (
-  q: DenseQueries,
-  fusion: QueryFusion,
-  depth: number,
-  job: JobOptions,
-) => Promise<RankedList[]>;
+import type { DenseRanker } from '../clients/retrieval-client';
+import type { RankedList } from '../../../workers/retrieval.worker';
 
 export interface RemoteIvf {
   set: RemoteIvfSet;

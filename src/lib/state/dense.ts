@@ -6,38 +6,25 @@
 // embedded ahead) are embedded in the encoder worker and ranked once per fusion strategy.
 import type { Query, TaskInfo } from '../core/types';
 import { fuseFeatures } from '../core/retrieval/dense';
-import { chunkOffsets, isChunked, meanOfChunks, type Chunking } from '../core/retrieval/chunking';
+import { meanOfChunks, type Chunking } from '../core/retrieval/chunking';
 import { fusedItemRows, type MultiImage } from '../core/retrieval/multi-image';
-import { multiImageQueries } from './dense-multi-image';
-import {
-  corpusEmbeddingKey,
-  supportsPart,
-  type Dtype,
-  type EmbedPart,
-  type ModelSpec,
-} from '../core/retrieval/models';
+import type { Dtype, EmbedPart, ModelSpec } from '../core/retrieval/models';
 import { denseDocsKey, describePlan, planDenseRun, type DenseFacts } from '../core/retrieval/dense-plan';
 import type { Device } from '../platform/gpu/backend';
-import type { PrefetchLookup } from './query-prefetch';
-import { openShardStore } from '../platform/storage/shard-store';
-import { stageTook, timeStage } from '../platform/page/query-timing';
+import { embedRunQueries, type PrefetchLookup } from './query-vectors';
+import { loadEncoder, stopEncoder, type LoadedEncoder } from '../clients/encoder-client';
 import {
-  activeEncoderKey,
-  embedImages,
-  embedQuery,
-  embedTextChunks,
-  embedTexts,
-  loadEncoder,
-  stopEncoder,
-  type LoadedEncoder,
-} from '../clients/encoder-client';
-import { freeBm25, hasDenseDocs, runDense, setDenseDocs } from '../clients/retrieval-client';
-import type { DenseQueries, QueryFusion } from '../../../workers/retrieval.worker';
+  freeBm25,
+  hasDenseDocs,
+  rankFusions,
+  setDenseDocs,
+  type DenseRanker,
+} from '../clients/retrieval-client';
+import type { DenseQueries, QueryFusion, RankedList } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../clients/worker-client';
-import { buildIndex, recallAgainstExact, searchIndex, type RecallReport } from '../clients/index-client';
-import { hnswLatency } from './dense-timing';
+import { buildIndex, searchHnswRuns, type RecallReport } from '../clients/index-client';
 import type { QueryLatency } from '../core/eval/approximation';
-import { denseLoadOptions, remoteIvfFor, shardSetDtypes, type DenseRanker } from './dense-remote';
+import { denseLoadOptions, remoteIvfFor, shardSetDtypes } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import * as compact from './dense-compact';
 import type { ReferenceCheck } from '../core/retrieval/reference-check';
@@ -77,14 +64,12 @@ export interface DenseSettings {
   multiImageDocs?: boolean;
 }
 
-type Lists = Awaited<ReturnType<typeof runDense>>;
-
 export interface DenseOutcome {
   encoder: LoadedEncoder;
   /** One ranked-list set per fusion strategy run (a single one when no query has two parts). */
   runs: {
     fusion?: QueryFusion;
-    lists: Lists;
+    lists: RankedList[];
     ann?: AnnSettings & { recallAt10: number; latency?: QueryLatency };
   }[];
   /** With HNSW: recall@10 against exact search and queries/s for ef = 16…512 on this task's queries. */
@@ -147,19 +132,33 @@ interface DenseTaskArgs {
  */
 async function denseTaskWith(
   args: DenseTaskArgs,
-  adhocImage: Blob | null,
-  reuseCorpus = false,
-  adhocMore: Blob[] = [],
+  adhoc: { image: Blob | null; more: Blob[] } | null,
 ): Promise<DenseOutcome> {
+  const reuseCorpus = !!adhoc;
   const { spec, dtype } = args.settings;
-  // At dtype auto, a dtype the shard has embeddings of this model for (its sets decide, dense-remote.ts).
+  // The facts known before the model loads, gathered once: at dtype auto, the dtypes the shard has
+  // embeddings of this model at (its sets decide, dense-remote.ts), and the load options they give.
   const setDtypes = dtype === 'auto' ? await shardSetDtypes(args.shardHash, spec) : [];
-  const { task, docCount: docs, prefetch } = args;
-  const adhoc = reuseCorpus;
-  const facts: DenseFacts<AnnSettings> = { spec, task, settings: args.settings, docs, setDtypes, adhoc };
+  const load = denseLoadOptions(args.settings, setDtypes);
+  const { shardHash, task, docCount: docs, prefetch } = args;
+  const facts: DenseFacts<AnnSettings> = {
+    spec,
+    task,
+    settings: args.settings,
+    docs,
+    setDtypes,
+    adhoc: reuseCorpus,
+    shardHash,
+  };
   facts.prefetch = !!prefetch;
   let plan = planDenseRun(facts);
-  if (!plan.parts.canRun) throw new Error(`${spec.label ?? spec.id} ${plan.parts.notes.join('; ')}`);
+  if (!plan.parts.canRun) {
+    // An ad-hoc query of one image, and a model without an image tower.
+    const imageOnly = adhoc && task.queryModality === 'image';
+    throw new Error(
+      `${spec.label ?? spec.id} ${imageOnly ? 'cannot embed images' : plan.parts.notes.join('; ')}`,
+    );
+  }
   const { notes, chunking, multiImage, allDocImages } = plan;
   args = { ...args, settings: { ...args.settings, ...plan.settings } };
   const { queryParts, docParts } = plan.parts;
@@ -186,7 +185,7 @@ async function denseTaskWith(
     if (step.kind === 'free-bm25') {
       if ((await freeBm25()) === 'stopped') args.onBm25Stopped?.();
     } else if (step.kind === 'load-model') {
-      encoder = await loadEncoder(spec, { ...denseLoadOptions(args.settings, setDtypes), ...args.job });
+      encoder = await loadEncoder(spec, { ...load, ...args.job });
       args.onEncoder?.(encoder);
       // A shard opened by URL with a packed index for this set: only the queries are embedded.
       const { skip, ...packed } = args.settings.packed ?? {};
@@ -196,19 +195,16 @@ async function denseTaskWith(
         notes.push(...ivf.notes);
         args = { ...args, settings: { ...args.settings, fusion: 'feature', ann: undefined } };
       }
+      Object.assign(facts, { encoder, packedIndex: ivf?.set.ivfUrl });
       // Ad-hoc queries: once a worker holds this corpus (from the first query or a run), nothing is
       // read from IndexedDB, copied or sent again; only the query is embedded and ranked.
-      let held: DenseFacts['held'];
       if (!ivf && reuseCorpus && !args.settings.ann) {
-        const keys = docParts.map((p) =>
-          corpusEmbeddingKey(args.shardHash, spec, encoder.dtype, p, chunking, allDocImages),
-        );
-        const key = denseDocsKey(keys, chunking, multiImage);
+        const key = planDenseRun(facts).corpusKey!;
         ranker =
           queryParts.length === 1
             ? ((await compact.heldCompactRanker(key, args.job)) ?? undefined)
             : undefined;
-        held = ranker ? 'compact' : (await hasDenseDocs(key)) ? 'matrix' : undefined;
+        facts.held = ranker ? 'compact' : (await hasDenseDocs(key)) ? 'matrix' : undefined;
       }
       // The shard's sets this run takes corpus vectors from: their probe is checked next.
       const sets = (refSets = args.docs
@@ -225,13 +221,25 @@ async function denseTaskWith(
         : []);
       const cached = !!ref.cachedReference(args.shardHash, spec, encoder, sets).check;
       if (sets.length) facts.reference = { sets: sets.map((s) => s.name), cached, skip: !!args.reference };
-      plan = planDenseRun({ ...facts, encoder, packedIndex: ivf?.set.ivfUrl, held });
+      plan = planDenseRun(facts);
     } else if (step.kind === 'check-reference') {
       const a = { ...args, spec, encoder, docs: args.docs! };
       reference = await ref.checkReferenceStep(a, refSets, !!args.reference);
     } else if (step.kind === 'embed-queries') {
-      const more = [imageRowOf, imageCopy, adhocImage, reuseCorpus, adhocMore] as const;
-      q = await embedQueries(args, queryParts, corpus?.dim ?? encoder.dim, ...more);
+      q = await embedRunQueries(
+        {
+          shardHash: args.shardHash,
+          queries: args.queries,
+          parts: queryParts,
+          dim: corpus?.dim ?? encoder.dim,
+          normalize: spec.normalize,
+          chunking,
+          multiImage,
+          corpusImages: { rowOf: imageRowOf, rows: imageCopy },
+          ...(adhoc ? { adhoc: { ...adhoc, prefetch } } : {}),
+        },
+        args.job,
+      );
     } else if (step.kind === 'free-encoder') {
       await stopEncoder();
       early = true;
@@ -239,7 +247,7 @@ async function denseTaskWith(
         'the query model was stopped once the queries were embedded, to keep its memory out of the corpus search (the next search loads it again)',
       );
     } else if (step.kind === 'search-packed-index') {
-      runs.push(...(await rankQueries(args, q!, reuseCorpus, ivf!.rank)));
+      runs.push(...(await rankFusions(q!, args.settings, args.job, reuseCorpus, ivf!.rank)));
     } else if (step.kind === 'embed-corpus') {
       const { part } = step;
       let r = await compact.embedCorpusTo(
@@ -293,7 +301,7 @@ async function denseTaskWith(
         }
       imageCopy = imageRows ? imageRows.embeddings.slice() : null;
       const rows = { corpusRows: compact.corpusDocCount(first), rowsPerDoc: !!chunkRows };
-      plan = planDenseRun({ ...facts, encoder, ...rows });
+      plan = planDenseRun({ ...facts, ...rows });
     } else if (step.kind === 'store' && step.store === 'compact') {
       const { key, matrix, dim, docIds, missing } = corpus!;
       const ids = parts.values().next().value!.ids ?? docIds;
@@ -304,7 +312,7 @@ async function denseTaskWith(
       if (plan.ann) corpus = { ...corpus!, matrix: matrix.slice() };
       await setDenseDocs(key, matrix, dim, docIds, missing, chunkRows);
     } else if (step.kind === 'rank' && step.index !== 'hnsw') {
-      runs.push(...(await rankQueries(args, q!, reuseCorpus, ranker)));
+      runs.push(...(await rankFusions(q!, args.settings, args.job, reuseCorpus, ranker)));
     } else if (step.kind === 'build-hnsw') {
       const { key, matrix, dim, docIds } = corpus!;
       const { M, efConstruction, efSearch } = plan.ann as AnnSettings;
@@ -315,7 +323,16 @@ async function denseTaskWith(
       const single = runs.filter((r) => !r.fusion || r.fusion.mode === 'feature');
       if (single.length < runs.length)
         notes.push('uses exact search for score fusion (two searches per query)');
-      annCurve = await searchHnsw(args, q!, corpus!, single, runs);
+      const hnsw = await searchHnswRuns(
+        q!,
+        corpus!,
+        args.settings.depth,
+        args.settings.ann!,
+        single,
+        args.job.signal,
+      );
+      runs.push(...hnsw.runs);
+      annCurve = hnsw.annCurve;
     }
   }
   const none = { computedBatches: 0, reusedBatches: 0, precomputedBatches: 0, missing: 0 };
@@ -381,253 +398,6 @@ function corpusMatrix(
 }
 
 /**
- * HNSW: each query's one vector (its single part, or the feature-fused pair) searched in the index,
- * a run added for each single-vector exact run with its recall@10 against it; returns recall@10
- * against exact search and queries/s for ef = 16…512 on these queries.
- */
-async function searchHnsw(
-  args: DenseTaskArgs,
-  q: DenseQueries,
-  corpus: ReturnType<typeof corpusMatrix>,
-  single: DenseOutcome['runs'],
-  runs: DenseOutcome['runs'],
-) {
-  const { dim, docIds, missing } = corpus;
-  const qs = args.queries;
-  const ann = args.settings.ann!;
-  const qm = new Float32Array(qs.length * dim);
-  qs.forEach((_, i) => {
-    const t = q.hasText[i] && q.text ? q.text.subarray(i * dim, (i + 1) * dim) : null;
-    const v = q.hasImage[i] && q.image ? q.image.subarray(i * dim, (i + 1) * dim) : null;
-    if (t && v) qm.set(fuseFeatures(t, v), i * dim);
-    else if (t || v) qm.set((t ?? v)!, i * dim);
-  });
-  const docIndex = new Map(docIds.map((id, i) => [id, i]));
-  const missingIdx = missing.map((id) => docIndex.get(id)!);
-  const exclude = qs.map((x) => [
-    ...(x.excludeIds ?? []).flatMap((id) => docIndex.get(id) ?? []),
-    ...missingIdx,
-  ]);
-  const { result } = await searchIndex(qm, args.settings.depth, ann.efSearch, {
-    exclude,
-    signal: args.job.signal,
-  });
-  const annCurve = await recallAgainstExact(10, {
-    queries: qm,
-    efSearch: [16, 32, 64, 128, 256, 384, 512],
-    // WebGPU on a hardware adapter, else the wasm kernel: the same answers as JS, faster.
-    backend: 'auto',
-    signal: args.job.signal,
-  });
-  const latency = await hnswLatency(qm, dim, args.settings.depth, ann.efSearch, args.job.signal);
-  for (const r of single) {
-    const exactTop = new Map(r.lists.map((l) => [l.queryId, l.docIds.slice(0, 10)]));
-    let recall = 0;
-    let counted = 0;
-    const lists: Lists = qs.map((x, i) => {
-      // Queries with no part embedded return nothing in either run.
-      if (!q.hasText[i] && !q.hasImage[i]) return { queryId: x.id, docIds: [], scores: new Float64Array(0) };
-      const n = result.counts[i];
-      const ids: string[] = [];
-      const scores = new Float64Array(n);
-      for (let j = 0; j < n; j++) {
-        ids.push(docIds[result.indices[i * result.k + j]]);
-        scores[j] = result.scores[i * result.k + j];
-      }
-      const truth = exactTop.get(x.id) ?? [];
-      if (truth.length) {
-        const got = new Set(ids.slice(0, 10));
-        recall += truth.filter((d) => got.has(d)).length / truth.length;
-        counted++;
-      }
-      return { queryId: x.id, docIds: ids, scores };
-    });
-    const recallAt10 = counted ? recall / counted : 1;
-    runs.push({ fusion: r.fusion, lists, ann: { ...ann, recallAt10, ...(latency ? { latency } : {}) } });
-  }
-  return annCurve;
-}
-/** What embedding and ranking a task's queries needs of a dense run's arguments. */
-export interface QueryTaskArgs {
-  shardHash: string;
-  queries: Query[];
-  settings: {
-    spec: ModelSpec;
-    chunking?: Chunking;
-    multiImage?: MultiImage;
-    fusion: 'both' | 'score' | 'feature';
-    textWeight: number;
-    depth: number;
-  };
-  job: JobOptions;
-  prefetch?: PrefetchLookup;
-}
-
-/** One ranked-list set per fusion strategy run. */
-export type RankedRuns = { fusion?: QueryFusion; lists: Awaited<ReturnType<typeof runDense>> }[];
-
-/**
- * Embeds the task's queries (text, image, or the one ad-hoc image). `imageRowOf`/`imageCopy`: corpus
- * image vectors, so a query image that is a corpus image is not embedded twice.
- */
-export async function embedQueries(
-  args: QueryTaskArgs,
-  queryParts: EmbedPart[],
-  dim: number,
-  imageRowOf: Map<string, number>,
-  imageCopy: Float32Array | null,
-  adhocImage: Blob | null,
-  adhoc = false,
-  adhocMore: Blob[] = [],
-): Promise<DenseQueries> {
-  const qs = args.queries;
-  const q: DenseQueries = {
-    ids: qs.map((x) => x.id),
-    dim,
-    text: null,
-    image: null,
-    hasText: new Uint8Array(qs.length),
-    hasImage: new Uint8Array(qs.length),
-    exclude: qs.map((x) => x.excludeIds),
-  };
-  const chunking = args.settings.chunking;
-  if (isChunked(chunking) && queryParts.includes('text')) {
-    // Every window of each query's text: mean → one vector per query; max → all its chunks.
-    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
-    const r = await embedTextChunks(
-      idx.map((i) => qs[i].text),
-      'query',
-      chunking,
-      args.job,
-    );
-    const mean = meanOfChunks(r.vectors, r.counts, dim, args.settings.spec.normalize);
-    q.text = new Float32Array(qs.length * dim);
-    const counts = new Uint32Array(qs.length);
-    idx.forEach((qi, j) => {
-      q.text!.set(mean.subarray(j * dim, (j + 1) * dim), qi * dim);
-      q.hasText[qi] = 1;
-      counts[qi] = r.counts[j];
-    });
-    // Queries without text have no chunks, so the chunk rows are already in query order.
-    if (chunking.aggregate === 'max') q.textChunks = { vectors: r.vectors, offsets: chunkOffsets(counts) };
-  }
-  if (adhoc && qs.length === 1) {
-    // One worker call for the text and the image, with the time of each stage.
-    let text = queryParts.includes('text') && qs[0].text && !q.text ? qs[0].text : null;
-    let image = queryParts.includes('image') ? adhocImage : null;
-    // Parts embedded ahead by the same encoder (the image as it was added, the text on a pause).
-    const encoderKey = activeEncoderKey();
-    if (args.prefetch && encoderKey) {
-      const ahead = args.prefetch.take(encoderKey, text, image);
-      if (ahead.text || ahead.image) {
-        const [t, i] = await timeStage('encode', () => Promise.all([ahead.text, ahead.image]));
-        if (t) {
-          q.text = t;
-          q.hasText[0] = 1;
-          text = null;
-        }
-        if (i) {
-          q.image = i;
-          q.hasImage[0] = 1;
-          image = null;
-        }
-      }
-      await args.prefetch.settled();
-    }
-    if (text || image) {
-      const t0 = performance.now();
-      const r = await embedQuery(text, image, args.job);
-      const s = r.stages;
-      // Only the stages of the parts embedded now (a part embedded ahead has none here).
-      if (text) stageTook('tokenize', t0, s.tokenizeMs);
-      if (image) stageTook('preprocess', t0 + s.tokenizeMs, s.preprocessMs);
-      stageTook('encode', t0 + s.tokenizeMs + s.preprocessMs, s.encodeMs);
-      if (r.text) {
-        q.text = r.text;
-        q.hasText[0] = 1;
-      }
-      if (r.image) {
-        q.image = r.image;
-        q.hasImage[0] = 1;
-      }
-    }
-  } else if (queryParts.includes('text') && !q.text) {
-    const idx = qs.flatMap((x, i) => (x.text ? [i] : []));
-    const vecs = await embedTexts(
-      idx.map((i) => qs[i].text),
-      'query',
-      args.job,
-    );
-    q.text = new Float32Array(qs.length * dim);
-    idx.forEach((qi, j) => {
-      q.text!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
-      q.hasText[qi] = 1;
-    });
-  }
-  if (!adhoc && queryParts.includes('image')) {
-    q.image = new Float32Array(qs.length * dim);
-    const todo: number[] = [];
-    if (adhocImage) {
-      const vec = await embedImages([adhocImage], args.job);
-      q.image.set(vec.subarray(0, dim), 0);
-      q.hasImage[0] = 1;
-    }
-    qs.forEach((x, i) => {
-      if (!x.image) return;
-      const row = imageRowOf.get(x.image);
-      if (row !== undefined && imageCopy) {
-        q.image!.set(imageCopy.subarray(row * dim, (row + 1) * dim), i * dim);
-        q.hasImage[i] = 1;
-      } else todo.push(i);
-    });
-    if (todo.length) {
-      const store = await openShardStore();
-      const blobs = await Promise.all(todo.map((i) => store.getImage(args.shardHash, qs[i].image!)));
-      const ok = todo.filter((_, j) => blobs[j]);
-      const vecs = await embedImages(
-        blobs.filter((b): b is Blob => !!b),
-        args.job,
-      );
-      ok.forEach((qi, j) => {
-        q.image!.set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
-        q.hasImage[qi] = 1;
-      });
-    }
-  }
-
-  if (args.settings.multiImage && queryParts.includes('image') && q.image)
-    await multiImageQueries(args, q, dim, adhoc ? [adhocMore] : null);
-  return q;
-}
-
-/**
- * Ranks embedded queries with `ranker` (the retrieval worker's document matrix by default), once per
- * fusion strategy (`adhoc`: one query typed in the Search view, its stages timed).
- */
-export async function rankQueries(
-  args: QueryTaskArgs,
-  q: DenseQueries,
-  adhoc = false,
-  ranker: DenseRanker = runDense,
-): Promise<RankedRuns> {
-  const twoParts = args.queries.some((_, i) => q.hasText[i] && q.hasImage[i]);
-  const fusions: (QueryFusion | undefined)[] = !twoParts
-    ? [undefined]
-    : args.settings.fusion === 'both'
-      ? [{ mode: 'score', textWeight: args.settings.textWeight }, { mode: 'feature' }]
-      : args.settings.fusion === 'score'
-        ? [{ mode: 'score', textWeight: args.settings.textWeight }]
-        : [{ mode: 'feature' }];
-  const runs: RankedRuns = [];
-  for (const [i, fusion] of fusions.entries()) {
-    const rank = () => ranker(q, fusion ?? { mode: 'feature' }, args.settings.depth, args.job);
-    // An ad-hoc query's first ranking is its search; the second fusion's is part of fusing.
-    runs.push({ fusion, lists: await (adhoc ? timeStage(i === 0 ? 'search' : 'fuse', rank) : rank()) });
-  }
-  return runs;
-}
-
-/**
  * One ad-hoc query (text, image or both) against a task's corpus with a dense model. The corpus
  * comes from the embedding cache (computed once if needed). With both parts, both fusions are
  * returned so the UI can show them side by side.
@@ -652,23 +422,18 @@ export async function denseAdhoc(args: {
   /** Told the check of the shard's reference vectors the query's corpus came from. */
   onReference?: (check: ReferenceCheck) => void;
 }) {
-  const hasImage = !!args.image && supportsPart(args.settings.spec, 'image');
+  const { image } = args;
   const hasText = !!args.text.trim();
-  if (!hasText && !hasImage)
-    throw new Error(
-      args.image ? `${args.settings.spec.label ?? args.settings.spec.id} cannot embed images` : 'empty query',
-    );
+  if (!hasText && !image) throw new Error('empty query');
   const query: Query = { id: 'adhoc', text: hasText ? args.text : '', task: args.task.id, meta: {} };
-  // The image goes in through a one-off path the task plan cannot know; embed it here.
+  // The query's parts as typed: the plan keeps those the model embeds (an image needs an image tower).
   const task: TaskInfo = {
     ...args.task,
-    queryModality: hasText && hasImage ? 'image+text' : hasImage ? 'image' : 'text',
+    queryModality: hasText && image ? 'image+text' : image ? 'image' : 'text',
   };
   const out = await denseTaskWith(
     { ...args, task, queries: [query], settings: { ...args.settings, depth: args.k, fusion: 'both' } },
-    hasImage ? args.image : null,
-    true,
-    hasImage ? (args.moreImages ?? []) : [],
+    { image, more: args.moreImages ?? [] },
   );
   if (out.ivf) args.onIvf?.(out.ivf);
   if (out.reference) args.onReference?.(out.reference);

@@ -6,7 +6,7 @@ import { supportsPart, type ModelSpec } from '../core/retrieval/models';
 import { analyze } from '../core/retrieval/analyzer';
 import { searchBm25Adhoc } from '../clients/retrieval-client';
 import { denseAdhoc } from './dense';
-import { QueryPrefetch } from './query-prefetch';
+import { QueryPrefetch } from './query-vectors';
 import { MODEL_REGISTRY, loadedEncoderKey, preloadEncoder } from '../clients/encoder-client';
 import { describeChunking, isChunked } from '../core/retrieval/chunking';
 import type { OpenedDicom } from '../platform/media/dicom-image';

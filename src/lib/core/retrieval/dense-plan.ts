@@ -5,7 +5,7 @@
 // steps already taken do not depend on the new facts.
 import type { TaskInfo } from '../types';
 import { chunkingFor, isChunked, type Chunking } from './chunking';
-import { supportsPart, type EmbedPart, type ModelSpec } from './models';
+import { corpusEmbeddingKey, supportsPart, type Dtype, type EmbedPart, type ModelSpec } from './models';
 import type { MultiImage } from './multi-image';
 import { PROBE_SEED, PROBE_SIZE, referenceThreshold } from './reference-check';
 
@@ -77,6 +77,8 @@ export interface DenseFacts<A = unknown> {
   docs?: number;
   /** The dtypes the shard has vectors of this model at (state/dense-remote.ts), when the dtype is auto. */
   setDtypes?: string[];
+  /** The shard (its hash): with the encoder, the key a worker holds this corpus under. */
+  shardHash?: string;
   /** The encoder, once loaded. */
   encoder?: { device: string; dtype: string; dim: number; deviceReason?: string };
   /** An ad-hoc query's parts may have been embedded ahead (the image as added, the text on a pause). */
@@ -174,16 +176,20 @@ export function planDenseRun<A>(f: DenseFacts<A>) {
   const stream = streams
     ? { fromDocs, storeKey: (k: string) => denseDocsKey([k], chunking, multiImage) }
     : undefined;
-  const base = {
-    parts,
-    notes,
-    settings,
-    chunking,
-    multiImage,
-    allDocImages: !!multiImage && !!f.settings.multiImageDocs,
-    stream,
-    ann,
-  };
+  const allDocImages = !!multiImage && !!f.settings.multiImageDocs;
+  const { shardHash, encoder } = f;
+  // The retrieval worker's (and the compact store's) key of this corpus at the loaded encoder's dtype.
+  const corpusKey =
+    encoder && shardHash !== undefined
+      ? denseDocsKey(
+          parts.docParts.map((p) =>
+            corpusEmbeddingKey(shardHash, f.spec, encoder.dtype as Dtype, p, chunking, allDocImages),
+          ),
+          chunking,
+          multiImage,
+        )
+      : undefined;
+  const base = { parts, notes, settings, chunking, multiImage, allDocImages, stream, ann, corpusKey };
   if (!f.encoder) return { ...base, steps };
   const ref = f.reference;
   if (ref?.sets.length) {

@@ -44,7 +44,7 @@ export type RetrieverConfig =
         recallAt10: number;
         /** Recall@10 against exact search and queries/s of this index over ef (the recall–QPS chart). */
         curve?: { efSearch: number; recall: number; qps: number }[];
-        /** Search times of a sample of the queries searched one at a time at efSearch (state/dense-timing.ts). */
+        /** Search times of a sample of the queries searched one at a time at efSearch (clients/index-client.ts, searchHnswRuns). */
         latency?: QueryLatency;
       };
       /** Searched through the shard's packed IVF-int8 index on its host (Range reads), with what it cost. */
