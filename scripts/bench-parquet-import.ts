@@ -102,14 +102,14 @@ try {
         const m = /Caching in IndexedDB: ([\d,]+) \/ ([\d,]+) records/.exec(text);
         return m ? (m[1] === m[2] ? 'open' : 'store') : text ? 'check' : null;
       };
-      const job = await watchJob(page, (_, text) => {
+      const job = await watchJob(page, (_, text, wall) => {
         const now = stageOf(text);
         if ((now === 'store' || now === 'open') && stage === 'check') {
           stage = 'store';
-          r.checkSeconds = (Date.now() - t0) / 1000;
+          r.checkSeconds = (wall - t0) / 1000;
         }
         if (now === 'open' && stage === 'store') {
-          r.importSeconds = (Date.now() - t0) / 1000;
+          r.importSeconds = (wall - t0) / 1000;
           stage = 'open';
         }
       });

@@ -228,19 +228,23 @@ export function pageMeasures(page: Page, prefix: string): Promise<Record<string,
 }
 
 /**
- * Watches the app's progress line ([data-testid="job"]) from the page's start, polled every 100 ms:
- * `onChange(phase, text)` in Node at each change (phase null: no job shown). `log()` returns each
- * change with its page time, and the main-thread tasks over 50 ms (their start and length).
+ * Records the app's progress line ([data-testid="job"]) in the page from its start (checked every
+ * 100 ms; an entry per change, with its page time and wall clock) and the main-thread tasks over 50 ms
+ * (their start and length). Node reads the new entries twice a second and calls `onChange(phase, text,
+ * wallMs)` for each (phase null: no job shown; wallMs: when the page saw it, Date.now()). The page
+ * keeps the record itself: an exposed function per change (Playwright's binding) cost the main thread
+ * 575–1,050 ms over a 100k import, more than the app's own progress handling (docs/benchmarks/scale.md).
+ * `log()` reads what is left, stops the reading and returns the whole record.
  */
-export async function watchJob(page: Page, onChange: (phase: string | null, text: string) => void) {
-  type Log = {
-    jobs: { at: number; phase: string | null; text: string }[];
-    long: { start: number; ms: number }[];
-  };
-  await page.exposeFunction('loupeBenchJob', onChange);
+export async function watchJob(
+  page: Page,
+  onChange: (phase: string | null, text: string, wallMs: number) => void,
+) {
+  type Entry = { at: number; wall: number; phase: string | null; text: string };
+  type Log = { id: number; jobs: Entry[]; long: { start: number; ms: number }[] };
   await page.addInitScript(() => {
-    const w = window as unknown as { loupeJob: Log; loupeBenchJob: typeof onChange };
-    const log: Log = (w.loupeJob = { jobs: [], long: [] });
+    const w = window as unknown as { loupeJob: Log };
+    const log: Log = (w.loupeJob = { id: Math.random(), jobs: [], long: [] });
     new PerformanceObserver((list) => {
       for (const e of list.getEntries()) log.long.push({ start: e.startTime, ms: e.duration });
     }).observe({ type: 'longtask', buffered: true });
@@ -249,11 +253,39 @@ export async function watchJob(page: Page, onChange: (phase: string | null, text
       const [phase, text] = [el?.getAttribute('data-phase') ?? null, el?.textContent ?? ''];
       const last = log.jobs.at(-1);
       if (phase === (last?.phase ?? null) && text === (last?.text ?? '')) return;
-      log.jobs.push({ at: performance.now(), phase, text });
-      w.loupeBenchJob(phase, text);
+      log.jobs.push({ at: performance.now(), wall: Date.now(), phase, text });
     }, 100);
   });
-  return { log: () => page.evaluate(() => (window as unknown as { loupeJob: Log }).loupeJob) };
+  // Entries already handed to onChange, per document (a navigation starts a new record).
+  let seen = { id: 0, n: 0 };
+  const read = async () => {
+    const fresh = await page
+      .evaluate((s) => {
+        const log = (window as unknown as { loupeJob?: Log }).loupeJob;
+        if (!log) return null;
+        return { id: log.id, jobs: log.jobs.slice(log.id === s.id ? s.n : 0) };
+      }, seen)
+      .catch(() => null); // navigating, or closed
+    if (!fresh) return;
+    if (fresh.id !== seen.id) seen = { id: fresh.id, n: 0 };
+    seen.n += fresh.jobs.length;
+    for (const j of fresh.jobs) onChange(j.phase, j.text, j.wall);
+  };
+  let reading = true;
+  const loop = (async () => {
+    while (reading && !page.isClosed()) {
+      await new Promise((r) => setTimeout(r, 500));
+      await read();
+    }
+  })();
+  return {
+    log: async () => {
+      reading = false;
+      await loop;
+      await read();
+      return page.evaluate(() => (window as unknown as { loupeJob: Log }).loupeJob);
+    },
+  };
 }
 
 /**
