@@ -26,9 +26,23 @@ import { buildIndex, searchHnswRuns, type RecallReport } from '../clients/index-
 import type { QueryLatency } from '../core/eval/approximation';
 import { denseLoadOptions, remoteIvfFor, shardSetDtypes } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
-import * as compact from './dense-compact';
+import {
+  compactIndex,
+  corpusDocCount,
+  embedCorpusTo,
+  heldCompactRanker,
+  loadCompactStore,
+  type CompactIndex,
+  type CorpusResult,
+} from './dense-compact';
 import type { ReferenceCheck } from '../core/retrieval/reference-check';
-import * as ref from './reference-probe';
+import {
+  cachedReference,
+  checkReferenceStep,
+  referenceSetsFor,
+  type ProbeDocs,
+  type ReferenceSet,
+} from './reference-probe';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {
@@ -75,7 +89,7 @@ export interface DenseOutcome {
   /** With HNSW: recall@10 against exact search and queries/s for ef = 16…512 on this task's queries. */
   annCurve?: RecallReport;
   /** Ranked through the compact store (int8 scan + exact rescoring of the top R) instead of float32 exact. */
-  compact?: compact.CompactIndex;
+  compact?: CompactIndex;
   /** The chunking used (absent: first window only), and how many chunks the corpus has. */
   chunking?: Chunking;
   chunks?: { rows: number; docs: number; multiChunkDocs: number };
@@ -121,7 +135,7 @@ interface DenseTaskArgs {
   /** The shard's documents, as its summary counts them (the plan: BM25 stopped, queries first). */
   docCount?: number;
   /** The shard's documents by id: the probe of its reference vectors (none: not checked). */
-  docs?: ref.ProbeDocs;
+  docs?: ProbeDocs;
   /** `skip`: run anyway after a failed check of the reference vectors (the run is marked unchecked). */
   reference?: 'skip';
 }
@@ -168,7 +182,7 @@ async function denseTaskWith(
   let q: DenseQueries | undefined;
   let early = false;
   const runs: DenseOutcome['runs'] = [];
-  const parts = new Map<EmbedPart, compact.CorpusResult>();
+  const parts = new Map<EmbedPart, CorpusResult>();
   let chunkRows: Uint32Array | undefined;
   let chunkStats: DenseOutcome['chunks'];
   /** Multi-image max: the image rows and their documents (before any fusion with the text). */
@@ -178,7 +192,7 @@ async function denseTaskWith(
   let imageCopy: Float32Array | null = null;
   let corpus: ReturnType<typeof corpusMatrix> | undefined;
   let annCurve: RecallReport | undefined;
-  let refSets: ref.ReferenceSet[] = [];
+  let refSets: ReferenceSet[] = [];
   let reference: ReferenceCheck | undefined;
   for (let i = 0; i < plan.steps.length; i++) {
     const step = plan.steps[i];
@@ -201,30 +215,19 @@ async function denseTaskWith(
       if (!ivf && reuseCorpus && !args.settings.ann) {
         const key = planDenseRun(facts).corpusKey!;
         ranker =
-          queryParts.length === 1
-            ? ((await compact.heldCompactRanker(key, args.job)) ?? undefined)
-            : undefined;
+          queryParts.length === 1 ? ((await heldCompactRanker(key, args.job)) ?? undefined) : undefined;
         facts.held = ranker ? 'compact' : (await hasDenseDocs(key)) ? 'matrix' : undefined;
       }
       // The shard's sets this run takes corpus vectors from: their probe is checked next.
       const sets = (refSets = args.docs
-        ? await ref.referenceSetsFor(
-            args.shardHash,
-            spec,
-            encoder,
-            docParts,
-            ivf,
-            chunking,
-            allDocImages,
-            notes,
-          )
+        ? await referenceSetsFor(args.shardHash, spec, encoder, docParts, ivf, chunking, allDocImages, notes)
         : []);
-      const cached = !!ref.cachedReference(args.shardHash, spec, encoder, sets).check;
+      const cached = !!cachedReference(args.shardHash, spec, encoder, sets).check;
       if (sets.length) facts.reference = { sets: sets.map((s) => s.name), cached, skip: !!args.reference };
       plan = planDenseRun(facts);
     } else if (step.kind === 'check-reference') {
       const a = { ...args, spec, encoder, docs: args.docs! };
-      reference = await ref.checkReferenceStep(a, refSets, !!args.reference);
+      reference = await checkReferenceStep(a, refSets, !!args.reference);
     } else if (step.kind === 'embed-queries') {
       q = await embedRunQueries(
         {
@@ -250,7 +253,7 @@ async function denseTaskWith(
       runs.push(...(await rankFusions(q!, args.settings, args.job, reuseCorpus, ivf!.rank)));
     } else if (step.kind === 'embed-corpus') {
       const { part } = step;
-      let r = await compact.embedCorpusTo(
+      let r = await embedCorpusTo(
         {
           shardHash: args.shardHash,
           spec,
@@ -300,12 +303,12 @@ async function denseTaskWith(
           if (i >= 0 && !imageRows.missing.includes(docId)) imageRowOf.set(path, i);
         }
       imageCopy = imageRows ? imageRows.embeddings.slice() : null;
-      const rows = { corpusRows: compact.corpusDocCount(first), rowsPerDoc: !!chunkRows };
+      const rows = { corpusRows: corpusDocCount(first), rowsPerDoc: !!chunkRows };
       plan = planDenseRun({ ...facts, ...rows });
     } else if (step.kind === 'store' && step.store === 'compact') {
       const { key, matrix, dim, docIds, missing } = corpus!;
       const ids = parts.values().next().value!.ids ?? docIds;
-      ranker = await compact.loadCompactStore(key, matrix, dim, ids, missing, args.job);
+      ranker = await loadCompactStore(key, matrix, dim, ids, missing, args.job);
     } else if (step.kind === 'store') {
       const { key, matrix, dim, docIds, missing } = corpus!;
       // The index worker gets its own copy: the retrieval worker takes ownership of `matrix`.
@@ -349,7 +352,7 @@ async function denseTaskWith(
         })
       : docParts.map((part) => ({ part, ...none })),
     ...(ivf?.info() ? { ivf: ivf.info()! } : {}),
-    ...(ranker ? { compact: compact.compactIndex(args.settings.depth) } : {}),
+    ...(ranker ? { compact: compactIndex(args.settings.depth) } : {}),
     ...(annCurve ? { annCurve } : {}),
     ...(chunking ? { chunking, ...(chunkStats ? { chunks: chunkStats } : {}) } : {}),
     ...(multiImage ? { multiImage, ...(imageStats ? { images: imageStats } : {}) } : {}),
@@ -361,7 +364,7 @@ async function denseTaskWith(
  * normalised sum of its two parts (or the one it has); multi-image max rows fused with their text.
  */
 function corpusMatrix(
-  parts: Map<EmbedPart, compact.CorpusResult>,
+  parts: Map<EmbedPart, CorpusResult>,
   imageRowDoc: Uint32Array | undefined,
   chunking: Chunking | undefined,
   multiImage: MultiImage | undefined,
@@ -417,7 +420,7 @@ export async function denseAdhoc(args: {
   prefetch?: PrefetchLookup;
   /** Told what the query cost when it went through the shard's packed IVF index. */
   onIvf?: (info: IvfRunInfo) => void;
-  docs?: ref.ProbeDocs;
+  docs?: ProbeDocs;
   reference?: 'skip';
   /** Told the check of the shard's reference vectors the query's corpus came from. */
   onReference?: (check: ReferenceCheck) => void;
