@@ -1,33 +1,27 @@
 // The one harness every bench script runs on: its arguments, the servers (Vite dev server for the
 // tests/browser/*-harness.html pages, the production build with preview or a plain static host), a
-// fresh Chromium and its settle, /proc readings of its processes and a memory sampler, the CPU probe,
-// medians and quantiles, alternating rounds (also against a git revision: `--against REV`), the
+// fresh Chromium and its settle (/proc readings and the memory sampler: bench-procs.ts; JS heaps over
+// CDP: bench-heaps.ts; both re-exported here), the CPU probe, medians and quantiles, alternating rounds (also against a git revision: `--against REV`), the
 // run's header line and the call into the BENCHMARKS.md writer. Each bench keeps what it measures.
 import { execFileSync, execSync } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { chromium, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
+import { chromium, type Page } from 'playwright-core';
 import { build, createServer, preview, type PluginOption, type ViteDevServer } from 'vite';
 import type { BenchHarness } from '../../tests/browser/bench-harness';
 import { median, samplePercentile } from '../../src/lib/core/eval/stats';
 import { CHROMIUM, CHROMIUM_ARGS, harnessCaller } from '../../tests/e2e/browser';
 import { buildSite, serveStatic, type StaticServer } from '../../tests/e2e/static-server';
 import { writeBenchmarksSection } from './benchmarks-md';
+import { chromiumProcs, settleBrowser } from './bench-procs';
+
+export * from './bench-procs';
+export * from './bench-heaps';
 
 export { median };
 export const ROOT = resolve(import.meta.dirname, '../..');
-export const MiB = 1024 * 1024;
 
 // ---- arguments -----------------------------------------------------------------------------------
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -288,174 +282,7 @@ export async function watchJob(
   };
 }
 
-/**
- * Samples the renderers' resident set every `everyMs` until `stop()`: the peak of their sum and of
- * the largest one (the tab: page, workers and service worker live in one), overall and by the
- * `phase()` current at each sample, and the most renderers seen. `onSample` sees each reading.
- */
-export function sampleMemory(
-  profileDir: string,
-  opts: {
-    everyMs?: number;
-    phase?: () => string;
-    onSample?: (sum: number, procs: ChromiumProc[]) => void;
-  } = {},
-) {
-  const m = {
-    peak: 0,
-    largest: 0,
-    renderers: 0,
-    byPhase: {} as Record<string, { peak: number; largest: number }>,
-    /** The renderers' summed RSS now. */
-    now: () => renderers(chromiumProcs(profileDir)).reduce((s, p) => s + p.rssBytes, 0),
-    stop: async () => {
-      sampling = false;
-      await loop;
-    },
-  };
-  let sampling = true;
-  const loop = (async () => {
-    while (sampling) {
-      const procs = renderers(chromiumProcs(profileDir));
-      const sum = procs.reduce((s, p) => s + p.rssBytes, 0);
-      const largest = Math.max(0, ...procs.map((p) => p.rssBytes));
-      m.peak = Math.max(m.peak, sum);
-      m.largest = Math.max(m.largest, largest);
-      m.renderers = Math.max(m.renderers, procs.length);
-      if (opts.phase) {
-        const b = (m.byPhase[opts.phase()] ??= { peak: 0, largest: 0 });
-        b.peak = Math.max(b.peak, sum);
-        b.largest = Math.max(b.largest, largest);
-      }
-      opts.onSample?.(sum, procs);
-      await new Promise((r) => setTimeout(r, opts.everyMs ?? 200));
-    }
-  })();
-  return m;
-}
-
-// ---- /proc ---------------------------------------------------------------------------------------
-export interface ChromiumProc {
-  pid: number;
-  /** `browser`, `renderer`, `gpu-process`, `utility`, `zygote`… */
-  type: string;
-  rssBytes: number;
-  /** Peak RSS of the process so far (VmHWM). */
-  hwmBytes: number;
-  /** User + system CPU time in seconds. */
-  cpuSeconds: number;
-  /** What of the RSS is file-backed (code, fonts) and shared memory. */
-  fileBytes: number;
-  shmemBytes: number;
-}
-
-const CLK_TCK = 100;
-
-function readProc(pid: number): { ppid: number; cmd: string; status: string; stat: string[] } | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may contain spaces) start after the last ')'.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return {
-      ppid: Number(rest[1]),
-      cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8'),
-      status: readFileSync(`/proc/${pid}/status`, 'utf8'),
-      stat: rest,
-    };
-  } catch {
-    return null;
-  }
-}
-
-const kb = (status: string, key: string): number => {
-  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(status);
-  return m ? Number(m[1]) * 1024 : 0;
-};
-
-/** The browser process launched on `profileDir` and all its descendants. */
-export function chromiumProcs(profileDir: string): ChromiumProc[] {
-  const all = new Map<number, NonNullable<ReturnType<typeof readProc>>>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const p = readProc(Number(name));
-    if (p) all.set(Number(name), p);
-  }
-  const roots = [...all]
-    .filter(([, p]) => p.cmd.includes(`--user-data-dir=${profileDir}`))
-    .map(([pid]) => pid);
-  const inTree = new Set<number>(roots);
-  let grew = true;
-  while (grew) {
-    grew = false;
-    for (const [pid, p] of all)
-      if (!inTree.has(pid) && inTree.has(p.ppid)) {
-        inTree.add(pid);
-        grew = true;
-      }
-  }
-  return [...inTree].map((pid) => {
-    const p = all.get(pid)!;
-    const type = /--type=([a-z-]+)/.exec(p.cmd)?.[1] ?? 'browser';
-    // stat fields (0-based after the name): 11 utime, 12 stime.
-    return {
-      pid,
-      type,
-      rssBytes: kb(p.status, 'VmRSS'),
-      hwmBytes: kb(p.status, 'VmHWM'),
-      cpuSeconds: (Number(p.stat[11]) + Number(p.stat[12])) / CLK_TCK,
-      fileBytes: kb(p.status, 'RssFile'),
-      shmemBytes: kb(p.status, 'RssShmem'),
-    };
-  });
-}
-
-/** The renderer processes of a session (the page and its workers live there). */
-export function renderers(procs: ChromiumProc[]): ChromiumProc[] {
-  return procs.filter((p) => p.type === 'renderer');
-}
-
-/** CPU seconds of the renderers + the GPU process (WebGPU work runs there). */
-export function busySeconds(procs: ChromiumProc[]): number {
-  return procs
-    .filter((p) => p.type === 'renderer' || p.type === 'gpu-process')
-    .reduce((s, p) => s + p.cpuSeconds, 0);
-}
-
-/**
- * Waits until the browser on `profileDir` has done its own start-up work (its address bar's WebUI
- * popup, about 0.7 CPU-s, would share a 2-core CPU with the first page timed; a real visit happens in
- * a running browser): its tree used under `idleShare` of a core over the last `windowMs`, at most
- * `maxMs`. Returns how long it waited and the CPU-seconds the browser used meanwhile.
- */
-export async function settleBrowser(
-  profileDir: string,
-  opts: { windowMs?: number; idleShare?: number; maxMs?: number } = {},
-): Promise<{ ms: number; cpuSeconds: number; settled: boolean }> {
-  const { windowMs = 400, idleShare = 0.05, maxMs = 10_000 } = opts;
-  const step = 100;
-  const t0 = Date.now();
-  // Per-process CPU, so that a process that exits does not count as negative time.
-  const read = () => new Map(chromiumProcs(profileDir).map((p) => [p.pid, p.cpuSeconds]));
-  const first = read();
-  const samples: { at: number; cpu: Map<number, number> }[] = [{ at: t0, cpu: first }];
-  const used = (from: Map<number, number>, to: Map<number, number>) => {
-    let s = 0;
-    for (const [pid, c] of to) s += Math.max(0, c - (from.get(pid) ?? 0));
-    return s;
-  };
-  for (;;) {
-    await new Promise((r) => setTimeout(r, step));
-    const now = Date.now();
-    const cpu = read();
-    samples.push({ at: now, cpu });
-    const base = samples.find((s) => s.at >= now - windowMs - step / 2) ?? samples[0];
-    const spanMs = now - base.at;
-    if (spanMs >= windowMs && used(base.cpu, cpu) <= (idleShare * spanMs) / 1000)
-      return { ms: now - t0, cpuSeconds: used(first, cpu), settled: true };
-    if (now - t0 >= maxMs) return { ms: now - t0, cpuSeconds: used(first, cpu), settled: false };
-  }
-}
-
+// ---- the CPU probe ------------------------------------------------------------------------------
 /**
  * Milliseconds of a fixed single-threaded integer loop (xorshift) in this Node process: the machine's
  * speed now (a shared VM drifts 10–20 % over an hour), taken between rounds to tell hours apart.
@@ -476,170 +303,6 @@ let probeSink = 0;
 /** The probes of a run as a benchmark header says them: median and range. */
 export const probeSummary = (probes: number[]) =>
   `CPU probe (a fixed single-thread loop, before each round; lower is faster) ${cell(probes, (x) => x.toFixed(0))} ms`;
-
-// ---- JS heaps (CDP) -----------------------------------------------------------------------------
-/** One target's Runtime.getHeapUsage (bytes). */
-export interface TargetHeap {
-  /** 'page', or the worker's script name without its build hash ('retrieval.worker', …). */
-  name: string;
-  /** Live objects in the V8 heap. */
-  used: number;
-  /** The V8 heap as allocated (used + free space the GC holds). */
-  total: number;
-  /** Blink's own (Oilpan) heap in use; 0 where the browser does not report it. */
-  embedder: number;
-  /** ArrayBuffer backing stores (typed arrays; not wasm memories); 0 where not reported. */
-  backing: number;
-}
-
-type Usage = {
-  usedSize: number;
-  totalSize: number;
-  embedderHeapUsedSize?: number;
-  backingStorageSize?: number;
-};
-
-/** 'assets/retrieval.worker-AbC123.js' → 'retrieval.worker'; a blob: URL → 'worker'. */
-export function workerName(url: string): string {
-  const file = url.split(/[?#]/)[0].split('/').pop() ?? '';
-  const m = /^(.*?)(?:-[\w-]{6,})?\.(?:m?js|ts)$/.exec(file);
-  return m?.[1] || 'worker';
-}
-
-/**
- * Attaches to `page` and every worker it starts (now and later). `sample()` returns the page's and
- * each live worker's heap usage; a target that does not answer within `timeoutMs` (a worker busy in
- * one long task, or just closed) is left out of that sample.
- */
-export async function attachHeaps(
-  context: BrowserContext,
-  page: Page,
-  timeoutMs = 2000,
-): Promise<{ sample(): Promise<TargetHeap[]>; detach(): Promise<void> }> {
-  const cdp: CDPSession = await context.newCDPSession(page);
-  /** Live workers: the session path from the page (outermost first) → its name. */
-  const workers = new Map<string, { path: string[]; name: string }>();
-  let nextId = 1;
-  const pending = new Map<number, (r: { result?: unknown; error?: unknown }) => void>();
-
-  /** Sends one CDP message to the target at the end of `path` (wrapped once per level but the first). */
-  const sendNested = (path: string[], message: object) => {
-    let msg = JSON.stringify(message);
-    for (let i = path.length - 1; i >= 1; i--)
-      msg = JSON.stringify({
-        id: nextId++,
-        method: 'Target.sendMessageToTarget',
-        params: { sessionId: path[i], message: msg },
-      });
-    return cdp.send('Target.sendMessageToTarget', { sessionId: path[0], message: msg }).catch(() => {});
-  };
-  /** A message that came from the target at `path`: an answer, or an event (maybe from deeper). */
-  const onMessage = (path: string[], raw: string) => {
-    const m = JSON.parse(raw) as {
-      id?: number;
-      method?: string;
-      params?: Record<string, unknown>;
-      result?: unknown;
-      error?: unknown;
-    };
-    if (m.id !== undefined) {
-      pending.get(m.id)?.(m);
-      pending.delete(m.id);
-    } else if (m.method === 'Target.attachedToTarget') attached(path, m.params as never);
-    else if (m.method === 'Target.detachedFromTarget') detached(path, m.params as never);
-    else if (m.method === 'Target.receivedMessageFromTarget') {
-      const p = m.params as { sessionId: string; message: string };
-      onMessage([...path, p.sessionId], p.message);
-    }
-  };
-  const attached = (outer: string[], e: { sessionId: string; targetInfo: { type: string; url: string } }) => {
-    const path = [...outer, e.sessionId];
-    workers.set(path.join('/'), { path, name: workerName(e.targetInfo.url) });
-    // Its own workers too (ORT's threads, started by the encoder worker).
-    void sendNested(path, {
-      id: nextId++,
-      method: 'Target.setAutoAttach',
-      params: { autoAttach: true, waitForDebuggerOnStart: false, flatten: false },
-    });
-  };
-  const detached = (outer: string[], e: { sessionId: string }) => {
-    const key = [...outer, e.sessionId].join('/');
-    for (const k of [...workers.keys()]) if (k === key || k.startsWith(`${key}/`)) workers.delete(k);
-  };
-  cdp.on('Target.attachedToTarget', (e) => attached([], e as never));
-  cdp.on('Target.detachedFromTarget', (e) => detached([], e as never));
-  cdp.on('Target.receivedMessageFromTarget', (e) => onMessage([e.sessionId], e.message));
-  await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
-  const withTimeout = <T>(p: Promise<T>, ms = timeoutMs): Promise<T | null> =>
-    Promise.race([p, new Promise<null>((r) => setTimeout(() => r(null), ms))]);
-  const heapOf = (name: string, u: Usage | null | undefined): TargetHeap | null =>
-    (u && {
-      name,
-      used: u.usedSize,
-      total: u.totalSize,
-      embedder: u.embedderHeapUsedSize ?? 0,
-      backing: u.backingStorageSize ?? 0,
-    }) ||
-    null;
-  /** One CDP call on the page (path []) or a worker, its result (undefined on an error). */
-  const call = <T>(path: string[], method: string, params: object = {}): Promise<T | undefined> =>
-    path.length === 0
-      ? (cdp.send(method as never, params as never) as Promise<T>).catch(() => undefined)
-      : new Promise<T | undefined>((resolve) => {
-          const id = nextId++;
-          pending.set(id, (r) => resolve(r.result as T | undefined));
-          void sendNested(path, { id, method, params });
-        });
-  return {
-    async sample() {
-      const targets = [{ path: [] as string[], name: 'page' }, ...workers.values()];
-      const all = await Promise.all(
-        targets.map(async (t) =>
-          heapOf(t.name, await withTimeout(call<Usage>(t.path, 'Runtime.getHeapUsage'))),
-        ),
-      );
-      for (const id of [...pending.keys()]) pending.delete(id); // answers that came too late
-      return all.filter((h): h is TargetHeap => h !== null);
-    },
-    detach: () => cdp.detach().catch(() => {}),
-  };
-}
-
-/**
- * "page 180 (+12 buffers) · retrieval.worker 600 (+40) · … · rest 250 MiB": each target's V8 heap as
- * allocated plus its ArrayBuffer backing stores (MiB), same-named targets summed, and what the
- * renderer's RSS holds beyond them (split into file-backed and shared memory when `parts` is given).
- */
-export function heapLine(
-  heaps: TargetHeap[],
-  rssBytes: number,
-  parts?: { file: number; shmem: number } | null,
-): string {
-  const byName = new Map<string, TargetHeap & { count: number }>();
-  for (const h of heaps) {
-    const b = byName.get(h.name) ?? { ...h, used: 0, total: 0, embedder: 0, backing: 0, count: 0 };
-    byName.set(h.name, b);
-    [b.used, b.total, b.embedder, b.backing] = [
-      b.used + h.used,
-      b.total + h.total,
-      b.embedder + h.embedder,
-      b.backing + h.backing,
-    ];
-    b.count++;
-  }
-  const m = (b: number) => Math.round(b / MiB);
-  const list = [...byName.values()]
-    .sort((a, b) => b.total + b.backing - (a.total + a.backing))
-    .map(
-      (h) =>
-        `${h.name}${h.count > 1 ? ` ×${h.count}` : ''} ${m(h.used)}/${m(h.total)}` +
-        (h.backing ? ` +${m(h.backing)} buffers` : '') +
-        (h.embedder >= 8 * MiB ? ` +${m(h.embedder)} blink` : ''),
-    );
-  const counted = heaps.reduce((s, h) => s + h.total + h.backing + h.embedder, 0);
-  const of = parts ? ` (of the RSS: ${m(parts.file)} file-backed, ${m(parts.shmem)} shared memory)` : '';
-  return `${list.join(' · ')} · rest ${m(rssBytes - counted)} MiB${of} (heap used/allocated, MiB)`;
-}
 
 // ---- rounds --------------------------------------------------------------------------------------
 /**
