@@ -38,6 +38,7 @@ import {
   publish,
   runInfo,
   sampleMemory,
+  searchApp,
   sec,
   staticSite,
   whole,
@@ -122,22 +123,10 @@ async function round(k: number, at = site): Promise<Round> {
       q: shard.query,
     });
     const from = host.log.length;
-    const t0 = Date.now();
-    await page.goto(`${at.url}?${params}#/search`);
-    await page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 10 * 60_000 });
-    await page.waitForSelector('[data-testid="search-input"]');
-    const t1 = Date.now();
-    await page.click('[data-testid="search-submit"]');
-    await page.waitForFunction(
-      () =>
-        !!document.querySelector('[data-testid="results"] [data-doc] .text') ||
-        !!document.querySelector('[data-testid="search-error"]'),
-      null,
-      { timeout: 10 * 60_000, polling: 'raf' },
-    );
-    const error = await page.locator('[data-testid="search-error"]').allInnerTexts();
-    if (error.length) throw new Error(`search failed: ${error.join(' ')}`);
-    const t2 = Date.now();
+    const t = await searchApp(page, {
+      url: `${at.url}?${params}#/search`,
+      search: { until: '[data-testid="results"] [data-doc] .text' },
+    });
     const bytes: Record<string, number> = {};
     const log = host.log.slice(from);
     for (const e of log) {
@@ -145,9 +134,9 @@ async function round(k: number, at = site): Promise<Round> {
       bytes[name] = (bytes[name] ?? 0) + e.bytes;
     }
     return {
-      openMs: t1 - t0,
-      queryMs: t2 - t1,
-      totalMs: t2 - t0,
+      openMs: t.ready - t.opened,
+      queryMs: t.answered - t.ready,
+      totalMs: t.answered - t.opened,
       bytes,
       requests: log.length,
       rendererPeakMiB: mem.peak / 2 ** 20,

@@ -32,6 +32,7 @@ import {
   pageMeasures,
   publish,
   runInfo,
+  searchApp,
   sec,
   staticSite,
   whole,
@@ -84,27 +85,11 @@ async function round(shard: Round['shard']): Promise<Round> {
       'search-model': MODEL,
       device: 'wasm',
     });
-    const t0 = Date.now();
-    await page.goto(`${site.url}?${params}#/search`);
-    await page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 10 * 60_000 });
-    await page.waitForSelector('[data-testid="search-input"]');
-    const t1 = Date.now();
+    const open = await searchApp(page, { url: `${site.url}?${params}#/search` });
     // The import's phases (read, parse, store…): measured before the query adds its own.
     const openPhases = await pageMeasures(page, 'loupe:phase:');
     await page.setInputFiles('[data-testid="search-image-input"]', IMAGE);
-    await page.fill('[data-testid="search-input"]', QUESTION);
-    const t2 = Date.now();
-    await page.click('[data-testid="search-submit"]');
-    await page.waitForFunction(
-      () =>
-        performance.getEntriesByName('loupe:query', 'measure').length > 0 ||
-        !!document.querySelector('[data-testid="search-error"]'),
-      null,
-      { timeout: 10 * 60_000, polling: 'raf' },
-    );
-    const error = await page.locator('[data-testid="search-error"]').allInnerTexts();
-    if (error.length) throw new Error(`search failed: ${error.join(' ')}`);
-    const t3 = Date.now();
+    const q = await searchApp(page, { search: { text: QUESTION } });
     const all = await pageMeasures(page, 'loupe:phase:');
     const phases: Record<string, number> = {};
     for (const [k, v] of Object.entries(all))
@@ -112,7 +97,8 @@ async function round(shard: Round['shard']): Promise<Round> {
     for (const [k, v] of Object.entries(openPhases)) phases[`open:${k}`] = v;
     const stages = await pageMeasures(page, 'loupe:');
     for (const k of Object.keys(stages)) if (k.startsWith('phase:')) delete stages[k];
-    return { shard, openMs: t1 - t0, queryMs: t3 - t2, totalMs: t1 - t0 + (t3 - t2), phases, stages };
+    const [openMs, queryMs] = [open.ready - open.opened, q.answered - q.submitted];
+    return { shard, openMs, queryMs, totalMs: openMs + queryMs, phases, stages };
   } finally {
     await close();
   }

@@ -22,7 +22,16 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { DATA_DIR } from '../tests/paths';
-import { benchArgs, openBrowser, publish, quantile, runInfo, sitePreview, whole } from './lib/bench-harness';
+import {
+  benchArgs,
+  openBrowser,
+  publish,
+  quantile,
+  runInfo,
+  searchApp,
+  sitePreview,
+  whole,
+} from './lib/bench-harness';
 
 const STAGES = ['tokenize', 'preprocess', 'encode', 'search', 'fuse', 'render'] as const;
 type Row = Record<(typeof STAGES)[number] | 'query' | 'other', number>;
@@ -103,19 +112,7 @@ async function ask(page: Page, q: Scenario['queries'][number], hidden = false): 
     await page.setInputFiles('[data-testid="search-image-input"]', join(DATA_DIR, 'vqa-rad', q.image));
     await page.waitForSelector('[data-testid="search-image-preview"]');
   }
-  await page.fill('[data-testid="search-input"]', q.text);
-  if (hidden) await page.waitForTimeout(HIDDEN_PAUSE_MS);
-  await page.evaluate(() => performance.clearMeasures('loupe:query'));
-  await page.press('[data-testid="search-input"]', 'Enter');
-  await page.waitForFunction(
-    () =>
-      performance.getEntriesByName('loupe:query', 'measure').length > 0 ||
-      !!document.querySelector('[data-testid="search-error"]'),
-    null,
-    { timeout: 10 * 60_000, polling: 'raf' },
-  );
-  const error = await page.locator('[data-testid="search-error"]').allInnerTexts();
-  if (error.length) throw new Error(`search failed: ${error.join(' ')}`);
+  await searchApp(page, { search: { text: q.text, pauseMs: hidden ? HIDDEN_PAUSE_MS : 0, enter: true } });
   return timings(page);
 }
 
@@ -147,14 +144,7 @@ for (const sc of scenarios) {
       device: 'wasm',
       dtype: 'q8',
     });
-    await page.goto(`${base}/?${params}#/search`);
-    await page.waitForSelector('[data-testid="search-input"]', { timeout: 10 * 60_000 });
-    await page.waitForSelector(
-      '[data-testid="app"][data-phase="ready"], [data-testid="app"][data-phase="idle"]',
-      {
-        timeout: 10 * 60_000,
-      },
-    );
+    await searchApp(page, { url: `${base}/?${params}#/search`, idle: true });
     const queries = sc.queries.slice(0, N + 3);
     if (queries.length < N + 3)
       throw new Error(`${sc.shard}/${sc.task} has only ${sc.queries.length} queries`);

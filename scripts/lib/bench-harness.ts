@@ -1,7 +1,8 @@
 // The one harness every bench script runs on: its arguments, the servers (Vite dev server for the
 // tests/browser/*-harness.html pages, the production build with preview or a plain static host), a
 // fresh Chromium and its settle (/proc readings and the memory sampler: bench-procs.ts; JS heaps over
-// CDP: bench-heaps.ts; both re-exported here), the CPU probe, medians and quantiles, alternating rounds (also against a git revision: `--against REV`), the
+// CDP: bench-heaps.ts; both re-exported here), a query in the app's Search view, the CPU probe,
+// medians and quantiles, alternating rounds (also against a git revision: `--against REV`), the
 // run's header line and the call into the BENCHMARKS.md writer. Each bench keeps what it measures.
 import { execFileSync, execSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -220,6 +221,51 @@ export function pageMeasures(page: Page, prefix: string): Promise<Record<string,
     return out;
   }, prefix);
 }
+
+/**
+ * The app's Search view as a visitor uses it; times are Date.now(). `url`: opens it and waits until the
+ * app is ready (or idle, with `idle`) and shows the search box (`opened` → `ready`). `search`: types
+ * its `text`, waits `pauseMs`, presses Search (`submitted`; `enter`: Enter in the box) and waits until
+ * the results are painted (`answered`): a new loupe:query measure, or `until` (a selector) is there.
+ * An error the view shows instead is thrown.
+ */
+export async function searchApp(
+  page: Page,
+  opts: {
+    url?: string;
+    idle?: boolean;
+    search?: { text?: string; pauseMs?: number; enter?: boolean; until?: string };
+  },
+) {
+  const phases = opts.idle ? ['ready', 'idle'] : ['ready'];
+  const app = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
+  const at = { opened: Date.now(), ready: 0, submitted: 0, answered: 0 };
+  if (opts.url) {
+    await page.goto(opts.url);
+    await page.waitForSelector(app, LONG);
+    await page.waitForSelector('[data-testid="search-input"]', LONG);
+  }
+  at.ready = Date.now();
+  const q = opts.search;
+  if (!q) return at;
+  if (q.text !== undefined) await page.fill('[data-testid="search-input"]', q.text);
+  if (q.pauseMs) await page.waitForTimeout(q.pauseMs);
+  if (!q.until) await page.evaluate(() => performance.clearMeasures('loupe:query'));
+  at.submitted = Date.now();
+  if (q.enter) await page.press('[data-testid="search-input"]', 'Enter');
+  else await page.click('[data-testid="search-submit"]');
+  await page.waitForFunction(
+    ([s, m]) =>
+      !!document.querySelector(s) || (m && performance.getEntriesByName('loupe:query', 'measure').length > 0),
+    [`${q.until ? `${q.until}, ` : ''}[data-testid="search-error"]`, !q.until] as const,
+    { ...LONG, polling: 'raf' },
+  );
+  const error = await page.locator('[data-testid="search-error"]').allInnerTexts();
+  if (error.length) throw new Error(`search failed: ${error.join(' ')}`);
+  at.answered = Date.now();
+  return at;
+}
+const LONG = { timeout: 10 * 60_000 };
 
 /**
  * Records the app's progress line ([data-testid="job"]) in the page from its start (checked every
