@@ -19,12 +19,14 @@ import { serveRanges } from '../tests/e2e/range-server';
 import { packShard, writeSubset } from '../tests/e2e/shard-fixtures';
 import { precomputedPath } from '../src/lib/core/shard/precomputed';
 import {
+  alternate,
   benchArgs,
   cell,
   median,
   openBrowser,
   publish,
   runInfo,
+  searchApp,
   startDevServer,
   whole,
 } from './lib/bench-harness';
@@ -78,14 +80,10 @@ async function round(which: 'checked' | 'skipped'): Promise<Round> {
       device: 'wasm',
       dtype: 'fp32',
     });
-    await page.goto(`${base}/?${params}#/search`);
-    await page.waitForSelector('[data-testid="app"][data-phase="ready"]', { timeout: 10 * 60_000 });
     // Typed, not in the link (a link's query runs as the page opens).
-    await page.fill('[data-testid="search-input"]', QUERY);
-    const t0 = Date.now();
-    await page.click('[data-testid="search-submit"]');
-    await page.waitForSelector('[data-testid="results"] [data-doc]', { timeout: 10 * 60_000 });
-    const queryMs = Date.now() - t0;
+    const search = { text: QUERY, until: '[data-testid="results"] [data-doc]' };
+    const t = await searchApp(page, { url: `${base}/?${params}#/search`, search });
+    const queryMs = t.answered - t.submitted;
     if (which === 'skipped') return { queryMs };
     const line = page.locator('[data-testid="search-reference"]');
     return {
@@ -99,18 +97,19 @@ async function round(which: 'checked' | 'skipped'): Promise<Round> {
   }
 }
 
+const each = async (which: 'checked' | 'skipped', k: number) => {
+  const r = await round(which);
+  rounds[which].push(r);
+  console.log(
+    `round ${k + 1} ${which}: first query ${r.queryMs} ms` +
+      (r.probeMs !== undefined
+        ? `, check ${r.probeMs.toFixed(0)} ms (embedding ${r.embedMs!.toFixed(0)} ms), min cosine ${r.min!.toFixed(5)}`
+        : ''),
+  );
+};
+let cpu: number[];
 try {
-  for (let k = 0; k < ROUNDS; k++)
-    for (const which of k % 2 ? (['skipped', 'checked'] as const) : (['checked', 'skipped'] as const)) {
-      const r = await round(which);
-      rounds[which].push(r);
-      console.log(
-        `round ${k + 1} ${which}: first query ${r.queryMs} ms` +
-          (r.probeMs !== undefined
-            ? `, check ${r.probeMs.toFixed(0)} ms (embedding ${r.embedMs!.toFixed(0)} ms), min cosine ${r.min!.toFixed(5)}`
-            : ''),
-      );
-    }
+  cpu = await alternate(ROUNDS, ['checked', 'skipped'] as const, each, { flip: true });
 } finally {
   await server.close();
   await host.close();
@@ -127,7 +126,7 @@ const overlap = lo(c) <= hi(rounds.skipped) && lo(rounds.skipped) <= hi(c);
 const text = [
   `### The check of reference vectors at a first query`,
   '',
-  info.header(`npm run bench:probe -- --model ${MODEL} --docs ${DOCS} --rounds ${ROUNDS}`),
+  info.header(`npm run bench:probe -- --model ${MODEL} --docs ${DOCS} --rounds ${ROUNDS}`, { probes: cpu }),
   '',
   `| what | median (range) over ${ROUNDS} fresh browsers each |`,
   '| --- | --- |',
