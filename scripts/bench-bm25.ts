@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Bm25Builder, searchBm25, type Bm25Doc } from '../src/lib/core/retrieval/bm25';
 import { serializeBm25 } from '../src/lib/core/retrieval/bm25-store';
-import { MiB, benchArgs, median, publish, runInfo, timed, whole } from './lib/bench-harness';
+import { MiB, benchArgs, median, publish, runInfo, timed, usage, whole } from './lib/bench-harness';
 
 const BATCH = 10_000;
 const DIGEST_QUERIES = 200;
@@ -149,10 +149,8 @@ function runChild(dir: string): RoundResult {
 
 if (argv.child) await child(argv.child);
 else {
-  if (!argv.shard.length) {
-    console.error('usage: npm run bench:bm25 -- --shard DIR [--rounds N] [--queries N] [--write-benchmarks]');
-    process.exit(2);
-  }
+  if (!argv.shard.length)
+    usage('usage: npm run bench:bm25 -- --shard DIR [--rounds N] [--queries N] [--write-benchmarks]');
   const run = runInfo();
   const rows: string[] = [];
   for (const dir of argv.shard) {

@@ -41,6 +41,7 @@ import {
   searchApp,
   sec,
   staticSite,
+  usage,
   whole,
 } from './lib/bench-harness';
 import { serveStatic } from '../tests/e2e/static-server';
@@ -53,10 +54,8 @@ const argv = benchArgs({
   rounds: { type: 'string', default: '2' },
   against: { type: 'string' },
 });
-if (!argv.shard) {
-  console.error('usage: npm run bench:first-dense-url -- --shard DIR[,DIR…] [--model ID] [--rounds 2]');
-  process.exit(2);
-}
+if (!argv.shard)
+  usage('usage: npm run bench:first-dense-url -- --shard DIR[,DIR…] [--model ID] [--rounds 2]');
 
 interface Shard {
   dir: string;

@@ -54,7 +54,7 @@ import {
   type ExactRow,
 } from './lib/gpu-measure';
 import { describeAdapter, installNodeWebGpu } from './lib/node-webgpu';
-import { benchArgs, whole } from './lib/bench-harness';
+import { benchArgs, usage, whole } from './lib/bench-harness';
 
 const TEXT_MODEL_DEFAULT = 'loupe-test/minilm-l6-random';
 const VISION_MODEL_DEFAULT = 'loupe-test/clip-vit-b16-random';
@@ -105,10 +105,7 @@ const opts = {
 const TEXT_MODEL = argv['text-model'];
 const VISION_MODEL = argv['vision-model'];
 for (const d of opts.dtypes)
-  if (!ALL_DTYPES.includes(d)) {
-    console.error(`--dtypes: unknown dtype ${d} (use ${ALL_DTYPES.join(', ')})`);
-    process.exit(2);
-  }
+  if (!ALL_DTYPES.includes(d)) usage(`--dtypes: unknown dtype ${d} (use ${ALL_DTYPES.join(', ')})`);
 
 const OUT = resolve(argv.out);
 const OUT_MD = OUT.replace(/\.json$/, '') + '.md';

@@ -23,17 +23,14 @@ import {
   runInfo,
   sampleMemory,
   sitePreview,
+  usage,
   watchJob,
 } from './lib/bench-harness';
 
 const argv = benchArgs({ shard: { type: 'string', multiple: true } });
 const SHARDS = (argv.shard ?? []).map((s) => resolve(s));
-if (SHARDS.length === 0 || SHARDS.some((s) => !existsSync(s))) {
-  console.error(
-    '--shard DIR (a shard folder: a Parquet dataset or a JSONL shard) is required, and must exist',
-  );
-  process.exit(2);
-}
+if (SHARDS.length === 0 || SHARDS.some((s) => !existsSync(s)))
+  usage('--shard DIR (a shard folder: a Parquet dataset or a JSONL shard) is required, and must exist');
 
 /** Bytes of the files under a folder (what the folder pick hands to the page). */
 function bytesOf(dir: string): number {

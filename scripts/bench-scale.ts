@@ -31,6 +31,7 @@ import {
   runInfo,
   sampleMemory,
   sitePreview,
+  usage,
   watchJob,
   type TargetHeap,
 } from './lib/bench-harness';
@@ -65,10 +66,8 @@ const RUNGS = SHARD
   ? [Number(JSON.parse(readFileSync(join(SHARD, 'shard.json'), 'utf8')).counts?.corpus ?? 0)]
   : argv.rungs.split(',').map(Number);
 const QUERIES = Number(argv.queries);
-if (RUNGS.some((n) => !Number.isInteger(n) || n < 100) || !Number.isInteger(QUERIES) || QUERIES < 1) {
-  console.error('--rungs: document counts ≥ 100, comma-separated; --queries: a positive integer');
-  process.exit(2);
-}
+if (RUNGS.some((n) => !Number.isInteger(n) || n < 100) || !Number.isInteger(QUERIES) || QUERIES < 1)
+  usage('--rungs: document counts ≥ 100, comma-separated; --queries: a positive integer');
 const GEN = join(ROOT, 'generated-shards');
 
 interface Rung {

@@ -37,7 +37,7 @@ import { loadNodeDicomCodecs } from './lib/node-dicom-codecs';
 import { LIMIT_OPTIONS, parseLimits } from '../src/lib/core/shard/limits';
 import { ShardValidationError, type ShardIssue } from '../src/lib/core/shard/source';
 import { FsSource } from './lib/fs-source';
-import { ROOT, benchArgs, openBrowser, sitePreview } from './lib/bench-harness';
+import { ROOT, benchArgs, openBrowser, sitePreview, usage } from './lib/bench-harness';
 
 const args = benchArgs({
   shard: { type: 'string' },
@@ -69,29 +69,21 @@ const args = benchArgs({
   maxImageMP: { type: 'string' },
 });
 
-if (!args.shard) {
-  console.error('usage: npm run bench -- --shard <folder or URL> [--task T] [--retriever bm25]');
-  process.exit(2);
-}
+if (!args.shard) usage('usage: npm run bench -- --shard <folder or URL> [--task T] [--retriever bm25]');
 let semantics: Semantics = DEFAULT_SEMANTICS;
 try {
   semantics = parseSemantics(args.semantics!);
 } catch (e) {
-  console.error((e as Error).message);
-  process.exit(2);
+  usage((e as Error).message);
 }
-if (args.retriever !== 'bm25' && args.retriever !== 'dense') {
-  console.error(`unknown retriever '${args.retriever}': use bm25 or dense`);
-  process.exit(2);
-}
+if (args.retriever !== 'bm25' && args.retriever !== 'dense')
+  usage(`unknown retriever '${args.retriever}': use bm25 or dense`);
 const registry = JSON.parse(readFileSync(join(ROOT, 'models/registry.json'), 'utf8')) as {
   models: { id: string; kind: string; local?: boolean }[];
 };
 const model = args.retriever === 'dense' ? registry.models.find((m) => m.id === args.model) : undefined;
-if (args.retriever === 'dense' && !model) {
-  console.error(`--model must be one of: ${registry.models.map((m) => m.id).join(', ')}`);
-  process.exit(2);
-}
+if (args.retriever === 'dense' && !model)
+  usage(`--model must be one of: ${registry.models.map((m) => m.id).join(', ')}`);
 
 /** Prints a shard's validation issues (file:line [code] message) and exits 2: invalid input, not a crash. */
 function invalidShard(
@@ -110,10 +102,7 @@ class InputError extends Error {}
 
 // Anything thrown and not handled is an internal failure: exit 1 (with the stack: it is a bug to report).
 process.on('uncaughtException', (e) => {
-  if (e instanceof InputError) {
-    console.error(`bench: ${e.message}`);
-    process.exit(2);
-  }
+  if (e instanceof InputError) usage(`bench: ${e.message}`);
   console.error('bench: internal failure:', e);
   process.exit(1);
 });
@@ -124,10 +113,7 @@ const limitArgs = Object.values(LIMIT_OPTIONS)
 const { limits, errors: limitErrors } = parseLimits(
   (n) => args[n as keyof typeof args] as string | undefined,
 );
-if (limitErrors.length) {
-  console.error(`bench: ${limitErrors.join('; ')}`);
-  process.exit(2);
-}
+if (limitErrors.length) usage(`bench: ${limitErrors.join('; ')}`);
 
 const isUrl = /^https?:\/\//.test(args.shard);
 if (!isUrl) {

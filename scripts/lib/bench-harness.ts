@@ -39,13 +39,17 @@ export function benchArgs<const T extends Options>(options: T) {
   return parseArgs({ options: { ...COMMON, ...options }, strict: true }).values;
 }
 
+/** Says what is wrong with the arguments and exits 2 (invalid input, not a crash). */
+export function usage(message: string): never {
+  console.error(message);
+  process.exit(2);
+}
+
 /** `--name VALUE` as a whole number ≥ `min`, or exit 2 saying so. */
 export function whole(name: string, value: string | undefined, min = 1): number {
   const n = Number(value);
-  if (value === undefined || !Number.isInteger(n) || n < min) {
-    console.error(`--${name} must be a whole number ≥ ${min}, got ${JSON.stringify(value)}`);
-    process.exit(2);
-  }
+  if (value === undefined || !Number.isInteger(n) || n < min)
+    usage(`--${name} must be a whole number ≥ ${min}, got ${JSON.stringify(value)}`);
   return n;
 }
 
