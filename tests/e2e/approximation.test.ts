@@ -5,8 +5,8 @@
 // Benchmark view's "Quality under approximation" panel lists what is not stored yet; it runs HNSW at
 // ef 16, 64 and 256, the two-pass 4-bit scan and the model's other encoder dtypes as dense runs of
 // their own, then shows one row per configuration: the measure with its CI, Δ to exact with its
-// test, the groups, recall@10 against exact (equal to what each HNSW run recorded itself), bytes per
-// query and memory. The CSV holds the same rows; the chart exports as SVG; the view fits 390, 1024 and
+// test, the groups, recall@10 against exact (equal to what each HNSW run recorded itself), query
+// p50/p99 (every row), bytes per query and memory. The CSV holds the same rows; the chart exports as SVG; the view fits 390, 1024 and
 // 1440 px without sideways scroll, with no page error.
 //
 // Size: 3,000 documents and 100 queries by default: what the rows and their checks need, since the
@@ -198,6 +198,21 @@ describe('quality under approximation (issue 37 item 2)', () => {
     expect(csv.slice(4).map((l) => cells(l)[3])).toEqual(shownMeans);
     expect(csv.slice(4).map((l) => cells(l)[0])).toEqual(labels);
 
+    // Query p50/p99 on every row: HNSW's timing pass; exact search, the other dtypes and the two-pass
+    // scan each query's own ranking time in its worker (scoring and top k, not its embedding). Not
+    // timed against a bound: only that each row has a number, in the table and in the CSV.
+    const p50s = await rows
+      .locator('[data-p50]')
+      .evaluateAll((els) => els.map((e) => [e.getAttribute('data-p50'), e.getAttribute('data-p99')]));
+    expect(p50s).toHaveLength(7);
+    for (const [i, [p50, p99]] of p50s.entries()) {
+      expect(p50, `row ${labels[i]}: p50`).not.toBe('');
+      expect(Number.isFinite(Number(p50)) && Number(p50) >= 0, `row ${labels[i]}: p50 ${p50}`).toBe(true);
+      expect(Number(p99), `row ${labels[i]}: p99 ≥ p50`).toBeGreaterThanOrEqual(Number(p50));
+    }
+    const p50Col = csv[3].split(',').indexOf('query_ms_p50');
+    expect(csv.slice(4).map((l) => cells(l)[p50Col])).toEqual(p50s.map(([p50]) => p50));
+
     // The chart: one point per row, exported as SVG.
     const chart = panel.locator('[data-testid="chart"]');
     await chart.locator('svg').first().waitFor();
@@ -342,6 +357,10 @@ describe('quality under approximation: the packed IVF index by nprobe', () => {
     // Query p50/p99 from the index worker's clock for every IVF row.
     for (const r of [1, 2, 3])
       expect(Number(await rows.nth(r).locator('[data-p50]').getAttribute('data-p50'))).toBeGreaterThan(0);
+    // And exact search's own ranking time per query in the retrieval worker.
+    const exactP50 = await rows.nth(0).locator('[data-p50]').getAttribute('data-p50');
+    expect(exactP50).not.toBe('');
+    expect(Number(exactP50)).toBeGreaterThanOrEqual(0);
     await panel.screenshot({ path: shotPath('approximation-ivf.png') });
     expect(errors.filter((e) => !/Failed to load resource/.test(e)).join('\n')).toBe('');
   }, 900_000);
