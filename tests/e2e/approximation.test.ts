@@ -3,7 +3,7 @@
 // precomputed corpus embeddings of the generated bert-tiny model: random weights, so the numbers
 // measure the path, not retrieval quality) opened by one link that runs exact dense search. The
 // Benchmark view's "Quality under approximation" panel lists what is not stored yet; it runs HNSW at
-// ef 16, 64 and 256, the two-pass 4-bit scan and the model's other encoder dtypes as dense runs of
+// ef = the depth, twice and four times it (100, 200, 400), the two-pass 4-bit scan and the model's other encoder dtypes as dense runs of
 // their own, then shows one row per configuration: the measure with its CI, Δ to exact with its
 // test, the groups, recall@10 against exact (equal to what each HNSW run recorded itself), query
 // p50/p99 (every row), bytes per query and memory. The CSV holds the same rows; the chart exports as SVG; the view fits 390, 1024 and
@@ -136,9 +136,9 @@ describe('quality under approximation (issue 37 item 2)', () => {
       .locator('[data-missing]')
       .evaluateAll((els) => els.map((e) => e.getAttribute('data-missing')));
     expect(missing).toEqual([
-      'HNSW ef 16',
-      'HNSW ef 64',
-      'HNSW ef 256',
+      'HNSW ef 100',
+      'HNSW ef 200',
+      'HNSW ef 400',
       'two-pass 4-bit scan',
       'exact, q8 encoder',
       'exact, fp16 encoder',
@@ -157,9 +157,9 @@ describe('quality under approximation (issue 37 item 2)', () => {
     expect(kinds).toEqual(['exact', 'dtype', 'dtype', 'hnsw', 'hnsw', 'hnsw', 'compact']);
     const labels = await rows.locator('th').allInnerTexts();
     expect(labels.slice(3)).toEqual([
-      'HNSW M 16, ef 16',
-      'HNSW M 16, ef 64',
-      'HNSW M 16, ef 256',
+      'HNSW M 16, ef 100',
+      'HNSW M 16, ef 200',
+      'HNSW M 16, ef 400',
       expect.stringMatching(/^two-pass 4-bit scan/),
     ]);
 
@@ -168,9 +168,9 @@ describe('quality under approximation (issue 37 item 2)', () => {
     const recallOf = (r: number) =>
       rows.nth(r).locator('[data-recall]').getAttribute('data-recall').then(Number);
     for (const [r, ef] of [
-      [3, 16],
-      [4, 64],
-      [5, 256],
+      [3, 100],
+      [4, 200],
+      [5, 400],
     ] as const) {
       const name = names.find((n) => n.includes(`HNSW ef=${ef} `))!;
       const own = Number(/recall@10 vs exact ([0-9.]+)/.exec(name)![1]);
