@@ -18,6 +18,16 @@
 //     --fuse takes any permalink fusion: rrf, wrrf, combsum, combmnz, combmax, combmin, combanz, linear,
 //     isr, logisr, borda, condorcet, with k=, norm=minmax|zscore|sum|max|rank|none, w=0.7:0.3, and
 //     cross-validated tuning: 'linear(norm=minmax,cv=5,seed=42,measure=ndcg_cut_10,step=0.1)'.
+//   npm run bench -- --shard ../shared/data/medquad --retriever dense --model loupe-test/bert-tiny-random \
+//                    --device wasm --dtype fp32 --approximation [--task T]
+//     after each task's exact dense run, the Benchmark view's "Quality under approximation" panel as a
+//     person uses it: every configuration it lists as not stored yet ticked (HNSW at ef 16, 64, 256,
+//     the two-pass 4-bit scan, the model's other dtypes; on a shard with a packed IVF index, IVF by
+//     nprobe), "Run the ticked ones, then compare" clicked, the panel's Export CSV saved as
+//     approximation.csv beside the run's files and printed as a text table (measure with its CI, Δ to
+//     exact, Holm's p, recall@10 vs exact, query p50/p99 in ms, bytes per query, index memory).
+//     Needs --retriever dense and --index exact (the panel's HNSW rows are its own). Each dtype row
+//     embeds the corpus again: keep to small shards on a small machine.
 //
 // Exit codes: 0 done; 2 invalid input (usage, or a shard that fails validation: each issue is printed as
 // file:line [code] message, no stack trace); 1 internal failure (a bug or a broken environment).
@@ -31,6 +41,8 @@ import { DEFAULT_SEMANTICS, SEMANTICS, parseSemantics, type Semantics } from '..
 import { compareWithTrecEval } from './lib/trec-eval-output';
 import { parseFuseSpec } from '../src/lib/core/eval/permalink';
 import { formatTextTable } from '../src/lib/core/eval/all-pairs';
+import { approximationTextRows, readApproximationCsv } from '../src/lib/core/eval/approximation-text';
+import { isTestModel } from '../src/lib/core/retrieval/runs';
 import { TIE_TOP_K, queriesWithTies } from '../src/lib/core/eval/ties';
 import { readShard } from '../src/lib/core/shard/read-shard';
 import { loadNodeDicomCodecs } from './lib/node-dicom-codecs';
@@ -60,6 +72,7 @@ const args = benchArgs({
   overlap: { type: 'string' },
   compare: { type: 'string' },
   fuse: { type: 'string' },
+  approximation: { type: 'boolean', default: false },
   out: { type: 'string', default: 'bench-results' },
   semantics: { type: 'string', default: DEFAULT_SEMANTICS },
   // Shard size limits (README "Limits"): passed to the page URL and to the pre-validation.
@@ -84,6 +97,8 @@ const registry = JSON.parse(readFileSync(join(ROOT, 'models/registry.json'), 'ut
 const model = args.retriever === 'dense' ? registry.models.find((m) => m.id === args.model) : undefined;
 if (args.retriever === 'dense' && !model)
   usage(`--model must be one of: ${registry.models.map((m) => m.id).join(', ')}`);
+if (args.approximation && (args.retriever !== 'dense' || args.compare || args.index !== 'exact'))
+  usage('--approximation needs --retriever dense with --index exact, and no --compare');
 
 /** Prints a shard's validation issues (file:line [code] message) and exits 2: invalid input, not a crash. */
 function invalidShard(
@@ -118,10 +133,7 @@ if (limitErrors.length) usage(`bench: ${limitErrors.join('; ')}`);
 const isUrl = /^https?:\/\//.test(args.shard);
 if (!isUrl) {
   const folder = resolve(args.shard);
-  if (!existsSync(folder) || !statSync(folder).isDirectory()) {
-    console.error(`--shard ${args.shard}: not a folder`);
-    process.exit(2);
-  }
+  if (!existsSync(folder) || !statSync(folder).isDirectory()) usage(`--shard ${args.shard}: not a folder`);
   // Validate before building anything: an invalid shard is the user's input, reported as such (exit 2).
   // The page validates again on import; this only makes the verdict fast and stack-free.
   try {
@@ -272,6 +284,63 @@ async function compareMode() {
   console.log(`\npermalink (this server): ${link}`);
 }
 
+/**
+ * --approximation: the task's "Quality under approximation" panel (Benchmark view), used as a person
+ * would after the exact run: the model picked, every missing configuration left ticked, "Run the
+ * ticked ones, then compare" clicked (or "Compare … stored runs" when nothing is missing), the table
+ * awaited, Export CSV saved to `outDir`/approximation.csv; the CSV read back and returned as lines.
+ */
+async function approximationPanel(outDir: string): Promise<string[]> {
+  const panel = page.locator('[data-testid="approximation"]');
+  await panel.waitFor({ timeout: 60_000 });
+  await panel.locator('[data-testid="approx-model"]').selectOption(model!.id);
+  const missing = await panel
+    .locator('[data-missing]')
+    .evaluateAll((els) => els.map((e) => e.getAttribute('data-missing') ?? ''));
+  const marks = () => page.evaluate(() => performance.getEntriesByName('loupe:approximation').length);
+  const before = await marks();
+  const t0 = Date.now();
+  await panel
+    .locator(missing.length ? '[data-testid="approx-run-missing"]' : '[data-testid="approx-build"]')
+    .click();
+  // The table is built (the stats worker's answer marks `loupe:approximation`) after the last run.
+  try {
+    await page.waitForFunction(
+      (n) => performance.getEntriesByName('loupe:approximation').length > n,
+      before,
+      {
+        timeout: 60 * 60_000,
+      },
+    );
+  } catch (e) {
+    const text = await page.locator('[data-testid="message"]').allInnerTexts();
+    throw new Error(`the approximation table was not built: ${text.join('\n') || String(e)}`);
+  }
+  await panel.locator('[data-testid="approx-table"]').waitFor();
+  const notRun = await panel
+    .locator('[data-missing]')
+    .evaluateAll((els) => els.map((e) => e.getAttribute('data-missing') ?? ''));
+  const file = join(outDir, 'approximation.csv');
+  await saveDownload(page, 'approx-csv', file);
+  const csv = readApproximationCsv(readFileSync(file, 'utf8'));
+  const measure = /^quality under approximation: (\S+)/.exec(csv.notes[0] ?? '')?.[1] ?? 'ndcg_cut_10';
+  return [
+    '',
+    `  Quality under approximation (Benchmark view panel) · ${model!.id} · ${missing.length} configurations run (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+    ...csv.notes.map((n) => `  ${n}`),
+    "  ms p50/p99: each query's own search in its worker (scoring and top k; not its embedding); HNSW: 100 queries timed one at a time",
+    '',
+    ...formatTextTable(approximationTextRows(csv, measureLabel(measure)))
+      .split('\n')
+      .map((l) => `  ${l}`),
+    ...(notRun.length ? [`  not run (stopped or failed): ${notRun.join('; ')}`] : []),
+    ...(model!.local || isTestModel(model!.id)
+      ? [`  ${model!.id} has random weights: these figures test the path, not retrieval quality.`]
+      : []),
+    `  file: ${file}`,
+  ];
+}
+
 /** The per-language rows of the UI's metrics.json (the `language` query facet), as printed lines. */
 function languageTable(ui: {
   facets?: { key: string; values: { value: string; queries: number; means: Record<string, number> }[] }[];
@@ -408,6 +477,12 @@ try {
         `  files: ${outDir}`,
       );
     }
+    if (args.approximation)
+      lines.push(
+        ...(await approximationPanel(
+          resolve(args.out!, `${basename(shardPath)}-${task.id}-${args.retriever}`),
+        )),
+      );
   }
   if (model?.local)
     lines.push(

@@ -64,6 +64,12 @@ export interface RankedList {
   queryId: string;
   docIds: string[];
   scores: Float64Array;
+  /**
+   * This query's own search time where it was ranked, ms: scoring every row and taking the top k
+   * (exact search here; the compact store's scan and rescoring in the index worker). Not its
+   * embedding, nor messaging. Absent where the query was not searched or the ranker does not time.
+   */
+  ms?: number;
 }
 
 interface Open {
@@ -292,6 +298,9 @@ const api = {
       const v = q.hasImage[i] && q.image ? q.image.subarray(i * q.dim, (i + 1) * q.dim) : null;
       const opts = { exclude: q.exclude[i] };
       let hits: { docId: string; score: number }[] = [];
+      // The query's own search: from its vectors (fused here when feature fusion) to its top k.
+      const t0 = performance.now();
+      let searched = true;
       if (chunked) {
         // Several rows per document (text chunks, or images of multi-image items; max): the query's
         // chunks, its images (each fused with its text), or its one vector (text and image fused).
@@ -306,6 +315,7 @@ const api = {
               rows.set(fuseFeatures(t, rows.subarray(r * q.dim, (r + 1) * q.dim)), r * q.dim);
         } else rows = t && v ? fuseFeatures(t, v) : (t ?? v);
         if (rows && rows.length) hits = searchDenseChunked(chunked, rows, depth, opts);
+        else searched = false;
       } else if (!index) throw new Error('no document embeddings loaded');
       else if (t && v) {
         hits =
@@ -318,10 +328,13 @@ const api = {
                 opts.exclude,
               );
       } else if (t || v) hits = searchDense(index, (t ?? v)!, depth, opts);
+      else searched = false;
+      const ms = performance.now() - t0;
       out.push({
         queryId: q.ids[i],
         docIds: hits.map((h) => h.docId),
         scores: Float64Array.from(hits, (h) => h.score),
+        ...(searched ? { ms } : {}),
       });
       report({ kind: 'search', done: i + 1, total: q.ids.length });
       if (performance.now() - last > 50) {

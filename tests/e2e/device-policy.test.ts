@@ -143,9 +143,9 @@ describe('device policy on WebGPU (Chromium, SwiftShader)', () => {
   });
 
   it('checks an image–text model on a generated image too', async () => {
-    const r = loaded(await call(page, 'load', CLIP, GPU));
-    expect(r.info.device).toBe('webgpu');
-    expect(r.info.parity).toMatchObject({ ok: true, inputs: 5 });
+    // The check passing on text and a generated image (CLIP on WebGPU, parity ok over 5 inputs) is
+    // fp16.test.ts's CLIP case, the same load; here only the failing check and its fallback, so that
+    // the suite loads CLIP on SwiftShader once for each outcome, not twice for the passing one.
     const bad = loaded(await call(page, 'load', CLIP, { ...GPU, simulateParityMismatch: true }));
     expect(bad.info.device).toBe('wasm');
     expect(bad.info.fallbackReason).toMatch(

@@ -251,17 +251,33 @@ describe('Search and Benchmark views', () => {
             const right = box.getBoundingClientRect().right;
             const svgs = [...box.querySelectorAll('svg')];
             const marks = svgs.flatMap((svg) => [...svg.querySelectorAll('text, rect, path, line')]);
+            // An axis's title ("… →", "↑ …") is drawn clear of the axes' tick labels (Plot lays
+            // them out for 10 px text; the page draws 13 px).
+            const hit = (a: DOMRect, b: DOMRect) =>
+              a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+            const overlaps = svgs.flatMap((svg) => {
+              const all = [...svg.querySelectorAll('text')];
+              const titles = all.filter((t) => /→$|^↑/.test(t.textContent ?? ''));
+              const ticks = [...svg.querySelectorAll('g[font-variant="tabular-nums"] text')];
+              return titles.flatMap((t) =>
+                ticks
+                  .filter((k) => hit(t.getBoundingClientRect(), k.getBoundingClientRect()))
+                  .map((k) => `"${t.textContent}" over "${k.textContent}"`),
+              );
+            });
             return {
               chart: fig.getAttribute('data-chart'),
               scrolls: box.scrollWidth > box.clientWidth,
               past: marks.filter((m) => m.getBoundingClientRect().right > right + 1).length,
               svgs: svgs.length,
+              overlaps,
             };
           }),
         );
         if (route === 'benchmark' && !charts.length) problems.push(`no chart on the benchmark at ${width}px`);
         for (const c of charts)
-          if (c.scrolls || c.past) problems.push(`chart ${c.chart} at ${width}px: ${JSON.stringify(c)}`);
+          if (c.scrolls || c.past || c.overlaps.length)
+            problems.push(`chart ${c.chart} at ${width}px: ${JSON.stringify(c)}`);
         if (route === 'search') {
           for (const id of ['search-input', 'search-image-zone', 'search-submit']) {
             const box = await page.locator(`[data-testid="${id}"]`).boundingBox();

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   latencyOf,
+  latencyOfLists,
   queryLatency,
   approxRole,
   bytesPerQueryOf,
@@ -15,6 +16,7 @@ import {
   type ApproxRunInput,
 } from '../../src/lib/core/eval/approximation';
 import { allPairs } from '../../src/lib/core/eval/all-pairs';
+import { configKey, type RetrieverConfig } from '../../src/lib/core/retrieval/runs';
 import { bootstrapMean } from '../../src/lib/core/eval/stats';
 
 const ids = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}${i}`);
@@ -294,5 +296,58 @@ describe('query latency', () => {
     });
     expect([t.rows[1].p50Ms, t.rows[1].p99Ms, t.rows[1].meanMs]).toEqual([1.5, 9, 2]);
     expect([t.rows[0].p50Ms, t.rows[0].meanMs]).toEqual([null, null]);
+  });
+});
+
+describe('per-query times of exact and compact runs (issue 37 item 2)', () => {
+  it('summarises the times the ranked lists carry; unsearched queries are not counted', () => {
+    // Query c had no part embedded: not searched, no time.
+    const lists = [{ ms: 0.4 }, { ms: 0.1 }, {}, { ms: 0.3 }, { ms: 0.2 }];
+    const l = latencyOfLists(lists)!;
+    expect(l.queries).toBe(4);
+    expect(l.p50).toBeCloseTo(0.25, 12);
+    expect(l.mean).toBeCloseTo(0.25, 12);
+    // h = 3 · 0.99 = 2.97: 0.3 + 0.97 · (0.4 − 0.3).
+    expect(l.p99).toBeCloseTo(0.397, 12);
+    // A ranker that does not time (the packed IVF index's lists, timed in its own report): none.
+    expect(latencyOfLists([{}, {}])).toBeNull();
+    expect(latencyOfLists([])).toBeNull();
+  });
+
+  it('an exact or compact run stores its times beside its index; HNSW and IVF keep theirs first', () => {
+    const own = { queries: 4, p50: 0.25, p99: 0.397, mean: 0.25 };
+    expect(latencyOf({ dtype: 'fp32', latency: own })).toBe(own);
+    expect(
+      latencyOf({
+        dtype: 'q8',
+        index: { rerank: 100, firstPass: { bits: 4, candidates: 400 } },
+        latency: own,
+      }),
+    ).toBe(own);
+    const ann = { queries: 100, p50: 1.5, p99: 9, mean: 2 };
+    expect(latencyOf({ dtype: 'fp32', ann: { M: 16, efSearch: 64, latency: ann }, latency: own })).toBe(ann);
+  });
+
+  it('search times are not part of a run’s identity (a rerun on a slower machine is the same run)', () => {
+    const base: RetrieverConfig = {
+      kind: 'dense',
+      modelId: 'loupe-test/bert-tiny-random',
+      revision: 'main',
+      dtype: 'fp32',
+      device: 'wasm',
+    };
+    const slow = { queries: 4, p50: 9, p99: 12, mean: 9.5 };
+    const fast = { queries: 4, p50: 0.2, p99: 0.4, mean: 0.25 };
+    expect(configKey({ ...base, latency: slow }, 't', 100)).toBe(
+      configKey({ ...base, latency: fast }, 't', 100),
+    );
+    expect(configKey({ ...base, latency: slow }, 't', 100)).toBe(configKey(base, 't', 100));
+    const ann = { kind: 'hnsw' as const, M: 16, efConstruction: 200, efSearch: 64, recallAt10: 0.9 };
+    expect(configKey({ ...base, ann: { ...ann, latency: slow } }, 't', 100)).toBe(
+      configKey({ ...base, ann: { ...ann, latency: fast } }, 't', 100),
+    );
+    expect(configKey({ ...base, ann }, 't', 100)).not.toBe(
+      configKey({ ...base, ann: { ...ann, efSearch: 16 } }, 't', 100),
+    );
   });
 });

@@ -7,6 +7,7 @@ import type {
   RetrievalWorkerApi,
 } from '../../../workers/retrieval.worker';
 import { timeStage } from '../platform/page/query-timing';
+import { latencyOfLists, type QueryLatency } from '../core/eval/approximation';
 import { WorkerClient, proxyProgress, type JobOptions } from './worker-client';
 
 const client = new WorkerClient<RetrievalWorkerApi>(
@@ -117,8 +118,11 @@ export type DenseRanker = (
   job: JobOptions,
 ) => Promise<RankedList[]>;
 
-/** One ranked-list set per fusion strategy run. */
-export type RankedRuns = { fusion?: QueryFusion; lists: RankedList[] }[];
+/**
+ * One ranked-list set per fusion strategy run, with its per-query search times summarised when the
+ * ranker timed each query (RankedList.ms).
+ */
+export type RankedRuns = { fusion?: QueryFusion; lists: RankedList[]; latency?: QueryLatency }[];
 
 /**
  * Ranks embedded queries with `ranker` (this worker's document matrix by default), once per fusion
@@ -144,7 +148,9 @@ export async function rankFusions(
   for (const [i, fusion] of fusions.entries()) {
     const rank = () => ranker(q, fusion ?? { mode: 'feature' }, settings.depth, job);
     // An ad-hoc query's first ranking is its search; the second fusion's is part of fusing.
-    runs.push({ fusion, lists: await (adhoc ? timeStage(i === 0 ? 'search' : 'fuse', rank) : rank()) });
+    const lists = await (adhoc ? timeStage(i === 0 ? 'search' : 'fuse', rank) : rank());
+    const latency = latencyOfLists(lists);
+    runs.push({ fusion, lists, ...(latency ? { latency } : {}) });
   }
   return runs;
 }

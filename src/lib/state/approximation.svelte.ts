@@ -43,8 +43,14 @@ export interface ApproxCandidate extends ApproxRole {
   run: RunResult;
 }
 
-/** The HNSW ef values run when missing (the ann curve's grid, thinned). */
-export const APPROX_EF = [16, 64, 256];
+/**
+ * The HNSW ef values run when missing, for runs of `depth` results: hnswlib searches with the larger
+ * of ef and k (= the depth), so an ef below the depth ranks exactly as ef = depth; the grid starts at
+ * the depth and doubles twice (100, 200, 400 at the usual depth).
+ */
+export function approxEfs(depth: number): number[] {
+  return [1, 2, 4].map((m) => m * depth);
+}
 
 /** What the panel can run that is not stored yet. */
 export interface MissingConfig {
@@ -173,7 +179,8 @@ export class ApproximationState {
     out: MissingConfig[],
   ) {
     const efs = new Set(approx.flatMap((a) => (a.kind === 'hnsw' ? [dense(a.run)!.ann!.efSearch] : [])));
-    for (const ef of APPROX_EF) if (!efs.has(ef)) out.push({ kind: 'hnsw', ef, label: `HNSW ef ${ef}` });
+    for (const ef of approxEfs(exact?.run.meta.depth ?? approx[0]?.run.meta.depth ?? 100))
+      if (!efs.has(ef)) out.push({ kind: 'hnsw', ef, label: `HNSW ef ${ef}` });
     if (!approx.some((a) => a.kind === 'compact' && dense(a.run)!.index?.firstPass))
       out.push({ kind: 'compact', label: 'two-pass 4-bit scan' });
     const exactDtype = exact ? dense(exact.run)!.dtype : null;

@@ -122,7 +122,7 @@ export async function endCompactFill(key: string, ids: PackedStrings, missing: s
   held = { key, ids, missing };
 }
 
-type Lists = { queryId: string; docIds: string[]; scores: Float64Array }[];
+type Lists = { queryId: string; docIds: string[]; scores: Float64Array; ms?: number }[];
 
 /**
  * Ranks queries with one vector each (their one part) against the compact store: the stand-in for
@@ -151,13 +151,13 @@ export function compactRanker(docIds: PackedStrings, missing: string[], job: Job
       ...(q.exclude[i] ?? []).flatMap((id) => excludedAt.get(id) ?? []),
       ...missingIdx,
     ]);
-    const { result } = rows.length
+    const { result, stats } = rows.length
       ? await searchCompactStore(qm.subarray(0, rows.length * dim), depth, {
           exclude,
           rerank: compactIndex(depth).rerank,
           signal: job.signal,
         })
-      : { result: null };
+      : { result: null, stats: null };
     const lists: Lists = q.ids.map((id) => ({ queryId: id, docIds: [], scores: new Float64Array(0) }));
     rows.forEach((i, r) => {
       const n = result!.counts[r];
@@ -167,7 +167,9 @@ export function compactRanker(docIds: PackedStrings, missing: string[], job: Job
         ids.push(packedAt(docIds, result!.indices[r * result!.k + j]));
         scores[j] = result!.scores[r * result!.k + j];
       }
-      lists[i] = { queryId: q.ids[i], docIds: ids, scores };
+      // Its own time in the index worker: the two-pass (or int8) scan, the rows read and rescored.
+      const ms = stats!.queryMs[r];
+      lists[i] = { queryId: q.ids[i], docIds: ids, scores, ...(ms === undefined ? {} : { ms }) };
     });
     return lists;
   };

@@ -85,6 +85,8 @@ export interface DenseOutcome {
     fusion?: QueryFusion;
     lists: RankedList[];
     ann?: AnnSettings & { recallAt10: number; latency?: QueryLatency };
+    /** Exact search or the compact store: each query's own search time in its worker, summarised. */
+    latency?: QueryLatency;
   }[];
   /** With HNSW: recall@10 against exact search and queries/s for ef = 16…512 on this task's queries. */
   annCurve?: RecallReport;

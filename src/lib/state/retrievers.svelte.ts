@@ -439,6 +439,7 @@ export class Retrievers {
             ...(out.multiImage ? { multiImage: out.multiImage } : {}),
             ...(out.ivf ? { ivf: out.ivf } : {}),
             ...(out.compact ? { index: out.compact } : {}),
+            ...(r.latency ? { latency: r.latency } : {}),
             plan: out.plan,
             ...(out.reference ? { reference: out.reference } : {}),
             ...(r.ann

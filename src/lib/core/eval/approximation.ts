@@ -41,6 +41,18 @@ export function queryLatency(ms: readonly number[]): QueryLatency | null {
   };
 }
 
+/**
+ * The per-query search times a run's ranked lists carry (RankedList.ms: exact search's scoring and
+ * top k in the retrieval worker, the compact store's scan and rescoring in the index worker),
+ * summarised; queries that were not searched (no part embedded) carry none and are not counted.
+ * Null when no list has a time (a ranker that does not time its queries).
+ */
+export function latencyOfLists(lists: readonly { ms?: number }[]): QueryLatency | null {
+  return queryLatency(
+    lists.flatMap((l) => (typeof l.ms === 'number' && Number.isFinite(l.ms) ? [l.ms] : [])),
+  );
+}
+
 /** What a row approximates. */
 export type ApproxKind = 'exact' | 'hnsw' | 'ivf' | 'compact' | 'dtype';
 
@@ -310,6 +322,8 @@ export interface ApproxConfig {
   };
   ivf?: { nprobe: number; nlist: number; totalBytes: number; queries: number; latency?: QueryLatency };
   index?: { rerank: number; firstPass?: { bits: number; candidates: number } };
+  /** Per-query search times of an exact or compact-store run (each query's scoring and top k). */
+  latency?: QueryLatency;
 }
 
 /**
@@ -377,9 +391,12 @@ export function bytesPerQueryOf(c: ApproxConfig, dim: number): number {
   return 0;
 }
 
-/** The run's per-query search times as it stored them (HNSW's timing pass, the IVF worker's clock). */
+/**
+ * The run's per-query search times as it stored them: HNSW's timing pass, the IVF worker's clock, or
+ * (exact search, the compact store's scans, other dtypes) each query's own ranking time in its worker.
+ */
 export function latencyOf(c: ApproxConfig): QueryLatency | null {
-  return c.ann?.latency ?? c.ivf?.latency ?? null;
+  return c.ann?.latency ?? c.ivf?.latency ?? c.latency ?? null;
 }
 
 /** HNSW's mean search time per query at the run's ef, from its recall–QPS curve (null when not on it). */

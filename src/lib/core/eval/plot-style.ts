@@ -16,6 +16,13 @@ export const PALETTE = [
 /** Font size of chart text, px (readable on a slide). */
 export const PLOT_FONT_PX = 13;
 
+/**
+ * Top and bottom margins that keep an axis's title ("↑ …" above, "… →" below) clear of the tick
+ * labels at PLOT_FONT_PX: Plot's defaults (20 and 30 px) are laid out for its own 10 px text, and at
+ * 13 px the title ran over the highest and the rightmost tick labels.
+ */
+export const AXIS_MARGINS = { marginTop: 30, marginBottom: 44 } as const;
+
 /** The colour of the i-th series. */
 export function seriesColor(i: number): string {
   return PALETTE[i % PALETTE.length];

@@ -49,6 +49,11 @@ export type RetrieverConfig =
       };
       /** Searched through the shard's packed IVF-int8 index on its host (Range reads), with what it cost. */
       ivf?: IvfRunInfo;
+      /**
+       * Exact search (the retrieval worker) or the compact store's scan (the index worker): each
+       * query's own search time there, scoring and top k, not its embedding (RankedList.ms).
+       */
+      latency?: QueryLatency;
       /** What Loupe did and why (core/retrieval/dense-plan.ts); absent on older runs. */
       plan?: { does: string; why: string }[];
       /** The check of the shard's reference vectors the corpus came from (reference-check.ts). */
@@ -225,7 +230,10 @@ export function configUsesTestModel(c: RetrieverConfig): boolean {
  */
 export function configKey(c: RetrieverConfig, taskId: string, depth: number): string {
   const { ...copy } = c as Record<string, unknown>;
-  if (c.kind === 'dense' && c.ann) copy.ann = { ...c.ann, recallAt10: undefined, curve: undefined };
+  if (c.kind === 'dense' && c.ann)
+    copy.ann = { ...c.ann, recallAt10: undefined, curve: undefined, latency: undefined };
+  // Search times depend on the machine, not the ranking.
+  delete copy.latency;
   // What a packed-index run transferred depends on the cache, not on the ranking.
   if (c.kind === 'dense' && c.ivf) {
     const { kind, n, nlist, nprobe, rerank } = c.ivf;
