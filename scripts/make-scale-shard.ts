@@ -4,7 +4,8 @@
 // sentence-count mix of the real documents, so text length and vocabulary look like the seeds'.
 //
 //   npm run make-scale-shard -- --docs 10000 --queries 1000 --out generated-shards/scale-10k
-//     [--images] [--vectors random] [--model loupe-test/minilm-l6-random] [--seed 1] [--data DIR]
+//     [--images] [--vectors random] [--model loupe-test/minilm-l6-random] [--tasks 1] [--seed 1]
+//     [--data DIR]
 //
 // Topics: documents are grouped in topics (about 100 documents each), each with a title and a pool
 // of sentences taken from one source document and its neighbours. A query is a 5–10 word window of
@@ -12,6 +13,11 @@
 // and every other document of the topic that contains the same sentence scores 1 (several relevant
 // documents for some queries, as in R2MED and M3Retrieve). Retrieval is non-trivial: topic documents
 // share most of their sentences, and the window is a fragment, not the whole sentence.
+//
+// --tasks N (default 1: one task, 'scale-qa') deals the queries in turn to N tasks 'scale-qa-1' …
+// 'scale-qa-N' over the same corpus (query i goes to task i mod N + 1): each query is in exactly one
+// task, and a task's qrels are its queries' rows, as the "BEIR + images" format selects them. The
+// documents, queries and qrels are the same as with one task; only each query's `task` differs.
 //
 // --images gives every document one of the vqa-rad images (copied once into images/; one organ per
 // topic), so imports exercise image validation at size. --vectors random writes a precomputed set
@@ -45,6 +51,7 @@ const { values: args } = parseArgs({
     images: { type: 'boolean', default: false },
     vectors: { type: 'string', default: 'none' },
     model: { type: 'string', default: 'loupe-test/minilm-l6-random' },
+    tasks: { type: 'string', default: '1' },
     seed: { type: 'string', default: '1' },
     data: {
       type: 'string',
@@ -64,6 +71,9 @@ if (!Number.isInteger(N) || N < 100 || N > 5_000_000)
   fail(`--docs must be a whole number from 100 to 5,000,000`);
 if (!Number.isInteger(Q) || Q < 1 || Q > 1_000_000)
   fail(`--queries must be a whole number from 1 to 1,000,000`);
+const TASKS = Number(args.tasks);
+if (!Number.isInteger(TASKS) || TASKS < 1 || TASKS > Math.min(100, Q))
+  fail(`--tasks must be a whole number from 1 to 100, and at most --queries`);
 if (!args.out) fail('--out DIR is required');
 if (args.vectors !== 'none' && args.vectors !== 'random') fail(`--vectors must be "none" or "random"`);
 const OUT = resolve(args.out);
@@ -157,6 +167,8 @@ await writeLines(join(OUT, 'corpus.jsonl'), N, (d) => {
 
 // --- Queries and graded qrels ----------------------------------------------------------------------
 const qWidth = String(Q).length;
+const taskId = (q: number) => (TASKS === 1 ? 'scale-qa' : `scale-qa-${(q % TASKS) + 1}`);
+const taskCounts = Array.from({ length: TASKS }, () => ({ queries: 0, qrels: 0 }));
 const queryLines: string[] = [];
 const qrelLines: string[] = ['query-id\tcorpus-id\tscore'];
 let graded1 = 0;
@@ -173,7 +185,7 @@ for (let q = 0; q < Q; q++) {
     .replace(/[.,;:!?]+$/, '')}?`;
   const id = `sq${String(q + 1).padStart(qWidth, '0')}`;
   queryLines.push(
-    JSON.stringify({ _id: id, text, task: 'scale-qa', field: FIELDS[docTopic[d] % FIELDS.length] }),
+    JSON.stringify({ _id: id, text, task: taskId(q), field: FIELDS[docTopic[d] % FIELDS.length] }),
   );
   qrelLines.push(`${id}\t${docId(d)}\t2`);
   let extra = 0;
@@ -187,6 +199,8 @@ for (let q = 0; q < Q; q++) {
       }
   }
   graded1 += extra;
+  taskCounts[q % TASKS].queries++;
+  taskCounts[q % TASKS].qrels += 1 + extra;
   if (extra) multi++;
 }
 writeFileSync(join(OUT, 'queries.jsonl'), queryLines.join('\n') + '\n');
@@ -253,7 +267,7 @@ const manifest = {
   name: `scale-${N}`,
   version: '1.0.0',
   format: 'beir+images',
-  description: `Synthetic scale shard: ${N.toLocaleString('en')} documents and ${Q.toLocaleString('en')} queries recombined from the demo corpora's sentences (make-scale-shard, seed ${args.seed}). For measuring size, not retrieval quality.`,
+  description: `Synthetic scale shard: ${N.toLocaleString('en')} documents and ${Q.toLocaleString('en')} queries${TASKS > 1 ? ` in ${TASKS} tasks` : ''} recombined from the demo corpora's sentences (make-scale-shard, seed ${args.seed}). For measuring size, not retrieval quality.`,
   license: 'CC-BY-SA-4.0',
   license_url: 'https://creativecommons.org/licenses/by-sa/4.0/',
   citation: 'Sentences from the medquad and xling-med demo shards (see their NOTICE.md).',
@@ -262,16 +276,23 @@ const manifest = {
     '2': 'the document the query was cut from',
     '1': 'another document of its topic with the same sentence',
   },
-  tasks: [
-    {
-      id: 'scale-qa',
-      query_modality: 'text',
-      corpus_modality: 'text',
-      description:
-        'A fragment of one sentence, as a question → the document it was cut from (2) and the topic documents sharing that sentence (1).',
-    },
-  ],
-  counts: { corpus: N, queries: Q, qrels, images: images.length },
+  tasks: Array.from({ length: TASKS }, (_, t) => ({
+    id: taskId(t),
+    query_modality: 'text',
+    corpus_modality: 'text',
+    description:
+      (TASKS === 1
+        ? ''
+        : `Task ${t + 1} of ${TASKS} over one corpus (every ${ordinal(TASKS)} query from the ${ordinal(t + 1)}). `) +
+      'A fragment of one sentence, as a question → the document it was cut from (2) and the topic documents sharing that sentence (1).',
+  })),
+  counts: {
+    corpus: N,
+    queries: Q,
+    qrels,
+    images: images.length,
+    ...(TASKS === 1 ? {} : { tasks: Object.fromEntries(taskCounts.map((c, t) => [taskId(t), c])) }),
+  },
   // Read over HTTP, the shard's embeddings are asked for only when named here.
   ...(vectorNote ? { embeddings: 'embeddings/index.json' } : {}),
 };
@@ -284,9 +305,14 @@ writeFileSync(
     '. Documents, queries and judgements are recombinations for size tests: they are not medical\ncontent and not a benchmark.\n',
 );
 
+function ordinal(n: number): string {
+  const s = n % 100 >= 11 && n % 100 <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][n % 10] ?? 'th');
+  return `${n}${s}`;
+}
+
 const mb = (corpusBytes / 2 ** 20).toFixed(1);
 console.log(
-  `make-scale-shard: ${OUT}: ${N} documents (${T} topics, corpus.jsonl ${mb} MiB), ${Q} queries, ${qrels} qrels ` +
+  `make-scale-shard: ${OUT}: ${N} documents (${T} topics, corpus.jsonl ${mb} MiB), ${Q} queries${TASKS > 1 ? ` in ${TASKS} tasks` : ''}, ${qrels} qrels ` +
     `(${graded1} at grade 1; ${multi} queries with several relevant)${images.length ? `, ${images.length} images` : ''}${vectorNote}, ` +
     `${((Date.now() - started) / 1000).toFixed(1)} s`,
 );

@@ -3,7 +3,8 @@
 // computed here by the core (all-pairs.ts) over the per-query measures of each run's Metrics JSON as
 // the app exports it. Then four BM25 settings on vqa-rad's tasks, compared per task and pooled (its
 // image-to-image task has no BM25 runs and is left out). The page must not scroll sideways at 390,
-// 1024 and 1440 px.
+// 1024 and 1440 px. Last, the same across the three tasks of a 10,000-document scale shard
+// (make-scale-shard --tasks 3, in a temporary folder under the gitignored generated-shards/).
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Page } from 'playwright-core';
 import { launch, pageErrors, type Session, download } from './browser';
@@ -17,6 +18,9 @@ import {
   type AllPairsRun,
 } from '../../src/lib/core/eval/all-pairs';
 import type { MultiComparison } from '../../src/lib/core/eval/multi-compare';
+import { makeScaleShard } from './shard-fixtures';
+import { rmSync } from 'node:fs';
+import { basename } from 'node:path';
 
 const baseUrl = inject('baseUrl');
 const SPECS = [0.1, 0.5, 1.2, 3].flatMap((k1) => [0, 1].map((b) => `bm25(k1=${k1},b=${b})`));
@@ -100,8 +104,23 @@ async function expectShown(page: Page, c: MultiComparison) {
     }
 }
 
-async function noSideScroll(page: Page, name: string) {
-  for (const width of [390, 1024, 1440]) {
+/** Each task's column of the per-task table shows that task's means and tied-with-best runs. */
+async function expectPerTask(page: Page, across: ReturnType<typeof allPairsAcrossTasks>, runs: number) {
+  for (const t of across.perTask) {
+    const c = t.comparison!;
+    const shown = await page.$$eval(`[data-testid="pairs-tasks"] td[data-task="${t.task}"]`, (tds) =>
+      tds.map((td) => [td.parentElement!.getAttribute('data-run')!, td.textContent!.trim()]),
+    );
+    expect(shown).toHaveLength(runs);
+    for (const [id, text] of shown) {
+      const i = c.runs.indexOf(id);
+      expect(text).toBe(`${c.means[i].toFixed(4)}${c.tiedWithBest.includes(id) ? ' ✓' : ''}`);
+    }
+  }
+}
+
+async function noSideScroll(page: Page, name: string, widths = [390, 1024, 1440]) {
+  for (const width of widths) {
     await page.setViewportSize({ width, height: 900 });
     await page.waitForTimeout(200);
     const [sw, iw] = await page.evaluate(() => [document.documentElement.scrollWidth, innerWidth]);
@@ -177,17 +196,7 @@ describe('all pairs of eight runs (issue 37 item 1)', () => {
       measure: MEASURE,
     });
     await expectShown(page, across.pooled);
-    for (const t of across.perTask) {
-      const c = t.comparison!;
-      const shown = await page.$$eval(`[data-testid="pairs-tasks"] td[data-task="${t.task}"]`, (tds) =>
-        tds.map((td) => [td.parentElement!.getAttribute('data-run')!, td.textContent!.trim()]),
-      );
-      expect(shown).toHaveLength(VQA_SPECS.length);
-      for (const [id, text] of shown) {
-        const i = c.runs.indexOf(id);
-        expect(text).toBe(`${c.means[i].toFixed(4)}${c.tiedWithBest.includes(id) ? ' ✓' : ''}`);
-      }
-    }
+    await expectPerTask(page, across, VQA_SPECS.length);
     const pooledJson = JSON.parse(await download(page, 'pairs-json'));
     expect(pooledJson.pooled.method).toBe(across.pooled.method);
     expect(pooledJson.per_task.map((t: { task: string }) => t.task)).toEqual(TASKS);
@@ -208,4 +217,49 @@ describe('all pairs of eight runs (issue 37 item 1)', () => {
     await noSideScroll(page, 'all-pairs-across');
     expect(errors.join('\n')).toBe('');
   }, 900_000);
+
+  test('across the three tasks of a 10k-document scale shard: per-task means, tied with best per task and pooled equal the core', async () => {
+    const { page } = s;
+    const errors = pageErrors(page);
+    // 10,000 documents, 300 queries dealt to 3 tasks (100 each), no vectors: BM25 only.
+    const dir = makeScaleShard('all-pairs-tasks-', { docs: 10_000, queries: 300, tasks: 3 });
+    try {
+      const shard = `/generated-shards/${basename(dir)}/`;
+      const tasks = ['scale-qa-1', 'scale-qa-2', 'scale-qa-3'];
+      const specs = ['bm25(k1=0.1,b=0)', 'bm25(k1=1.2,b=0.75)', 'bm25(k1=3,b=1)'];
+      const earlier: AllPairsRun[][] = [];
+      for (const task of tasks.slice(0, 2)) {
+        await openTask(page, shard, task, specs);
+        earlier.push(await exportedRuns(page, await pickedIds(page)));
+      }
+      await openTask(page, shard, tasks[2], specs);
+      await page.selectOption('[data-testid="pairs-method"]', 'tukey');
+      await page.check('[data-testid="pairs-across"]');
+      const marks = await page.evaluate(() => performance.getEntriesByName('loupe:pairs').length);
+      await computePairs(page, marks + 1);
+      const here = await exportedRuns(page, await pickedIds(page));
+      for (const r of [...earlier.flat(), ...here]) expect(r.perQuery.size).toBe(100);
+      const match = (runs: AllPairsRun[]) =>
+        here.map((h) => ({ ...runs.find((r) => r.name === h.name)!, id: h.id }));
+      const across = allPairsAcrossTasks({
+        tasks: [
+          { task: tasks[0], inputs: match(earlier[0]) },
+          { task: tasks[1], inputs: match(earlier[1]) },
+          { task: tasks[2], inputs: here },
+        ],
+        measure: MEASURE,
+      });
+      expect(across.perTask.map((t) => t.task)).toEqual(tasks);
+      await expectShown(page, across.pooled);
+      await expectPerTask(page, across, specs.length);
+      const json = JSON.parse(await download(page, 'pairs-json'));
+      expect(json.per_task.map((t: { task: string }) => t.task)).toEqual(tasks);
+      expect(json.skipped_tasks).toEqual([]);
+      expect(json.pooled.tied_with_best).toEqual(across.pooled.tiedWithBest);
+      await noSideScroll(page, 'all-pairs-scale-tasks', [390]);
+      expect(errors.join('\n')).toBe('');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 600_000);
 });

@@ -52,13 +52,14 @@ export function writeSubset(
 }
 
 /**
- * A synthetic scale shard (scripts/make-scale-shard.ts: `docs` documents, `queries` queries, random unit
- * vectors as `model`'s precomputed corpus embeddings) in a new folder `<prefix>…` under the gitignored
- * generated-shards/, which the site serves at /generated-shards/<folder>/. Returns the folder.
+ * A synthetic scale shard (scripts/make-scale-shard.ts: `docs` documents, `queries` queries dealt to
+ * `tasks` tasks (default 1), random unit vectors as `model`'s precomputed corpus embeddings where a
+ * model is named) in a new folder `<prefix>…` under the gitignored generated-shards/, which the site
+ * serves at /generated-shards/<folder>/. Returns the folder.
  */
 export function makeScaleShard(
   prefix: string,
-  opts: { docs: number; queries: number; model: string },
+  opts: { docs: number; queries: number; model?: string; tasks?: number },
 ): string {
   mkdirSync(join(ROOT, 'generated-shards'), { recursive: true });
   const dir = mkdtempSync(join(ROOT, 'generated-shards', prefix));
@@ -68,7 +69,9 @@ export function makeScaleShard(
       'tsx',
       'scripts/make-scale-shard.ts',
       ...['--docs', String(opts.docs), '--queries', String(opts.queries)],
-      ...['--vectors', 'random', '--model', opts.model, '--out', dir],
+      ...(opts.model ? ['--vectors', 'random', '--model', opts.model] : []),
+      ...(opts.tasks ? ['--tasks', String(opts.tasks)] : []),
+      ...['--out', dir],
     ],
     { cwd: ROOT, stdio: 'pipe' },
   );
