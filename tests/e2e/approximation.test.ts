@@ -21,30 +21,12 @@ import { shotPath } from './artifacts';
 import { DATA_DIR } from '../paths';
 import { serveRanges, type RangeServer } from './range-server';
 import { makeScaleShard, packShard, writeSubset } from './shard-fixtures';
+import { csvCells } from '../../src/lib/core/eval/approximation-text';
 
 const baseUrl = inject('baseUrl');
 const MODEL = 'loupe-test/bert-tiny-random';
 const DOCS = Number(process.env.LOUPE_APPROX_DOCS ?? 3_000);
 const QUERIES = 100;
-
-/** Splits one CSV line (quoted cells may hold commas). */
-function cells(line: string): string[] {
-  const out: string[] = [];
-  let cur = '';
-  let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (quoted) {
-      if (c === '"' && line[i + 1] === '"') ((cur += '"'), i++);
-      else if (c === '"') quoted = false;
-      else cur += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') (out.push(cur), (cur = ''));
-    else cur += c;
-  }
-  out.push(cur);
-  return out;
-}
 
 interface Rect {
   x0: number;
@@ -195,8 +177,8 @@ describe('quality under approximation (issue 37 item 2)', () => {
     const shownMeans = await rows
       .locator('[data-mean]')
       .evaluateAll((els) => els.map((e) => e.getAttribute('data-mean')));
-    expect(csv.slice(4).map((l) => cells(l)[3])).toEqual(shownMeans);
-    expect(csv.slice(4).map((l) => cells(l)[0])).toEqual(labels);
+    expect(csv.slice(4).map((l) => csvCells(l)[3])).toEqual(shownMeans);
+    expect(csv.slice(4).map((l) => csvCells(l)[0])).toEqual(labels);
 
     // Query p50/p99 on every row: HNSW's timing pass; exact search, the other dtypes and the two-pass
     // scan each query's own ranking time in its worker (scoring and top k, not its embedding). Not
@@ -211,7 +193,7 @@ describe('quality under approximation (issue 37 item 2)', () => {
       expect(Number(p99), `row ${labels[i]}: p99 ≥ p50`).toBeGreaterThanOrEqual(Number(p50));
     }
     const p50Col = csv[3].split(',').indexOf('query_ms_p50');
-    expect(csv.slice(4).map((l) => cells(l)[p50Col])).toEqual(p50s.map(([p50]) => p50));
+    expect(csv.slice(4).map((l) => csvCells(l)[p50Col])).toEqual(p50s.map(([p50]) => p50));
 
     // The chart: one point per row, exported as SVG.
     const chart = panel.locator('[data-testid="chart"]');
@@ -226,7 +208,7 @@ describe('quality under approximation (issue 37 item 2)', () => {
     expect(svg).toMatch(/<text[^>]*data-label[^>]*>[^<]+<\/text>/);
 
     // The names the chart must show, on the plot or in its key: each row's setting ('exact' for exact).
-    const rowNames = csv.slice(4).map((l) => (cells(l)[1] === 'exact' ? 'exact' : cells(l)[2]));
+    const rowNames = csv.slice(4).map((l) => (csvCells(l)[1] === 'exact' ? 'exact' : csvCells(l)[2]));
     const costs = ['memory', 'bytes', 'ms'] as const;
     for (const width of [390, 1024, 1440]) {
       await page.setViewportSize({ width, height: 860 });
