@@ -111,13 +111,52 @@ describe('deleting a cached shard', () => {
     expect(await idbCounts(page)).toEqual(before);
 
     // Confirmed and left alone: once the window ends, the shard, its run and its index are gone.
+    // Another transaction holds the stores meanwhile (as a second tab writing would), so the delete's
+    // transaction waits: the notice says it is being deleted, with no undo, until it has committed,
+    // and a reload the moment the notice goes finds it gone (a notice that went first invited a
+    // reload that aborted the delete: CI, 2026-12-03).
     await row.getByTestId('delete-shard').click();
     await row.getByTestId('confirm-delete-shard').click();
     await page.getByTestId('undo-delete').waitFor();
-    await page.getByTestId('undo-delete').waitFor({ state: 'detached', timeout: 30_000 });
+    await page.evaluate(() => {
+      const w = window as unknown as { holdRelease?: boolean; holding?: boolean };
+      w.holdRelease = false;
+      const r = indexedDB.open('loupe');
+      r.onsuccess = () => {
+        const db = r.result;
+        const tx = db.transaction([...db.objectStoreNames], 'readwrite');
+        const store = tx.objectStore('shards');
+        w.holding = true;
+        const spin = () => {
+          if (w.holdRelease) return;
+          store.count().onsuccess = spin;
+        };
+        spin();
+        tx.oncomplete = () => {
+          w.holding = false;
+          db.close();
+        };
+      };
+    });
+    await page.waitForFunction(() => (window as unknown as { holding?: boolean }).holding === true);
     await expect
-      .poll(() => idbCounts(page))
-      .toEqual({ shards: 0, docs: 0, queries: 0, qrels: 0, images: 0, artifacts: 0 });
+      .poll(() => page.getByTestId('undo-delete').innerText(), { timeout: 30_000 })
+      .toMatch(/^Deleting medquad…$/);
+    expect(await page.getByTestId('undo-delete-shard').count()).toBe(0);
+    await page.waitForTimeout(1_000);
+    expect(await page.getByTestId('undo-delete').innerText()).toMatch(/^Deleting medquad…$/);
+    await page.evaluate(() => ((window as unknown as { holdRelease?: boolean }).holdRelease = true));
+    await page.getByTestId('undo-delete').waitFor({ state: 'detached', timeout: 30_000 });
+    await page.reload();
+    await phase(page, 'idle');
+    expect(await idbCounts(page)).toEqual({
+      shards: 0,
+      docs: 0,
+      queries: 0,
+      qrels: 0,
+      images: 0,
+      artifacts: 0,
+    });
     expect(await shards(page)).toEqual([]);
     await page.reload();
     await phase(page, 'idle');

@@ -181,7 +181,9 @@ export class StorageState {
    * The shard whose removal waits out its undo window: hidden from the lists, deleted only when the
    * window ends, so a page closed or reloaded meanwhile keeps it. `reopen`: it was the open shard.
    */
-  pendingDelete = $state.raw<{ hash: string; name: string; reopen: boolean } | null>(null);
+  pendingDelete = $state.raw<{ hash: string; name: string; reopen: boolean; deleting?: boolean } | null>(
+    null,
+  );
   #deleteTimer: ReturnType<typeof setTimeout> | undefined;
 
   /** Removes a shard with its runs, embeddings and indexes once `UNDO_MS` pass without an undo. */
@@ -198,22 +200,39 @@ export class StorageState {
   /** Keeps the shard whose removal is pending (and opens it again when it was open). */
   async undoDelete(): Promise<void> {
     const p = this.pendingDelete;
+    if (p?.deleting) return;
     clearTimeout(this.#deleteTimer);
     this.pendingDelete = null;
     if (p?.reopen && !this.library.shard) await this.library.open(p.hash);
   }
 
-  /** Deletes the shard whose removal is pending now (its window ended, or another removal began). */
+  /**
+   * Deletes the shard whose removal is pending now (its window ended, or another removal began). The
+   * notice stays, saying it is being deleted, until the transaction has committed: a reload before
+   * that keeps the whole shard, so the notice must not promise it is gone.
+   */
   async finishDelete(): Promise<void> {
     const p = this.pendingDelete;
     clearTimeout(this.#deleteTimer);
-    if (!p) return;
-    this.pendingDelete = null;
+    if (!p || p.deleting) return this.#deleting;
     // Opened again meanwhile (a link, a demo): the user wants it after all.
-    if (this.library.shard?.summary.hash === p.hash) return;
-    await this.library.deleteShard(p.hash);
-    await this.refresh();
+    if (this.library.shard?.summary.hash === p.hash) {
+      this.pendingDelete = null;
+      return;
+    }
+    this.pendingDelete = { ...p, deleting: true };
+    this.#deleting = (async () => {
+      try {
+        await this.library.deleteShard(p.hash);
+        await this.refresh();
+      } finally {
+        if (this.pendingDelete?.hash === p.hash) this.pendingDelete = null;
+        this.#deleting = undefined;
+      }
+    })();
+    return this.#deleting;
   }
+  #deleting: Promise<void> | undefined;
 
   /** Removes a shard's corpus embeddings (runs stay; the next dense run embeds again). */
   async removeEmbeddings(hash: string): Promise<void> {
