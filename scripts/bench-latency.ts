@@ -27,6 +27,7 @@ import {
   openBrowser,
   publish,
   quantile,
+  requireGenerated,
   runInfo,
   searchApp,
   sitePreview,
@@ -116,6 +117,7 @@ async function ask(page: Page, q: Scenario['queries'][number], hidden = false): 
   return timings(page);
 }
 
+await requireGenerated(scenarios.map((s) => s.model));
 process.env.LOUPE_DATA_DIR = DATA_DIR;
 // A kept profile needs the same origin (port) to find its IndexedDB again.
 const server = await sitePreview({ noBuild: argv['no-build'], port: argv.profile ? 4199 : undefined });

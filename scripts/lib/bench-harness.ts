@@ -45,6 +45,21 @@ export function usage(message: string): never {
   process.exit(2);
 }
 
+/**
+ * Exits 2 naming the generated test models in `ids` that are not in models/generated, with the command
+ * that makes them (setup generates the `ci` set; some benches need the `bench` set's larger shapes).
+ */
+export async function requireGenerated(ids: string[]): Promise<void> {
+  // Imported here: native-encoder loads onnxruntime-node, which the other benches do not need.
+  const { localName, registrySpec } = await import('./native-encoder');
+  const missing = ids.filter((id) => !existsSync(join(localName(registrySpec(id)), 'onnx')));
+  if (missing.length)
+    usage(
+      `${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not generated: ` +
+        'npx tsx scripts/generate-models.ts --set bench',
+    );
+}
+
 /** `--name VALUE` as a whole number ≥ `min`, or exit 2 saying so. */
 export function whole(name: string, value: string | undefined, min = 1): number {
   const n = Number(value);
