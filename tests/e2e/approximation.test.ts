@@ -22,6 +22,7 @@ import { DATA_DIR } from '../paths';
 import { serveRanges, type RangeServer } from './range-server';
 import { makeScaleShard, packShard, writeSubset } from './shard-fixtures';
 import { csvCells } from '../../src/lib/core/eval/approximation-text';
+import { defaultNprobe } from '../../src/lib/core/retrieval/ivf';
 
 const baseUrl = inject('baseUrl');
 const MODEL = 'loupe-test/bert-tiny-random';
@@ -253,97 +254,118 @@ describe('quality under approximation (issue 37 item 2)', () => {
 // `npm run pack-shard -- --index ivf` with the generated bert-tiny model, served under a sub-path by a
 // static server that honours Range and logs its bytes, opened by URL and run once (through the index,
 // nprobe 16 of 48 lists). The panel then runs exact search with the index skipped (the corpus
-// embedded here with the same encoder the packing used) and IVF at nprobe 4 and 48, each from an
-// empty cache of the index; the IVF rows' bytes per query are the server's log for their runs.
+// embedded here with the same encoder the packing used) and IVF at a quarter and four times the
+// default nprobe, each from an empty cache of the index; the IVF rows' bytes per query are the
+// server's log for their runs.
+// LOUPE_APPROX_IVF_DOCS=100000: the same on the packed 100k shard (make-scale-shard's text, 100
+// queries, embedded by pack-shard and packed in 2·√n = 632 lists: nprobe 4, 16, 64). Its packing
+// takes about 4 minutes and its exact row embeds the 100k corpus in the page.
+const IVF_DOCS = Number(process.env.LOUPE_APPROX_IVF_DOCS ?? 0);
+const IVF = IVF_DOCS
+  ? { name: 'scale-ivf', task: 'scale-qa', queries: 100, nlist: Math.round(2 * Math.sqrt(IVF_DOCS)) }
+  : { name: 'medquad-ivf', task: 'qa-answer-retrieval', queries: 24, nlist: 48 };
+const IVF_NPROBE = defaultNprobe(IVF.nlist);
+const IVF_GRID = [Math.max(1, Math.round(IVF_NPROBE / 4)), IVF_NPROBE, Math.min(IVF.nlist, IVF_NPROBE * 4)];
 describe('quality under approximation: the packed IVF index by nprobe', () => {
   let s: Session;
   let dir = '';
   let server: RangeServer;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'loupe-approx-ivf-'));
-    const packed = join(dir, 'shards/medquad-ivf');
-    writeSubset(join(DATA_DIR, 'medquad'), packed, { docs: 1000, queries: 24, name: 'medquad-ivf' });
-    packShard(packed, ['--model', MODEL, '--index', 'ivf', '--nlist', '48']);
+    const packed = join(dir, `shards/${IVF.name}`);
+    if (IVF_DOCS) makeScaleShard('', { docs: IVF_DOCS, queries: IVF.queries, out: packed });
+    else writeSubset(join(DATA_DIR, 'medquad'), packed, { docs: 1000, queries: 24, name: IVF.name });
+    packShard(packed, ['--model', MODEL, '--index', 'ivf', '--nlist', String(IVF.nlist)]);
     server = await serveRanges(dir, '/course/loupe/');
     s = await launch();
-  }, 600_000);
+  }, 1_800_000);
   afterAll(async () => {
     await s?.dispose();
     await server?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  test('exact (index skipped) and IVF at nprobe 4, 16, 48: recall rises with nprobe, bytes = the server log', async () => {
-    const { page } = s;
-    const errors = pageErrors(page);
-    const url = `${server.url}shards/medquad-ivf/`;
-    await page.goto(
-      `${baseUrl}/?shard=${url}&task=qa-answer-retrieval&retriever=dense&model=${MODEL}&device=wasm&dtype=fp32&run=1`,
-    );
-    await page.waitForSelector(
-      '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
-      {
-        timeout: 300_000,
-      },
-    );
-    expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
-    const panel = page.locator('[data-testid="approximation"]');
-    await panel.waitFor();
-    expect(await panel.locator('[data-testid="approx-no-exact"]').count()).toBe(1);
-    const missing = await panel
-      .locator('[data-missing]')
-      .evaluateAll((els) => els.map((e) => e.getAttribute('data-missing')!));
-    expect(missing.slice(0, 3)).toEqual([
-      'exact search (corpus embedded here)',
-      'IVF nprobe 4',
-      'IVF nprobe 48',
-    ]);
-    // Only these three (HNSW, the scan and the dtypes are the other test's).
-    for (const m of missing.slice(3)) await panel.locator(`[data-missing="${m}"]`).uncheck();
-    const from = server.log.length;
-    await panel.locator('[data-testid="approx-run-missing"]').click();
-    await panel.locator('[data-testid="approx-table"]').waitFor({ timeout: 600_000 });
-    // Every nprobe of the grid (around the index's default, 16) is stored now: none is offered again.
-    expect(await panel.locator('[data-missing^="IVF"], [data-missing^="exact search"]').count()).toBe(0);
-    const rows = panel.locator('[data-testid="approx-table"] tbody tr');
-    expect(await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-kind')))).toEqual([
-      'exact',
-      'ivf',
-      'ivf',
-      'ivf',
-    ]);
-    expect(await rows.locator('th').allInnerTexts()).toEqual([
-      'exact (fp32)',
-      'IVF 48 lists, nprobe 4',
-      'IVF 48 lists, nprobe 16',
-      'IVF 48 lists, nprobe 48',
-    ]);
-    const recall = await rows
-      .locator('[data-recall]')
-      .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-recall'))));
-    expect(recall[1]).toBeLessThanOrEqual(recall[2]);
-    expect(recall[2]).toBeLessThanOrEqual(recall[3]);
-    // Every list probed, candidates rescored exactly: exact search's top 10.
-    expect(recall[3]).toBeGreaterThanOrEqual(0.99);
-    // The bytes of the two IVF runs made here (cold cache) are what the server sent for them.
-    const bytes = await rows
-      .locator('[data-bytes]')
-      .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-bytes'))));
-    const sent = server.log
-      .slice(from)
-      .filter((e) => !!e.range && /\/(ivf-text\.bin|text\.npy)$/.test(e.path))
-      .reduce((a, e) => a + e.bytes, 0);
-    expect(bytes[0]).toBe(0);
-    expect(Math.round((bytes[1] + bytes[3]) * 24)).toBe(sent);
-    expect(bytes[1]).toBeLessThan(bytes[3]);
-    // Query p50/p99 from the index worker's clock for every IVF row.
-    for (const r of [1, 2, 3])
-      expect(Number(await rows.nth(r).locator('[data-p50]').getAttribute('data-p50'))).toBeGreaterThan(0);
-    // And exact search's own ranking time per query in the retrieval worker.
-    const exactP50 = await rows.nth(0).locator('[data-p50]').getAttribute('data-p50');
-    expect(exactP50).not.toBe('');
-    expect(Number(exactP50)).toBeGreaterThanOrEqual(0);
-    await panel.screenshot({ path: shotPath('approximation-ivf.png') });
-    expect(errors.filter((e) => !/Failed to load resource/.test(e)).join('\n')).toBe('');
-  }, 900_000);
+  test(
+    `exact (index skipped) and IVF at nprobe ${IVF_GRID.join(', ')}: recall rises with nprobe, bytes = the server log`,
+    async () => {
+      const { page } = s;
+      const errors = pageErrors(page);
+      const url = `${server.url}shards/${IVF.name}/`;
+      const t0 = Date.now();
+      await page.goto(
+        `${baseUrl}/?shard=${url}&task=${IVF.task}&retriever=dense&model=${MODEL}&device=wasm&dtype=fp32&run=1`,
+      );
+      await page.waitForSelector(
+        '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
+        {
+          timeout: 300_000,
+        },
+      );
+      expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+      const panel = page.locator('[data-testid="approximation"]');
+      await panel.waitFor();
+      expect(await panel.locator('[data-testid="approx-no-exact"]').count()).toBe(1);
+      const missing = await panel
+        .locator('[data-missing]')
+        .evaluateAll((els) => els.map((e) => e.getAttribute('data-missing')!));
+      expect(missing.slice(0, 3)).toEqual([
+        'exact search (corpus embedded here)',
+        `IVF nprobe ${IVF_GRID[0]}`,
+        `IVF nprobe ${IVF_GRID[2]}`,
+      ]);
+      // Only these three (HNSW, the scan and the dtypes are the other test's).
+      for (const m of missing.slice(3)) await panel.locator(`[data-missing="${m}"]`).uncheck();
+      const from = server.log.length;
+      await panel.locator('[data-testid="approx-run-missing"]').click();
+      await panel
+        .locator('[data-testid="approx-table"]')
+        .waitFor({ timeout: IVF_DOCS ? 3_000_000 : 600_000 });
+      // Every nprobe of the grid (around the index's default, 16) is stored now: none is offered again.
+      expect(await panel.locator('[data-missing^="IVF"], [data-missing^="exact search"]').count()).toBe(0);
+      const rows = panel.locator('[data-testid="approx-table"] tbody tr');
+      expect(await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-kind')))).toEqual([
+        'exact',
+        'ivf',
+        'ivf',
+        'ivf',
+      ]);
+      expect(await rows.locator('th').allInnerTexts()).toEqual([
+        'exact (fp32)',
+        ...IVF_GRID.map((n) => `IVF ${IVF.nlist} lists, nprobe ${n}`),
+      ]);
+      const recall = await rows
+        .locator('[data-recall]')
+        .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-recall'))));
+      expect(recall[1]).toBeLessThanOrEqual(recall[2]);
+      expect(recall[2]).toBeLessThanOrEqual(recall[3]);
+      // Every list probed (medquad), candidates rescored exactly: exact search's top 10.
+      if (IVF_GRID[2] === IVF.nlist) expect(recall[3]).toBeGreaterThanOrEqual(0.99);
+      // The bytes of the two IVF runs made here (cold cache) are what the server sent for them.
+      const bytes = await rows
+        .locator('[data-bytes]')
+        .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-bytes'))));
+      const sent = server.log
+        .slice(from)
+        .filter((e) => !!e.range && /\/(ivf-text\.bin|text\.npy)$/.test(e.path))
+        .reduce((a, e) => a + e.bytes, 0);
+      expect(bytes[0]).toBe(0);
+      expect(Math.round((bytes[1] + bytes[3]) * IVF.queries)).toBe(sent);
+      expect(bytes[1]).toBeLessThan(bytes[3]);
+      // Query p50/p99 from the index worker's clock for every IVF row.
+      for (const r of [1, 2, 3])
+        expect(Number(await rows.nth(r).locator('[data-p50]').getAttribute('data-p50'))).toBeGreaterThan(0);
+      // And exact search's own ranking time per query in the retrieval worker.
+      const exactP50 = await rows.nth(0).locator('[data-p50]').getAttribute('data-p50');
+      expect(exactP50).not.toBe('');
+      expect(Number(exactP50)).toBeGreaterThanOrEqual(0);
+      await panel.screenshot({ path: shotPath(`approximation-${IVF.name}.png`) });
+      if (IVF_DOCS)
+        console.log(
+          `approximation on the packed ${IVF_DOCS.toLocaleString('en')}-document shard (${Math.round((Date.now() - t0) / 1000)} s):\n` +
+            (await download(page, 'approx-csv')),
+        );
+      expect(errors.filter((e) => !/Failed to load resource/.test(e)).join('\n')).toBe('');
+    },
+    IVF_DOCS ? 3_600_000 : 900_000,
+  );
 });

@@ -55,14 +55,14 @@ export function writeSubset(
  * A synthetic scale shard (scripts/make-scale-shard.ts: `docs` documents, `queries` queries dealt to
  * `tasks` tasks (default 1), random unit vectors as `model`'s precomputed corpus embeddings where a
  * model is named) in a new folder `<prefix>…` under the gitignored generated-shards/, which the site
- * serves at /generated-shards/<folder>/. Returns the folder.
+ * serves at /generated-shards/<folder>/, or in `out` where given. Returns the folder.
  */
 export function makeScaleShard(
   prefix: string,
-  opts: { docs: number; queries: number; model?: string; tasks?: number },
+  opts: { docs: number; queries: number; model?: string; tasks?: number; out?: string },
 ): string {
   mkdirSync(join(ROOT, 'generated-shards'), { recursive: true });
-  const dir = mkdtempSync(join(ROOT, 'generated-shards', prefix));
+  const dir = opts.out ?? mkdtempSync(join(ROOT, 'generated-shards', prefix));
   execFileSync(
     'npx',
     [
