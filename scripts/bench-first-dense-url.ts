@@ -119,12 +119,13 @@ async function round(k: number, at = site): Promise<Round> {
       shard: `${host.url}${encodeURIComponent(shard.name)}/`,
       task: shard.task,
       'search-model': argv.model!,
-      q: shard.query,
     });
     const from = host.log.length;
+    // The query is typed, not put in the link: a link's q= is answered as the page opens, which would
+    // time that answer racing the pressed one.
     const t = await searchApp(page, {
       url: `${at.url}?${params}#/search`,
-      search: { until: '[data-testid="results"] [data-doc] .text' },
+      search: { text: shard.query, until: '[data-testid="results"] [data-doc] .text' },
     });
     const bytes: Record<string, number> = {};
     const log = host.log.slice(from);
