@@ -143,6 +143,7 @@ describe('deleting a cached shard', () => {
       .poll(() => page.getByTestId('undo-delete').innerText(), { timeout: 30_000 })
       .toMatch(/^Deleting medquad…$/);
     expect(await page.getByTestId('undo-delete-shard').count()).toBe(0);
+    await page.getByTestId('undo-delete').screenshot({ path: shotPath('shard-delete-deleting.png') });
     await page.waitForTimeout(1_000);
     expect(await page.getByTestId('undo-delete').innerText()).toMatch(/^Deleting medquad…$/);
     await page.evaluate(() => ((window as unknown as { holdRelease?: boolean }).holdRelease = true));
