@@ -259,11 +259,20 @@ describe('Search and Benchmark views', () => {
               const all = [...svg.querySelectorAll('text')];
               const titles = all.filter((t) => /→$|^↑/.test(t.textContent ?? ''));
               const ticks = [...svg.querySelectorAll('g[font-variant="tabular-nums"] text')];
-              return titles.flatMap((t) =>
+              // Nor do two tick labels meet (one facet's −1.0 and the next facet's 1.0).
+              const clash = ticks.flatMap((k, i) =>
                 ticks
-                  .filter((k) => hit(t.getBoundingClientRect(), k.getBoundingClientRect()))
-                  .map((k) => `"${t.textContent}" over "${k.textContent}"`),
+                  .slice(i + 1)
+                  .filter((j) => hit(k.getBoundingClientRect(), j.getBoundingClientRect()))
+                  .map((j) => `"${k.textContent}" meets "${j.textContent}"`),
               );
+              return titles
+                .flatMap((t) =>
+                  ticks
+                    .filter((k) => hit(t.getBoundingClientRect(), k.getBoundingClientRect()))
+                    .map((k) => `"${t.textContent}" over "${k.textContent}"`),
+                )
+                .concat(clash);
             });
             return {
               chart: fig.getAttribute('data-chart'),
