@@ -12,6 +12,9 @@ burner=$!
 trap 'kill $burner 2>/dev/null' EXIT
 echo "test:slow: tests pinned to CPU $core beside a busy process (pid $burner); $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$(date +%s)
+status=0
 LOUPE_TEST_PIN=$core LOUPE_E2E_ONE_FILE=1 LOUPE_TEST_RESULTS=${LOUPE_TEST_RESULTS:-.test-results/slow} \
-  bash scripts/test-stages.sh "$@"
-echo "test:slow: done in $(( ($(date +%s) - start) / 60 )) min; load $(cut -d' ' -f1-3 /proc/loadavg)"
+  bash scripts/test-stages.sh "$@" || status=$?
+# The time and load also when a test failed.
+echo "test:slow: $([ $status = 0 ] && echo passed || echo FAILED) in $(( ($(date +%s) - start) / 60 )) min; load $(cut -d' ' -f1-3 /proc/loadavg)"
+exit $status
