@@ -16,7 +16,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { launch, pageErrors, type Session, download } from './browser';
+import { launch, pageErrors, phase, type Session, download } from './browser';
 import { shotPath } from './artifacts';
 import { DATA_DIR } from '../paths';
 import { serveRanges, type RangeServer } from './range-server';
@@ -104,13 +104,7 @@ describe('quality under approximation (issue 37 item 2)', () => {
       dtype: 'fp32',
     });
     await page.goto(`${baseUrl}/?${q}`);
-    await page.waitForSelector(
-      '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
-      {
-        timeout: 300_000,
-      },
-    );
-    expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+    expect(await phase(page, 'done', 'error')).toBe('done');
 
     // One exact run stored: the panel offers what is missing.
     const panel = page.locator('[data-testid="approximation"]');
@@ -295,13 +289,7 @@ describe('quality under approximation: the packed IVF index by nprobe', () => {
       await page.goto(
         `${baseUrl}/?shard=${url}&task=${IVF.task}&retriever=dense&model=${MODEL}&device=wasm&dtype=fp32&run=1`,
       );
-      await page.waitForSelector(
-        '[data-testid="app"][data-phase="done"], [data-testid="app"][data-phase="error"]',
-        {
-          timeout: 300_000,
-        },
-      );
-      expect(await page.getAttribute('[data-testid="app"]', 'data-phase')).toBe('done');
+      expect(await phase(page, 'done', 'error')).toBe('done');
       const panel = page.locator('[data-testid="approximation"]');
       await panel.waitFor();
       expect(await panel.locator('[data-testid="approx-no-exact"]').count()).toBe(1);

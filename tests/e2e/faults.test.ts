@@ -11,6 +11,7 @@ import type { Harness, Outcome } from '../browser/harness';
 import type { EncoderHarness } from '../browser/encoder-harness';
 import type { IndexHarness } from '../browser/index-harness';
 import { harnessCaller, launch, pageErrors, type Session } from './browser';
+import { ZERO } from './idb-counts';
 import { writeSubset } from './shard-fixtures';
 
 const baseUrl = inject('baseUrl');
@@ -156,14 +157,7 @@ describe('faults: shard import and the shard cache', () => {
       'cached shard medquad is unusable (documents: chunk 1 does not match its checksum (its bytes were changed)); ' +
         'it was removed, import it again',
     );
-    expect(await call(page, 'counts', hash)).toEqual({
-      shards: 0,
-      docs: 0,
-      queries: 0,
-      qrels: 0,
-      images: 0,
-      artifacts: 0,
-    });
+    expect(await call(page, 'counts', hash)).toEqual(ZERO);
     await expectIntact();
     const again = ok(await call(page, 'importUrl', '/shards/medquad/'));
     expect(again.summary.hash).toBe(hash);

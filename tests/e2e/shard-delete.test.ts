@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { Page } from 'playwright-core';
 import { launch, pageErrors, phase, type Session } from './browser';
-import { idbCounts } from './idb-counts';
+import { idbCounts, ZERO } from './idb-counts';
 import { shotPath } from './artifacts';
 import { writeSubset } from './shard-fixtures';
 import { DATA_DIR } from '../paths';
@@ -150,14 +150,7 @@ describe('deleting a cached shard', () => {
     await page.getByTestId('undo-delete').waitFor({ state: 'detached', timeout: 30_000 });
     await page.reload();
     await phase(page, 'idle');
-    expect(await idbCounts(page)).toEqual({
-      shards: 0,
-      docs: 0,
-      queries: 0,
-      qrels: 0,
-      images: 0,
-      artifacts: 0,
-    });
+    expect(await idbCounts(page)).toEqual(ZERO);
     expect(await shards(page)).toEqual([]);
     await page.reload();
     await phase(page, 'idle');
