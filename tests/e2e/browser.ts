@@ -1,6 +1,7 @@
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { wasmThreads } from '../../src/lib/platform/gpu/backend';
 import { join } from 'node:path';
 
 /** Debian's Chromium; Playwright's own browser download cannot work offline. */
@@ -64,6 +65,14 @@ export async function launch(opts: { profileDir?: string; downloadsDir?: string 
 }
 
 /** Page errors and console errors collected since launch. */
+/**
+ * The WASM threads a cross-origin-isolated page gets from this browser's cores (the app's own rule:
+ * 2, or 1 where the browser sees one core, as under test:slow).
+ */
+export async function isolatedWasmThreads(page: Page): Promise<number> {
+  return wasmThreads(true, await page.evaluate(() => navigator.hardwareConcurrency));
+}
+
 export function pageErrors(page: Page): string[] {
   return (page as Page & { loupeErrors?: string[] }).loupeErrors ?? [];
 }

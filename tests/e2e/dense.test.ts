@@ -7,12 +7,11 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launch, pageErrors, phase, type Session } from './browser';
+import { launch, pageErrors, phase, type Session, isolatedWasmThreads } from './browser';
 import { isHubProbe } from './offsite';
 import { DATA_DIR } from '../paths';
 import { writeImageSubset, writeSubset } from './shard-fixtures';
 import { parseRun } from '../../src/lib/core/eval/trec';
-import { MAX_WASM_THREADS } from '../../src/lib/platform/gpu/backend';
 
 const baseUrl = inject('baseUrl');
 const GEN = join(import.meta.dirname, '../../generated-shards/e2e-dense');
@@ -64,7 +63,7 @@ describe('dense retrieval in the UI', () => {
     // Backend shown: WASM, fp32, threads (cross-origin isolated → 2; 1 where the browser sees one
     // core, as under test:slow), the model.
     const backend = await page.locator('[data-testid="backend"]').innerText();
-    const threads = Math.min(MAX_WASM_THREADS, await page.evaluate(() => navigator.hardwareConcurrency));
+    const threads = await isolatedWasmThreads(page);
     expect(backend).toMatch(new RegExp(`WASM · fp32 · ${threads} threads? · loupe-test/clip-tiny-random`));
     // Both fusion strategies ran; at text weight 0.5 they rank every query identically, so one
     // run stands for both (marked as such), and the message says so.

@@ -7,10 +7,9 @@ import { cpSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DATA_DIR } from '../paths';
 import type { Page } from 'playwright-core';
-import { launch, phase, type Session } from './browser';
+import { launch, phase, type Session, isolatedWasmThreads } from './browser';
 import { buildSite, serveStatic, type StaticServer } from './static-server';
 import { packShard, writeSubset } from './shard-fixtures';
-import { MAX_WASM_THREADS } from '../../src/lib/platform/gpu/backend';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 /** A build of its own (gitignored), so the test never depends on a stale dist/. */
@@ -93,7 +92,7 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
     );
     expect(marker).toBe('service-worker');
     // 2 threads (1 where the browser sees one core: test:slow pins to one).
-    const threads = Math.min(MAX_WASM_THREADS, await page.evaluate(() => navigator.hardwareConcurrency));
+    const threads = await isolatedWasmThreads(page);
     expect(await page.locator('[data-testid="backend"]').innerText()).toMatch(
       new RegExp(`WASM · fp32 · ${threads} threads?`),
     );

@@ -7,8 +7,7 @@ import { resolve } from 'node:path';
 import type { BrowserContext, Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { EncoderHarness } from '../browser/encoder-harness';
-import { harnessCaller, launch, pageErrors, type Session } from './browser';
-import { MAX_WASM_THREADS } from '../../src/lib/platform/gpu/backend';
+import { harnessCaller, launch, pageErrors, type Session, isolatedWasmThreads } from './browser';
 
 const baseUrl = inject('baseUrl');
 const HARNESS = `${baseUrl}/tests/browser/encoder-harness.html`;
@@ -84,7 +83,7 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
     page = session.page;
     context.on('request', (r) => void requests.push(r.url()));
     await openHarness(page);
-    threads = Math.min(MAX_WASM_THREADS, await page.evaluate(() => navigator.hardwareConcurrency));
+    threads = await isolatedWasmThreads(page);
   });
 
   afterAll(async () => {
