@@ -373,12 +373,16 @@ describe('faults: model files', () => {
 
 /**
  * Fills the origin's storage so that only `leaveBytes` of `quota` stay free: one Blob in a database
- * of its own (what another site's data or the user's other shards would take). Returns the usage
- * before and the filler's size.
+ * of its own (what another site's data or the user's other shards would take). With `brim`, it then
+ * tops the filler up with smaller records until the browser refuses one of 1 KiB: Chromium refuses
+ * a write by its own cached usage figure, not by what `estimate()` reports, so "leave 50 KB" could
+ * leave far more (a CI run saved every batch after it). Here the top-up took 180 records, 9 MB past
+ * the quota by `estimate()`, before the first refusal.
+ * Returns the usage before, the filler's size and the records the top-up added.
  */
-async function fillStorage(page: Page, quota: number, leaveBytes: number) {
+async function fillStorage(page: Page, quota: number, leaveBytes: number, brim = false) {
   return page.evaluate(
-    async ([q, leave]) => {
+    async ([q, leave, toBrim]) => {
       const before = (await navigator.storage.estimate()).usage ?? 0;
       const size = Math.max(0, q - before - leave);
       const db = await new Promise<IDBDatabase>((resolve, reject) => {
@@ -387,19 +391,24 @@ async function fillStorage(page: Page, quota: number, leaveBytes: number) {
         r.onsuccess = () => resolve(r.result);
         r.onerror = () => reject(r.error);
       });
-      await new Promise<void>((resolve, reject) => {
-        const tx = db.transaction('filler', 'readwrite');
-        tx.objectStore('filler').put(new Blob([new Uint8Array(size)]), 'blob');
-        tx.oncomplete = () => resolve();
-        tx.onerror = () => reject(tx.error);
-        tx.onabort = () => reject(tx.error);
-      });
+      const put = (key: string, bytes: number) =>
+        new Promise<boolean>((resolve, reject) => {
+          const tx = db.transaction('filler', 'readwrite');
+          tx.objectStore('filler').put(new Blob([new Uint8Array(bytes)]), key);
+          tx.oncomplete = () => resolve(true);
+          tx.onabort = () => (tx.error?.name === 'QuotaExceededError' ? resolve(false) : reject(tx.error));
+        });
+      if (!(await put('blob', size))) throw new Error(`the filler of ${size} bytes did not fit`);
+      let topUps = 0;
+      if (toBrim)
+        for (const bytes of [leave, leave / 16, leave / 256, 1024].map(Math.floor).filter((b) => b >= 1024))
+          while (await put(`top-up-${topUps}`, bytes)) topUps++;
       db.close();
       // Chromium's quota checks use a cached usage figure: have it counted before going on.
       const after = (await navigator.storage.estimate()).usage ?? 0;
-      return { before, size, after };
+      return { before, size, after, topUps };
     },
-    [quota, leaveBytes] as const,
+    [quota, leaveBytes, brim] as const,
   );
 }
 
@@ -452,7 +461,7 @@ describe('faults: storage filling up after the import (embeddings, index)', () =
       const savedBefore = (await enc(s.page, 'embRecords', hash)).filter((r) => r.batchNo !== null);
       expect(savedBefore.length).toBeGreaterThan(0);
       // Then the storage fills up (another site, other shards): the next batch cannot be saved.
-      await fillStorage(s.page, QUOTA, 50_000);
+      await fillStorage(s.page, QUOTA, 50_000, true);
       const first = await enc(s.page, 'embedCorpus', hash, MODEL, 'text', 32, LOAD, short);
       if (!first.ok) throw new Error(JSON.stringify(first));
       expect(first.notSaved).toMatch(
@@ -494,7 +503,7 @@ describe('faults: storage filling up after the import (embeddings, index)', () =
       await idx(s.page, 'generate', N, 20, DIM);
       const shard = await idx(s.page, 'createShard');
       // Less room than the vectors alone take: the serialized graph (vectors + links) cannot fit.
-      await fillStorage(s.page, QUOTA, (N * DIM * 4) / 2);
+      await fillStorage(s.page, QUOTA, (N * DIM * 4) / 2, true);
       const params = { key: 'quota-test', shard, space: 'cosine' as const, M: 16, efConstruction: 64 };
       const r = await idx(s.page, 'build', params);
       if (!r.ok) throw new Error(JSON.stringify(r));
