@@ -1,10 +1,12 @@
 // Closes `npm test`: for each stage, the ten slowest tests (and files' hooks) with the share of their time
 // limit they used, from tests/reporters/margins.ts; the slowest files with their share of the stage's
-// summed file time (where a shorter stage has to come from); then one line over vitest's JSON reports, e.g.
+// summed file time (where a shorter stage has to come from); the machine (CPU model, count, load: CI draws
+// Xeon or EPYC machines); then one line over vitest's JSON reports, e.g.
 // "tests: 121 passed, 0 failed, 0 skipped". A test past a quarter of its limit is warned about, never
 // failed: a limit catches a hang, and a test creeping toward it shows here long before a slower machine
 // fails it.
 import { existsSync, readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 
 /** Past this share of its limit a test is named in a warning. */
@@ -71,5 +73,12 @@ for (const file of process.argv.slice(2)) {
   if (existsSync(margins)) marginTable(stage, JSON.parse(readFileSync(margins, 'utf8')));
   else console.log(`\n${stage}: no ${margins} (run with --reporter=./tests/reporters/margins.ts)`);
 }
+// Which machine, so that a run's times can be read against its kind (CI draws Xeon or EPYC machines).
+const cores = cpus();
+console.log(
+  `\nmachine: ${cores[0]?.model.trim() ?? 'unknown CPU'}, ${cores.length} CPUs, load ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' / ')} (1 / 5 / 15 min) at the end`,
+);
 console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(failed > 0 || passed === 0 ? 1 : 0);
