@@ -132,7 +132,7 @@ describe('long texts: chunked dense retrieval', () => {
     const names = await page.locator('[data-testid="run-name"]').allInnerTexts();
     expect(names.filter((n) => /chunks (max-sim|mean) \(overlap 32\)/.test(n))).toHaveLength(2);
     expect(errors).toEqual([]);
-  }, 180_000);
+  });
 
   test('Search view: a long pasted case is chunked with the same setting and ranks as the max run did', async () => {
     const { page } = s;

@@ -201,7 +201,7 @@ describe('a streamed import resumes after a reload (issue 18)', () => {
     ref = await reference(dir);
     server = await serveRanges(dir, PREFIX, { validators: true });
     shardUrl = server.url;
-  }, 180_000);
+  });
   afterAll(async () => {
     await server?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });

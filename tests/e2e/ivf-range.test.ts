@@ -119,7 +119,7 @@ describe('packed IVF-int8 index read with HTTP Range from a static host under a 
     console.log(`remote IVF recall@10 = ${recall.toFixed(4)} over ${NQ} queries`);
     expect(recall).toBeGreaterThanOrEqual(0.95);
     expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
-  }, 180_000);
+  });
 
   it('answers a repeated query from the cache: no bytes, no requests', async () => {
     const { r, logBytes, entries } = await one(3);

@@ -136,7 +136,7 @@ describe('corpus embeddings from a Parquet column', () => {
     page = s.page;
     await page.goto(HARNESS);
     await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready');
-  }, 180_000);
+  });
   afterAll(async () => {
     await s?.dispose();
     for (const n of names) rmSync(join(OUT, n), { recursive: true, force: true });

@@ -63,7 +63,7 @@ describe('streamed Parquet import at 50,000 documents (issue 18)', () => {
       ...['--rows-per-file', '20000', '--row-group', '5000'],
     ]);
     urlOf = (sub) => `/generated-shards/${basename(dir)}/${sub}/`;
-  }, 180_000);
+  });
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
