@@ -38,6 +38,7 @@ import {
   ivfRemoteClose,
   ivfRemoteFlush,
   ivfRemoteForget,
+  ivfRemoteRows,
   ivfRemoteSearch,
 } from './index/ivf-remote';
 import { recallAgainstExact } from './index/recall';
@@ -102,6 +103,8 @@ const api = {
   exactCorpusClose,
   /** Top-k per query from a packed IVF-int8 index on a static host (Range reads, OPFS cache), with bytes per query. */
   ivfRemoteSearch,
+  /** Stored rows of a packed index's vectors by Range, not cached (the reference-vector check's probe). */
+  ivfRemoteRows,
   /** Forgets the open remote indexes (their OPFS cache stays). */
   ivfRemoteClose,
   /** Waits for the remote index's cache writes (queries never wait for them). */

@@ -18,6 +18,8 @@ import { DATA_DIR } from '../paths';
 import { parseIvfHeader } from '../../src/lib/core/retrieval/ivf';
 import { ivfBytes } from '../../src/lib/core/retrieval/ivf-report';
 import { parseRun } from '../../src/lib/core/eval/trec';
+import { Xoshiro128 } from '../../src/lib/core/eval/random';
+import { writeNpyF16 } from '../../src/lib/core/shard/precomputed';
 import { launch, pageErrors, phase, type Session } from './browser';
 import { shotPath } from './artifacts';
 import { serveRanges, type RangeLogEntry, type RangeServer } from './range-server';
@@ -90,6 +92,27 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
   const packedUrl = () => `${server.url}shards/medquad-ivf/`;
   const since = (from: number): RangeLogEntry[] => server.log.slice(from);
   const sum = (es: RangeLogEntry[]) => es.reduce((a, e) => a + e.bytes, 0);
+  /**
+   * What the check of the shard's reference vectors read from the host before a search or run (the
+   * packed index's rows of its 16 probed documents, and the header when it was first to need it), as
+   * the page shows it: 0 when the check was made earlier in the tab or read everything from the cache.
+   */
+  const probeBytes = async (where: 'search' | 'run'): Promise<number> => {
+    const el = page.locator(
+      where === 'search'
+        ? '[data-testid="search-reference"]'
+        : '[data-testid="run-panel"] [data-testid="reference-check"]',
+    );
+    expect(await el.getAttribute('data-status')).toBe('passed');
+    return Number((await el.getAttribute('data-bytes')) ?? 0);
+  };
+  /** The reads of the check (they come before the query's): the first entries that sum to `bytes`. */
+  const splitProbe = (es: RangeLogEntry[], bytes: number): [RangeLogEntry[], RangeLogEntry[]] => {
+    let n = 0;
+    for (let acc = 0; acc < bytes; n++) acc += es[n].bytes;
+    expect(sum(es.slice(0, n))).toBe(bytes);
+    return [es.slice(0, n), es.slice(n)];
+  };
   /** The cache entries (`l<list>`, `r<row>`) that Range reads of the index and of the .npy cover. */
   const refetched = (es: RangeLogEntry[]): string[] => {
     const bin = readFileSync(join(dir, 'shards/medquad-ivf', SET, 'ivf-text.bin'));
@@ -192,11 +215,18 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     await search(page);
     const line = page.locator('[data-testid="search-ivf"]');
     const shown = Number(await line.getAttribute('data-bytes'));
-    const entries = since(opened);
+    // The first query checked the packed rows against the model first (issue 37): its reads come
+    // first, the query's after them.
+    const all = since(opened);
+    const [probe, entries] = splitProbe(all, await probeBytes('search'));
+    expect(probe.length).toBeGreaterThan(0);
+    expect(await page.locator('[data-testid="search-reference"]').innerText()).toMatch(
+      /lowest cosine (0\.9\d{3}|1\.0000) \(fp32 on wasm\); [\d.]+ (B|KiB) of stored rows read from the shard's host\.$/,
+    );
     // Every request of the query was a Range read of the index or of rows of the .npy.
     expect(entries.length).toBeGreaterThan(2);
-    expect(entries.every((e) => e.status === 206 && !!e.range)).toBe(true);
-    expect(entries.every((e) => /\/(ivf-text\.bin|text\.npy)$/.test(e.path))).toBe(true);
+    expect(all.every((e) => e.status === 206 && !!e.range)).toBe(true);
+    expect(all.every((e) => /\/(ivf-text\.bin|text\.npy)$/.test(e.path))).toBe(true);
     expect(shown).toBe(sum(entries));
     expect(sum(entries.filter((e) => e.path.endsWith('.npy')))).toBeLessThan(npySize / 4);
     // The figure on screen is the log's, in the units shown.
@@ -253,9 +283,12 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     // (Polled with evaluate, which awaits the async listing: waitForFunction takes the promise an async
     // predicate returns as a truthy answer at once, microsoft/playwright#29132, and the page used to
     // reload with writes still open: the lost entries were fetched again.)
-    const first = new Set(refetched(entries));
-    // The mapping from Range reads to entries, checked on the first query's reads.
-    expect(first.size).toBe(1 + Number(lists) + Number(rows));
+    const first = new Set(refetched(all));
+    // The mapping from Range reads to entries, checked on the first query's reads (and the check's:
+    // the header, read by whichever came first, and the probed rows, cached like a query's).
+    const probedRows = refetched(probe).filter((name) => name.startsWith('r')).length;
+    expect(probedRows).toBeGreaterThan(0);
+    expect(first.size).toBe(1 + Number(lists) + Number(rows) + probedRows);
     await expect
       .poll(
         async () => {
@@ -281,7 +314,8 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     expect(after[0]).toMatchObject({ range: 'bytes=0-63', bytes: 64 });
     expect(refetchedHeld).toEqual([]);
     expect(sum(after)).toBeLessThan(shown / 4);
-    expect(await line.getAttribute('data-bytes')).toBe(String(sum(after)));
+    // The check ran again in the new page (its rows from the cache): the query's bytes are the rest.
+    expect(Number(await line.getAttribute('data-bytes')) + (await probeBytes('search'))).toBe(sum(after));
     expect(await searchHits(page)).toEqual(hits);
   });
 
@@ -296,7 +330,7 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
       true,
     );
     const details = page.locator('[data-testid="run-ivf"]');
-    expect(Number(await details.getAttribute('data-total-bytes'))).toBe(
+    expect(Number(await details.getAttribute('data-total-bytes')) + (await probeBytes('run'))).toBe(
       sum(entries.filter((e) => /\/(ivf-text\.bin|text\.npy)$/.test(e.path))),
     );
     const text = await details.innerText();
@@ -384,7 +418,9 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     await search(page);
     const bytes = Number(await page.locator('[data-testid="search-ivf"]').getAttribute('data-bytes'));
     expect(bytes).toBeGreaterThan(0);
-    expect(bytes).toBe(sum(since(from).filter((e) => /\/(ivf-text\.bin|text\.npy)$/.test(e.path))));
+    expect(bytes + (await probeBytes('search'))).toBe(
+      sum(since(from).filter((e) => /\/(ivf-text\.bin|text\.npy)$/.test(e.path))),
+    );
   });
 
   test('fits 390, 1024 and 1440 px with the readouts shown, without page errors', async () => {
@@ -417,9 +453,13 @@ describe('the CLIP retriever on a packed image + text shard opened by URL', () =
   let page: Page;
   const exact = new Map<string, Map<string, string[]>>();
 
+  /** Each task's check of the reference vectors (issue 37), as its run's details show it. */
+  const checks = new Map<string, { status: string | null; min: number; text: string }>();
+
   /** Runs every task on the shard at `url`, the dense retriever with feature fusion; the runs by task. */
   async function runTasks(url: string): Promise<Map<string, Map<string, string[]>>> {
     const out = new Map<string, Map<string, string[]>>();
+    checks.clear();
     await page.goto(
       `${baseUrl}/?shard=${url}&task=${TASKS[0]}&retriever=dense&model=${CLIP}&device=wasm&dtype=fp32&fusion=feature#/benchmark`,
     );
@@ -430,6 +470,12 @@ describe('the CLIP retriever on a packed image + text shard opened by URL', () =
       expect(await phase(page, 'done', 'error')).toBe('done');
       const run = parseRun(await downloadText(page, 'export-run'), 'run.trec');
       out.set(task, new Map([...run].map(([q, docs]) => [q, docs.map((d) => d.docId)])));
+      const check = page.locator('[data-testid="run-panel"] [data-testid="reference-check"]');
+      checks.set(task, {
+        status: await check.getAttribute('data-status'),
+        min: Number(await check.getAttribute('data-min')),
+        text: await check.innerText(),
+      });
     }
     return out;
   }
@@ -467,6 +513,24 @@ describe('the CLIP retriever on a packed image + text shard opened by URL', () =
       delete side.ivf;
       writeFileSync(file, JSON.stringify(side));
     }
+    // The packed shard again, its image rows replaced by seeded random unit vectors while its sidecar
+    // still names the generated CLIP (a set made with another model): the index itself is unchanged.
+    const wrong = join(dir, 'shards/vqa-ivf-wrong');
+    cpSync(packed, wrong, { recursive: true });
+    const packedManifest = JSON.parse(readFileSync(join(packed, 'shard.json'), 'utf8')) as Json;
+    writeFileSync(join(wrong, 'shard.json'), JSON.stringify({ ...packedManifest, name: 'vqa-ivf-wrong' }));
+    const side = JSON.parse(readFileSync(join(wrong, CLIP_SET, 'sidecar-image.json'), 'utf8')) as {
+      doc_ids: string[];
+      dim: number;
+    };
+    const rng = new Xoshiro128(7);
+    const rows = new Float32Array(side.doc_ids.length * side.dim).map(() => rng.nextFloat() - 0.5);
+    for (let r = 0; r < side.doc_ids.length; r++) {
+      const row = rows.subarray(r * side.dim, (r + 1) * side.dim);
+      const n = Math.hypot(...row);
+      row.forEach((x, j) => (row[j] = x / n));
+    }
+    writeFileSync(join(wrong, CLIP_SET, 'image.npy'), writeNpyF16(rows, side.doc_ids.length, side.dim));
     server = await serveRanges(dir, PREFIX);
     s = await launch();
     page = s.page;
@@ -478,9 +542,24 @@ describe('the CLIP retriever on a packed image + text shard opened by URL', () =
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  test('the exact reference (the whole .npy files)', async () => {
+  /**
+   * Every task's run checked its document part's stored rows against the generated CLIP here: the
+   * image tower for the image tasks, the text tower for the passages (`where`: the set's file).
+   */
+  function expectChecked(where: (part: 'text' | 'image') => RegExp) {
+    for (const task of TASKS) {
+      const part = task === 'image-question-to-passage' ? 'text' : 'image';
+      const c = checks.get(task)!;
+      expect({ task, status: c.status }).toEqual({ task, status: 'passed' });
+      expect(c.min).toBeGreaterThanOrEqual(0.999);
+      expect(c.text).toMatch(new RegExp(`Sets: ${part}: ${where(part).source}\\.`));
+    }
+  }
+
+  test('the exact reference (the whole .npy files), their image and text rows checked first', async () => {
     for (const [task, run] of await runTasks(`${server.url}shards/vqa-exact/`)) exact.set(task, run);
     expect(await page.locator('[data-testid="run-ivf"]').count()).toBe(0);
+    expectChecked((part) => new RegExp(`embeddings/${CLIP}/fp32/${part}\\.npy`));
   });
 
   test('every task through the packed index: Range reads only, exclusions kept, rankings as exact', async () => {
@@ -493,6 +572,10 @@ describe('the CLIP retriever on a packed image + text shard opened by URL', () =
     for (const part of ['text', 'image'])
       expect(vectors.some((e) => e.path.endsWith(`${CLIP_SET}ivf-${part}.bin`))).toBe(true);
     expect(await page.locator('[data-testid="run-ivf"]').innerText()).toContain('16 lists, nprobe 16');
+    // The packed index's own rows (float16, range-read) were checked, each part's before its first run.
+    expectChecked((part) => new RegExp(`http://[^ ]+/shards/vqa-ivf/${CLIP_SET}${part}\\.npy`));
+    for (const c of checks.values())
+      expect(c.text).toMatch(/\d (B|KiB) of stored rows read from the shard's host\.$/m);
     const queries = lines(join(dir, 'shards/vqa-ivf/queries.jsonl'));
     // The generated CLIP's image vectors are all but identical (their 2nd and 12th nearest differ by
     // ~3e-6, under float16's resolution): image-to-image rankings are float16 noise, compared nowhere.
@@ -516,5 +599,45 @@ describe('the CLIP retriever on a packed image + text shard opened by URL', () =
       for (const x of q.exclude_ids as string[]) expect(ranked).not.toContain(x);
     }
     expect(pageErrors(page).filter((e) => !/Failed to load resource/.test(e))).toEqual([]);
+  });
+
+  test('a packed image set made with another model is refused before any result, from 16 of its rows', async () => {
+    const from = server.log.length;
+    await page.goto(
+      `${baseUrl}/?shard=${server.url}shards/vqa-ivf-wrong/&task=text-to-image&retriever=dense&model=${CLIP}&device=wasm&dtype=fp32&fusion=feature&run=1`,
+    );
+    // The link's run starts once the shard is open; the check comes after the model has loaded.
+    const check = page.locator('[data-testid="benchmark-view"] > [data-testid="reference-check"]');
+    await page
+      .locator('[data-testid="benchmark-view"] > [data-testid="reference-check"], [data-testid="run-panel"]')
+      .first()
+      .waitFor({ timeout: 300_000 });
+    expect(await check.getAttribute('data-status')).toBe('failed');
+    const min = Number(await check.getAttribute('data-min'));
+    console.log(`reference check, packed image rows of another model: min cosine ${min.toFixed(4)}`);
+    expect(min).toBeLessThan(0.9);
+    expect(await check.locator('[data-testid="reference-cosine"]').count()).toBe(16);
+    expect((await check.locator('[data-testid="reference-cause"]').allInnerTexts())[0]).toMatch(
+      /^another model or revision/,
+    );
+    expect(await check.innerText()).toMatch(
+      /Sets: image: http:\/\/[^ ]+\/vqa-ivf-wrong\/[^ ]+\/image\.npy\./,
+    );
+    expect(await page.locator('[data-testid="run-panel"]').count()).toBe(0);
+    // Nothing was searched: of the index, only its header was read (no list), and of the rows only
+    // the probe's (16 rows of 2 float16 bytes per dimension, in runs of consecutive rows).
+    const read = server.log
+      .slice(from)
+      .filter((e) => e.path.includes('/vqa-ivf-wrong/') && /\.(npy|bin)$/.test(e.path));
+    const bin = readFileSync(join(dir, 'shards/vqa-ivf-wrong', CLIP_SET, 'ivf-image.bin'));
+    const h = parseIvfHeader(new Uint8Array(bin), 'ivf-image.bin', bin.length);
+    const starts = (e: RangeLogEntry) => Number(/^bytes=(\d+)-/.exec(e.range ?? '')?.[1]);
+    expect(read.filter((e) => e.path.endsWith('ivf-image.bin')).every((e) => starts(e) < h.headerBytes)).toBe(
+      true,
+    );
+    const rowsRead = read.filter((e) => e.path.endsWith('/image.npy'));
+    expect(rowsRead.every((e) => e.status === 206)).toBe(true);
+    expect(rowsRead.reduce((a, e) => a + e.bytes, 0)).toBe(16 * h.dim * 2);
+    expect(read.some((e) => /ivf-text\.bin|\/text\.npy$/.test(e.path))).toBe(false);
   });
 });

@@ -134,6 +134,12 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     await page.fill('[data-testid="search-input"]', QUERY);
     await page.click('[data-testid="search-submit"]');
     await page.waitForSelector('[data-testid="search-ivf"]', { timeout: 300_000 });
+    // The packed rows were checked against the model first (issue 37): the probe's documents found
+    // by their rows through the offsets file (the sidecar lists no ids), their lines read by Range.
+    const checked = page.locator('[data-testid="search-reference"]');
+    expect(await checked.getAttribute('data-status')).toBe('passed');
+    expect(Number(await checked.getAttribute('data-min'))).toBeGreaterThanOrEqual(0.999);
+    expect(Number(await checked.getAttribute('data-bytes'))).toBeGreaterThan(0);
     const hits = await page
       .locator('[data-testid="results"] [data-doc]')
       .evaluateAll((els) => els.map((e) => e.getAttribute('data-doc') ?? ''));

@@ -5,6 +5,7 @@ import {
   PROBE_SIZE,
   compareRows,
   describeReference,
+  referenceBytes,
   judgeReference,
   probeRows,
   referenceCheckKey,
@@ -115,6 +116,25 @@ describe('the comparison', () => {
     expect(describeReference({ ...r, status: 'unchecked' })[0]).toMatch(/^Unchecked: run anyway/);
     expect(describeReference(judgeReference(model, run, [part([1])], 1))[0]).toMatch(/^Passed/);
     expect(referenceCheckKey('h', ['a', 'b'], 'm', 'fp32', 'wasm')).toBe('h|a+b|m|fp32|wasm');
+  });
+
+  it('says what a packed index’s rows cost to read from the host, and nothing for stored sets', () => {
+    const stored = judgeReference(model, run, [part([1])], 3);
+    expect(referenceBytes(stored)).toBeNull();
+    expect(describeReference(stored)[1]).toMatch(/; 3 ms\.$/);
+    const packed = judgeReference(
+      model,
+      run,
+      [
+        { ...part([1]), bytes: 4096 },
+        { ...part([1]), bytes: 96 },
+      ],
+      3,
+    );
+    expect(referenceBytes(packed)).toBe(4192);
+    expect(describeReference(packed)[1]).toMatch(
+      /; 3 ms; 4\.1 KiB of stored rows read from the shard's host\.$/,
+    );
   });
 });
 

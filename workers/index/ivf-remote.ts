@@ -353,7 +353,8 @@ export async function ivfRemoteSearch(
   }
 }
 
-async function searchQueries(req: IvfRemoteRequest, queries: Float32Array): Promise<IvfRemoteResult> {
+/** The index at `req.url` with its cache, opened once per worker. */
+async function remoteOf(req: Pick<IvfRemoteRequest, 'url' | 'vectorsUrl' | 'cache'>): Promise<Remote> {
   const key = `${req.url}\n${req.vectorsUrl}`;
   let r = remotes.get(key);
   if (!r) {
@@ -369,6 +370,42 @@ async function searchQueries(req: IvfRemoteRequest, queries: Float32Array): Prom
     };
     remotes.set(key, r);
   }
+  return r;
+}
+
+/**
+ * The stored float16 rows `rows` of the packed index's vectors, as float32 (rows × dim, in the order
+ * asked): the reference-vector check's probe (state/reference-probe.ts). From the cache where there,
+ * else by Range and cached like a query's rows (so a later visit offline checks from the cache, and a
+ * query that rescores a probed row reads it from there). `bytes`: what the probe itself read (the
+ * header too, when it is the first to need it).
+ */
+export async function ivfRemoteRows(
+  req: Pick<IvfRemoteRequest, 'url' | 'vectorsUrl' | 'cache'>,
+  rows: number[],
+): Promise<{ vectors: Float32Array; dim: number; n: number; bytes: number; requests: number }> {
+  const r = await remoteOf(req);
+  const stats = newStats();
+  r.header ??= await loadHeader(r, stats);
+  const h = r.header;
+  const bad = rows.find((row) => !Number.isInteger(row) || row < 0 || row >= h.n);
+  if (bad !== undefined) throw new RangeError(`${req.vectorsUrl}: row ${bad} is not one of its ${h.n} rows`);
+  const got = await getRows(
+    r,
+    h,
+    [...new Set(rows)].sort((a, b) => a - b),
+    stats,
+  );
+  const vectors = new Float32Array(rows.length * h.dim);
+  rows.forEach((row, i) => {
+    const f16 = got.get(row)!;
+    for (let j = 0; j < h.dim; j++) vectors[i * h.dim + j] = f16ToF32(f16[j]);
+  });
+  return { vectors, dim: h.dim, n: h.n, bytes: stats.bytes, requests: stats.requests };
+}
+
+async function searchQueries(req: IvfRemoteRequest, queries: Float32Array): Promise<IvfRemoteResult> {
+  const r = await remoteOf(req);
   const rerank = Math.max(req.k, req.rerank ?? IVF_DEFAULTS.rerankFactor * req.k);
   const result: IvfRemoteResult = {
     rows: [],

@@ -303,6 +303,15 @@ export function searchRemoteIvf(
   return client.run((r) => r.ivfRemoteSearch(req, queries), signal);
 }
 
+/** Rows of a packed index's float16 vectors as float32, read by Range and not cached (the reference probe). */
+export function remoteIvfRows(
+  req: Pick<IvfRemoteRequest, 'url' | 'vectorsUrl'>,
+  rows: number[],
+  signal?: AbortSignal,
+) {
+  return client.run((r) => r.ivfRemoteRows(req, rows), signal);
+}
+
 /** Waits until what remote IVF searches fetched is written to the OPFS cache. */
 export function flushRemoteIvfCache(): Promise<void> {
   return client.run((r) => r.ivfRemoteFlush());

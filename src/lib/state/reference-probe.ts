@@ -17,12 +17,14 @@ import {
   type ReferencePartCheck,
 } from '../core/retrieval/reference-check';
 import { precomputedKey, precomputedMismatch, precomputedPath } from '../core/shard/precomputed';
-import type { PrecomputedSidecar } from '../core/shard/precomputed';
+import type { PrecomputedSidecar, RemoteIvfSet } from '../core/shard/precomputed';
 import type { Doc } from '../core/types';
 import { embedImages, embedTexts, type LoadedEncoder } from '../clients/encoder-client';
+import { remoteIvfRows } from '../clients/index-client';
 import type { JobOptions } from '../clients/worker-client';
 import { openShardStore } from '../platform/storage/shard-store';
 import { openPrecomputedSet } from '../platform/storage/precomputed-store';
+import { remoteFirstRowIds } from './remote-first';
 
 /** The shard's documents by id (the open shard's ShardDocs). */
 export interface ProbeDocs {
@@ -45,27 +47,51 @@ export interface ReferenceSet {
   name: string;
   rows: number;
   ids(rows: number[]): Promise<(string | undefined)[]>;
-  read(rows: number[], dim: number): Promise<Float32Array>;
+  /** The stored rows; `bytes`: what reading them took from the shard's host (Range reads). */
+  read(rows: number[], dim: number): Promise<Float32Array | { vectors: Float32Array; bytes: number }>;
+}
+
+/**
+ * A packed index on the shard's host as a set to check: its rows are the float16 rows the index
+ * rescores from (`vectorsUrl`), read by Range (index worker, cached there for a visit offline); the
+ * documents of rows from the sidecar's ids, or on a shard opened remote-first from its offsets.
+ */
+function packedSet(shardHash: string, part: EmbedPart, set: RemoteIvfSet): ReferenceSet {
+  const listed = set.sidecar.doc_ids.length ? set.sidecar.doc_ids : null;
+  return {
+    part,
+    name: set.vectorsUrl,
+    rows: listed?.length ?? set.sidecar.corpus_order?.docs ?? 0,
+    ids: async (rows) => {
+      if (listed) return rows.map((r) => listed[r]);
+      const byRow = await remoteFirstRowIds(shardHash, rows);
+      return rows.map((r) => byRow?.get(r));
+    },
+    read: async (rows) => remoteIvfRows({ url: set.ivfUrl, vectorsUrl: set.vectorsUrl }, rows),
+  };
 }
 
 /**
  * The stored sets this run takes its corpus vectors from: each document part's set where the encoder
  * worker will use it (it fits the model as loaded; not for chunked texts or every image of
- * multi-image items, which are embedded here). A set that says its rows are synthetic is left out
- * with a note in `notes`. Not yet a packed index searched on the shard's host (`ivf`): its probe
- * would add Range reads to a query whose bytes the packed-index view accounts for exactly.
+ * multi-image items, which are embedded here), or the packed index the run searches on the shard's
+ * host (`ivf`). A set that says its rows are synthetic is left out with a note in `notes`.
  */
 export async function referenceSetsFor(
   shardHash: string,
   spec: ModelSpec,
   encoder: Pick<LoadedEncoder, 'dtype' | 'dim'>,
   docParts: EmbedPart[],
-  ivf: unknown,
+  ivf: { set: RemoteIvfSet } | null,
   chunking: Chunking | undefined,
   allImages: boolean,
   notes: string[],
 ): Promise<ReferenceSet[]> {
-  if (ivf) return [];
+  if (ivf) {
+    if (!ivf.set.sidecar.synthetic) return [packedSet(shardHash, docParts[0], ivf.set)];
+    notes.push(syntheticNote(ivf.set.vectorsUrl, spec));
+    return [];
+  }
   const out: ReferenceSet[] = [];
   let store: Awaited<ReturnType<typeof openShardStore>>;
   try {
@@ -82,9 +108,7 @@ export async function referenceSetsFor(
     ).catch(() => undefined);
     if (!set || precomputedMismatch(set.sidecar, spec, encoder.dtype, encoder.dim).length) continue;
     if (set.sidecar.synthetic) {
-      notes.push(
-        `did not check ${setName(set.sidecar)} against the model: its sidecar says its rows are synthetic (not ${spec.id}'s embeddings)`,
-      );
+      notes.push(syntheticNote(setName(set.sidecar), spec));
       continue;
     }
     const ids = set.sidecar.doc_ids;
@@ -98,6 +122,9 @@ export async function referenceSetsFor(
   }
   return out;
 }
+
+const syntheticNote = (name: string, spec: ModelSpec) =>
+  `did not check ${name} against the model: its sidecar says its rows are synthetic (not ${spec.id}'s embeddings)`;
 
 const setName = (s: PrecomputedSidecar) =>
   s.origin ?? `embeddings/${precomputedPath(s.model_id, s.dtype)}${s.vectors}`;
@@ -168,12 +195,14 @@ export async function runReferenceCheck(
     }
     embedMs += performance.now() - t1;
     if (!keep.length) continue;
-    const stored = await set.read(
+    const read = await set.read(
       keep.map((k) => k.row),
       enc.dim,
     );
+    const stored = read instanceof Float32Array ? read : read.vectors;
     const cmp = compareRows(stored, probed, enc.dim);
-    parts.push({ part: set.part, set: set.name, docIds: keep.map((k) => k.doc.id), ...cmp });
+    const bytes = read instanceof Float32Array ? {} : { bytes: read.bytes };
+    parts.push({ part: set.part, set: set.name, docIds: keep.map((k) => k.doc.id), ...cmp, ...bytes });
   }
   const model = { ...spec, docPrefix: spec.docPrefix };
   const out = { ...judgeReference(model, enc, parts, performance.now() - t0), embedMs };

@@ -6,6 +6,7 @@
 // the minimum against a threshold per dtype, the rows' norms against the model's normalisation.
 // Pure: which rows to probe, the comparison, the likely causes and the words of the run's details.
 import { Xoshiro128, MAX_INT_RANGE } from '../eval/random';
+import { ivfBytes } from './ivf-report';
 
 /** Documents a probe embeds (fewer when the set has fewer rows). */
 export const PROBE_SIZE = 16;
@@ -59,6 +60,8 @@ export interface ReferencePartCheck {
   /** Mean L2 norm of the stored rows and of the rows embedded here. */
   storedNorm: number;
   probedNorm: number;
+  /** A packed index's rows, read by Range from the shard's host: the bytes that took. */
+  bytes?: number;
 }
 
 /** What a check found, recorded with the run (its details show it). */
@@ -205,8 +208,16 @@ export function describeReference(r: ReferenceCheck): string[] {
       : r.status === 'failed'
         ? `Refused: the stored rows do not match this model here (${r.dtype} on ${r.device}); lowest cosine ${r.min.toFixed(4)} < ${r.threshold} over ${rows} documents.`
         : `Unchecked: run anyway although the lowest cosine was ${r.min.toFixed(4)} (threshold ${r.threshold}, ${r.dtype} on ${r.device}); its rankings may be wrong.`;
+  const bytes = referenceBytes(r);
+  const read = bytes === null ? '' : `; ${ivfBytes(bytes)} of stored rows read from the shard's host`;
   return [
     head,
-    `Sets: ${sets}. Probe: ${rows} documents chosen by seed ${PROBE_SEED}; ${r.ms.toFixed(0)} ms.`,
+    `Sets: ${sets}. Probe: ${rows} documents chosen by seed ${PROBE_SEED}; ${r.ms.toFixed(0)} ms${read}.`,
   ];
+}
+
+/** Bytes the check read from the shard's host (a packed index's rows), or null: it read none there. */
+export function referenceBytes(r: ReferenceCheck): number | null {
+  const read = r.parts.filter((p) => p.bytes !== undefined);
+  return read.length ? read.reduce((a, p) => a + p.bytes!, 0) : null;
 }
