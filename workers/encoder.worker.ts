@@ -14,6 +14,7 @@
 //   rerank.ts       cross-encoder pairs and scores
 //   embed.ts        ad-hoc calls (one query, lists of texts)
 //   corpus.ts       the resumable corpus-embedding job (its records: core/retrieval/corpus-batches)
+//   reference.ts    the check of a shard's reference vectors against the active model (issue 37)
 import * as Comlink from 'comlink';
 import type { ModelSpec } from '../src/lib/core/retrieval/models';
 import { corpusCounters, embedCorpus } from './encoder/corpus';
@@ -21,6 +22,7 @@ import { embedQuery, embedTexts } from './encoder/embed';
 import { embedImages } from './encoder/image';
 import { load } from './encoder/load';
 import { flushModelCache } from './encoder/model-cache';
+import { checkReference, referenceSets } from './encoder/reference';
 import { rerank } from './encoder/rerank';
 import { activeBackend, simulateDeviceLoss, unloadAll } from './encoder/session';
 import type { LoadOptions, LoadedEncoder, OnProgress } from './encoder/types';
@@ -28,6 +30,7 @@ import { chunkTexts, embedTextChunks } from './encoder/windows';
 
 export type { LoadOptions, LoadedEncoder, QueryStages } from './encoder/types';
 export type { EmbedCorpusRequest, EmbedCorpusResult } from './encoder/corpus';
+export type { ReferenceIo, ReferenceRequest } from './encoder/reference';
 export type { CorpusSink } from './encoder/stream';
 export type { TextBatching } from './encoder/embed';
 export type { EmbMetaRecord } from '../src/lib/core/retrieval/corpus-batches';
@@ -50,6 +53,10 @@ const api = {
   embedTextChunks,
   /** The decoded text of each window of one text (drill-down). */
   chunkTexts,
+  /** The stored sets (or packed index) a run takes its corpus vectors from, as the active model fits them. */
+  referenceSets,
+  /** Embeds the probe of those sets here and compares it with their rows (documents and packed rows via `io`). */
+  checkReference,
   /** Scores (query, document) pairs with the active cross-encoder (loaded for that spec); transferred. */
   rerank,
   /** Writes the model files this worker downloaded to the browser cache (model-cache.ts); resolves when written. */

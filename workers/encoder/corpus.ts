@@ -163,7 +163,8 @@ export function corpusCounters() {
 }
 
 let storePromise: Promise<ShardStore> | null = null;
-function store(): Promise<ShardStore> {
+/** The shard cache, opened once per worker (the corpus job and the reference check read it). */
+export function shardStore(): Promise<ShardStore> {
   storePromise ??= openShardStore({ sweep: false }).catch((e: unknown) => {
     storePromise = null;
     throw e;
@@ -185,7 +186,7 @@ export async function embedCorpus(
   if (!supportsPart(spec, part)) throw new Error(`${spec.id} is a text encoder: it cannot embed images`);
   const report = phased(onProgress);
   report({ kind: 'status', message: 'Reading shard from IndexedDB' });
-  const db = await store();
+  const db = await shardStore();
   // Ids and part flags only; the documents are loaded when a batch must be embedded (`corpus.full()`).
   const corpus = await corpusDocs(db, shardHash, part);
   const docIds = corpus.ids;

@@ -21,6 +21,8 @@ import type {
   LoadOptions,
   LoadedEncoder,
   QueryStages,
+  ReferenceIo,
+  ReferenceRequest,
 } from '../../../workers/encoder.worker';
 import {
   MODEL_FETCH_FAILED,
@@ -361,6 +363,23 @@ export function embedImages(
 ): Promise<Float32Array> {
   return onActiveModel(
     (r) => r.embedImages(blobs, opts.batchSize ?? 16, proxyProgress(opts.onProgress)),
+    opts.signal,
+  );
+}
+
+/** The stored sets (or packed index) a run's corpus vectors come from, as the active model fits them. */
+export function referenceSets(req: ReferenceRequest, opts: JobOptions = {}) {
+  return onActiveModel((r) => r.referenceSets(req), opts.signal);
+}
+
+/**
+ * The check of those sets on the active model (workers/encoder/reference.ts): the probe embedded in
+ * the worker, which asks `io` for what only the page reaches (the open shard's documents, a packed
+ * set's rows).
+ */
+export function checkReference(req: ReferenceRequest, io: ReferenceIo, opts: JobOptions = {}) {
+  return onActiveModel(
+    (r) => r.checkReference(req, Comlink.proxy(io), proxyProgress(opts.onProgress)),
     opts.signal,
   );
 }

@@ -36,13 +36,7 @@ import {
   type CorpusResult,
 } from './dense-compact';
 import type { ReferenceCheck } from '../core/retrieval/reference-check';
-import {
-  cachedReference,
-  checkReferenceStep,
-  referenceSetsFor,
-  type ProbeDocs,
-  type ReferenceSet,
-} from './reference-probe';
+import { checkReferenceStep, referenceSetsFor, type ProbeDocs, type ReferenceSets } from './reference-probe';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {
@@ -194,7 +188,7 @@ async function denseTaskWith(
   let imageCopy: Float32Array | null = null;
   let corpus: ReturnType<typeof corpusMatrix> | undefined;
   let annCurve: RecallReport | undefined;
-  let refSets: ReferenceSet[] = [];
+  let refSets: ReferenceSets | null = null;
   let reference: ReferenceCheck | undefined;
   for (let i = 0; i < plan.steps.length; i++) {
     const step = plan.steps[i];
@@ -221,15 +215,13 @@ async function denseTaskWith(
         facts.held = ranker ? 'compact' : (await hasDenseDocs(key)) ? 'matrix' : undefined;
       }
       // The shard's sets this run takes corpus vectors from: their probe is checked next.
-      const sets = (refSets = args.docs
+      refSets = args.docs
         ? await referenceSetsFor(args.shardHash, spec, encoder, docParts, ivf, chunking, allDocImages, notes)
-        : []);
-      const cached = !!cachedReference(args.shardHash, spec, encoder, sets).check;
-      if (sets.length) facts.reference = { sets: sets.map((s) => s.name), cached, skip: !!args.reference };
+        : null;
+      if (refSets) facts.reference = { sets: refSets.names, cached: !!refSets.check, skip: !!args.reference };
       plan = planDenseRun(facts);
     } else if (step.kind === 'check-reference') {
-      const a = { ...args, spec, encoder, docs: args.docs! };
-      reference = await checkReferenceStep(a, refSets, !!args.reference);
+      reference = await checkReferenceStep(refSets!, args.docs!, !!args.reference, args.job);
     } else if (step.kind === 'embed-queries') {
       q = await embedRunQueries(
         {

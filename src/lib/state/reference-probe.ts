@@ -1,29 +1,18 @@
-// The executor of a dense run's 'check-reference' step (core/retrieval/reference-check.ts): which of
-// the shard's precomputed sets (npy or Parquet column, stored at import) the run takes its corpus
-// vectors from, and the probe: the
-// set's rows for a few seeded documents, the same documents embedded here with the loaded encoder,
-// compared. A check runs once per shard, set, model, dtype and device in a tab; a failed one stops
-// the run (ReferenceMismatchError) unless it is run anyway, marked unchecked.
+// The page's side of a dense run's 'check-reference' step (core/retrieval/dense-plan.ts). The encoder
+// worker finds the sets the run takes its corpus vectors from and embeds the probe
+// (workers/encoder/reference.ts); here: what only the page reaches (the open shard's documents, a
+// packed index's rows through the index worker), the result kept for the tab (a check runs once per
+// shard, set, model, dtype and device), and what a failed check does: it stops the run
+// (ReferenceMismatchError) unless the run goes on anyway, marked unchecked.
 import type { Chunking } from '../core/retrieval/chunking';
 import { isChunked } from '../core/retrieval/chunking';
-import { docText } from '../core/retrieval/corpus-batches';
 import type { EmbedPart, ModelSpec } from '../core/retrieval/models';
-import {
-  compareRows,
-  judgeReference,
-  probeRows,
-  referenceCheckKey,
-  type ReferenceCheck,
-  type ReferencePartCheck,
-} from '../core/retrieval/reference-check';
-import { precomputedKey, precomputedMismatch, precomputedPath } from '../core/shard/precomputed';
-import type { PrecomputedSidecar, RemoteIvfSet } from '../core/shard/precomputed';
+import { referenceCheckKey, type ReferenceCheck } from '../core/retrieval/reference-check';
+import type { RemoteIvfSet } from '../core/shard/precomputed';
 import type { Doc } from '../core/types';
-import { embedImages, embedTexts, type LoadedEncoder } from '../clients/encoder-client';
+import { checkReference, referenceSets, type LoadedEncoder } from '../clients/encoder-client';
 import { remoteIvfRows } from '../clients/index-client';
 import type { JobOptions } from '../clients/worker-client';
-import { openShardStore } from '../platform/storage/shard-store';
-import { openPrecomputedSet } from '../platform/storage/precomputed-store';
 import { remoteFirstRowIds } from './remote-first';
 
 /** The shard's documents by id (the open shard's ShardDocs). */
@@ -41,185 +30,87 @@ export class ReferenceMismatchError extends Error {
   }
 }
 
-/** One set a run takes corpus vectors from: its rows by index, and the document of each. */
-export interface ReferenceSet {
-  part: EmbedPart;
-  name: string;
-  rows: number;
-  ids(rows: number[]): Promise<(string | undefined)[]>;
-  /** The stored rows; `bytes`: what reading them took from the shard's host (Range reads). */
-  read(rows: number[], dim: number): Promise<Float32Array | { vectors: Float32Array; bytes: number }>;
+/** The sets a run's check compares, and the check kept for them in this tab (undefined: not yet). */
+export interface ReferenceSets {
+  req: Parameters<typeof referenceSets>[0];
+  names: string[];
+  key: string;
+  check?: ReferenceCheck;
 }
 
-/**
- * A packed index on the shard's host as a set to check: its rows are the float16 rows the index
- * rescores from (`vectorsUrl`), read by Range (index worker, cached there for a visit offline); the
- * documents of rows from the sidecar's ids, or on a shard opened remote-first from its offsets.
- */
-function packedSet(shardHash: string, part: EmbedPart, set: RemoteIvfSet): ReferenceSet {
-  const listed = set.sidecar.doc_ids.length ? set.sidecar.doc_ids : null;
-  return {
-    part,
-    name: set.vectorsUrl,
-    rows: listed?.length ?? set.sidecar.corpus_order?.docs ?? 0,
-    ids: async (rows) => {
-      if (listed) return rows.map((r) => listed[r]);
-      const byRow = await remoteFirstRowIds(shardHash, rows);
-      return rows.map((r) => byRow?.get(r));
-    },
-    read: async (rows) => remoteIvfRows({ url: set.ivfUrl, vectorsUrl: set.vectorsUrl }, rows),
-  };
-}
+/** Checks kept in this tab. */
+const checks = new Map<string, ReferenceCheck>();
 
 /**
- * The stored sets this run takes its corpus vectors from: each document part's set where the encoder
- * worker will use it (it fits the model as loaded; not for chunked texts or every image of
- * multi-image items, which are embedded here), or the packed index the run searches on the shard's
- * host (`ivf`). A set that says its rows are synthetic is left out with a note in `notes`.
+ * The stored sets this run takes its corpus vectors from, as the encoder worker finds them for the
+ * loaded model: each document part's set (not for chunked texts or every image of multi-image
+ * items, which are embedded here), or the packed index the run searches on the shard's host. Null:
+ * none to check (the worker's notes say which were left out, e.g. synthetic rows).
  */
 export async function referenceSetsFor(
   shardHash: string,
   spec: ModelSpec,
-  encoder: Pick<LoadedEncoder, 'dtype' | 'dim'>,
+  encoder: Pick<LoadedEncoder, 'dtype' | 'device'>,
   docParts: EmbedPart[],
   ivf: { set: RemoteIvfSet } | null,
   chunking: Chunking | undefined,
   allImages: boolean,
   notes: string[],
-): Promise<ReferenceSet[]> {
-  if (ivf) {
-    if (!ivf.set.sidecar.synthetic) return [packedSet(shardHash, docParts[0], ivf.set)];
-    notes.push(syntheticNote(ivf.set.vectorsUrl, spec));
-    return [];
-  }
-  const out: ReferenceSet[] = [];
-  let store: Awaited<ReturnType<typeof openShardStore>>;
-  try {
-    store = await openShardStore({ sweep: false });
-  } catch {
-    return [];
-  }
-  for (const part of docParts) {
-    if ((part === 'text' && isChunked(chunking)) || (part === 'image' && allImages)) continue;
-    const set = await openPrecomputedSet(
-      store,
-      shardHash,
-      precomputedKey(spec.id, encoder.dtype, part),
-    ).catch(() => undefined);
-    if (!set || precomputedMismatch(set.sidecar, spec, encoder.dtype, encoder.dim).length) continue;
-    if (set.sidecar.synthetic) {
-      notes.push(syntheticNote(setName(set.sidecar), spec));
-      continue;
-    }
-    const ids = set.sidecar.doc_ids;
-    out.push({
-      part,
-      name: setName(set.sidecar),
-      rows: ids.length,
-      ids: async (rows) => rows.map((r) => ids[r]),
-      read: (rows, dim) => set.read(rows, dim),
-    });
-  }
-  return out;
-}
-
-const syntheticNote = (name: string, spec: ModelSpec) =>
-  `did not check ${name} against the model: its sidecar says its rows are synthetic (not ${spec.id}'s embeddings)`;
-
-const setName = (s: PrecomputedSidecar) =>
-  s.origin ?? `embeddings/${precomputedPath(s.model_id, s.dtype)}${s.vectors}`;
-
-/** Checks kept in this tab (a check runs once per shard, set, model, dtype and device). */
-const checks = new Map<string, ReferenceCheck>();
-
-/** The key of a run's check, and the check kept for it (undefined: not checked yet in this tab). */
-export function cachedReference(
-  shardHash: string,
-  spec: ModelSpec,
-  enc: LoadedEncoder,
-  sets: ReferenceSet[],
-) {
-  const key = referenceCheckKey(
-    shardHash,
-    sets.map((s) => s.name),
-    spec.id,
-    enc.dtype,
-    enc.device,
+): Promise<ReferenceSets | null> {
+  const parts = docParts.filter(
+    (part) => !((part === 'text' && isChunked(chunking)) || (part === 'image' && allImages)),
   );
-  return { key, check: checks.get(key) };
+  const req = {
+    shardHash,
+    spec,
+    parts,
+    ...(ivf ? { packed: { part: docParts[0], set: ivf.set } } : {}),
+  };
+  const found = await referenceSets(req);
+  notes.push(...found.notes);
+  if (!found.sets.length) return null;
+  const key = referenceCheckKey(shardHash, found.sets, spec.id, encoder.dtype, encoder.device);
+  return { req, names: found.sets, key, check: checks.get(key) };
 }
 
 /**
- * Embeds the probe of every set here and compares it with the stored rows; the result is kept for
- * the tab. Documents without the part (or whose image is not stored) are left out of the probe.
- */
-export async function runReferenceCheck(
-  shardHash: string,
-  spec: ModelSpec,
-  enc: LoadedEncoder,
-  sets: ReferenceSet[],
-  docs: ProbeDocs,
-  job: JobOptions,
-): Promise<ReferenceCheck> {
-  const { key, check } = cachedReference(shardHash, spec, enc, sets);
-  if (check) return check;
-  const t0 = performance.now();
-  job.onProgress?.({ kind: 'status', message: "Checking the shard's reference vectors" });
-  const parts: ReferencePartCheck[] = [];
-  let embedMs = 0;
-  for (const set of sets) {
-    const rows = probeRows(set.rows);
-    const ids = await set.ids(rows);
-    const byId = await docs.load(ids.filter((x): x is string => !!x));
-    let keep = rows.flatMap((r, i) => {
-      const d = ids[i] ? byId.get(ids[i]!) : undefined;
-      const ok = d && (set.part === 'text' ? docText(d) !== '' : !!d.image);
-      return ok ? [{ row: r, doc: d! }] : [];
-    });
-    let probed: Float32Array;
-    const t1 = performance.now();
-    if (set.part === 'text')
-      probed = await embedTexts(
-        keep.map((k) => docText(k.doc)),
-        'document',
-        job,
-      );
-    else {
-      const store = await openShardStore({ sweep: false });
-      const blobs = await Promise.all(keep.map((k) => store.getImage(shardHash, k.doc.image!)));
-      keep = keep.filter((_, i) => blobs[i]);
-      probed = await embedImages(
-        blobs.filter((b): b is Blob => !!b),
-        job,
-      );
-    }
-    embedMs += performance.now() - t1;
-    if (!keep.length) continue;
-    const read = await set.read(
-      keep.map((k) => k.row),
-      enc.dim,
-    );
-    const stored = read instanceof Float32Array ? read : read.vectors;
-    const cmp = compareRows(stored, probed, enc.dim);
-    const bytes = read instanceof Float32Array ? {} : { bytes: read.bytes };
-    parts.push({ part: set.part, set: set.name, docIds: keep.map((k) => k.doc.id), ...cmp, ...bytes });
-  }
-  const model = { ...spec, docPrefix: spec.docPrefix };
-  const out = { ...judgeReference(model, enc, parts, performance.now() - t0), embedMs };
-  checks.set(key, out);
-  return out;
-}
-
-/**
- * The step itself: the check (kept, or run now); a failed one stops the run, unless it is run
- * anyway (`skip`): then it is recorded as unchecked.
+ * The step itself: the check (kept, or run now in the encoder worker); a failed one stops the run,
+ * unless it is run anyway (`skip`): then it is recorded as unchecked.
  */
 export async function checkReferenceStep(
-  a: { shardHash: string; spec: ModelSpec; encoder: LoadedEncoder; docs: ProbeDocs; job: JobOptions },
-  sets: ReferenceSet[],
+  sets: ReferenceSets,
+  docs: ProbeDocs,
   skip: boolean,
+  job: JobOptions,
 ): Promise<ReferenceCheck> {
-  const check = await runReferenceCheck(a.shardHash, a.spec, a.encoder, sets, a.docs, a.job);
+  const { shardHash, packed } = sets.req;
+  const check =
+    sets.check ??
+    (await checkReference(
+      sets.req,
+      {
+        // Plain objects: the documents are cloned into the worker.
+        docs: async (ids) =>
+          [...(await docs.load(ids)).values()].map(({ id, title, text, image }) => ({
+            id,
+            title,
+            text,
+            image,
+            meta: {},
+          })),
+        rowIds: async (rows) => {
+          const byRow = await remoteFirstRowIds(shardHash, rows);
+          return rows.map((r) => byRow?.get(r));
+        },
+        packedRows: async (rows) => {
+          if (!packed) throw new Error('no packed index to read rows of');
+          const { url, vectorsUrl } = { url: packed.set.ivfUrl, vectorsUrl: packed.set.vectorsUrl };
+          return remoteIvfRows({ url, vectorsUrl }, rows, job.signal);
+        },
+      },
+      job,
+    ));
+  checks.set(sets.key, check);
   if (check.status === 'passed') return check;
   if (skip) return { ...check, status: 'unchecked' };
   throw new ReferenceMismatchError(check);
