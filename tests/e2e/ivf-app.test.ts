@@ -221,7 +221,7 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     const [probe, entries] = splitProbe(all, await probeBytes('search'));
     expect(probe.length).toBeGreaterThan(0);
     expect(await page.locator('[data-testid="search-reference"]').innerText()).toMatch(
-      /lowest cosine (0\.9\d{3}|1\.0000) \(fp32 on wasm\); [\d.]+ (B|KiB) of stored rows read from the shard's host\.$/,
+      /lowest cosine (0\.9\d{3}|1\.0000) \(fp32 on wasm\); the check read [\d.]+ (B|KiB) from the shard's host\.$/,
     );
     // Every request of the query was a Range read of the index or of rows of the .npy.
     expect(entries.length).toBeGreaterThan(2);
@@ -248,6 +248,10 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
     await search(page);
     expect(since(again)).toEqual([]);
     expect(await line.getAttribute('data-bytes')).toBe('0');
+    // The check is the first query's: said so, and its bytes not counted again.
+    const checked = page.locator('[data-testid="search-reference"]');
+    expect(await checked.innerText()).toMatch(/\(fp32 on wasm\), earlier in this tab\.$/);
+    expect(await checked.getAttribute('data-bytes')).toBeNull();
     expect(await searchHits(page)).toEqual(hits);
     await page.screenshot({ path: shotPath('ivf-app-search.png'), fullPage: true });
 
@@ -574,8 +578,10 @@ describe('the CLIP retriever on a packed image + text shard opened by URL', () =
     expect(await page.locator('[data-testid="run-ivf"]').innerText()).toContain('16 lists, nprobe 16');
     // The packed index's own rows (float16, range-read) were checked, each part's before its first run.
     expectChecked((part) => new RegExp(`http://[^ ]+/shards/vqa-ivf/${CLIP_SET}${part}\\.npy`));
-    for (const c of checks.values())
-      expect(c.text).toMatch(/\d (B|KiB) of stored rows read from the shard's host\.$/m);
+    // Each set's check is made by the first run that takes it; image-to-image takes text-to-image's.
+    for (const task of ['text-to-image', 'image-question-to-passage'])
+      expect(checks.get(task)!.text).toMatch(/\d ms; it read [\d.]+ (B|KiB) from the shard's host\.$/m);
+    expect(checks.get('image-to-image')!.text).toMatch(/; checked earlier in this tab\.$/m);
     const queries = lines(join(dir, 'shards/vqa-ivf/queries.jsonl'));
     // The generated CLIP's image vectors are all but identical (their 2nd and 12th nearest differ by
     // ~3e-6, under float16's resolution): image-to-image rankings are float16 noise, compared nowhere.

@@ -132,9 +132,11 @@ describe('the comparison', () => {
       3,
     );
     expect(referenceBytes(packed)).toBe(4192);
-    expect(describeReference(packed)[1]).toMatch(
-      /; 3 ms; 4\.1 KiB of stored rows read from the shard's host\.$/,
-    );
+    expect(describeReference(packed)[1]).toMatch(/; 3 ms; it read 4\.1 KiB from the shard's host\.$/);
+    // The same check for a later run in the tab: its time and bytes were spent then.
+    const later = { ...packed, earlier: true };
+    expect(referenceBytes(later)).toBeNull();
+    expect(describeReference(later)[1]).toMatch(/seed 37; checked earlier in this tab\.$/);
   });
 });
 

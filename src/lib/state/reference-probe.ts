@@ -84,33 +84,33 @@ export async function checkReferenceStep(
   job: JobOptions,
 ): Promise<ReferenceCheck> {
   const { shardHash, packed } = sets.req;
-  const check =
-    sets.check ??
-    (await checkReference(
-      sets.req,
-      {
-        // Plain objects: the documents are cloned into the worker.
-        docs: async (ids) =>
-          [...(await docs.load(ids)).values()].map(({ id, title, text, image }) => ({
-            id,
-            title,
-            text,
-            image,
-            meta: {},
-          })),
-        rowIds: async (rows) => {
-          const byRow = await remoteFirstRowIds(shardHash, rows);
-          return rows.map((r) => byRow?.get(r));
+  const check = sets.check
+    ? { ...sets.check, earlier: true }
+    : await checkReference(
+        sets.req,
+        {
+          // Plain objects: the documents are cloned into the worker.
+          docs: async (ids) =>
+            [...(await docs.load(ids)).values()].map(({ id, title, text, image }) => ({
+              id,
+              title,
+              text,
+              image,
+              meta: {},
+            })),
+          rowIds: async (rows) => {
+            const byRow = await remoteFirstRowIds(shardHash, rows);
+            return rows.map((r) => byRow?.get(r));
+          },
+          packedRows: async (rows) => {
+            if (!packed) throw new Error('no packed index to read rows of');
+            const { url, vectorsUrl } = { url: packed.set.ivfUrl, vectorsUrl: packed.set.vectorsUrl };
+            return remoteIvfRows({ url, vectorsUrl }, rows, job.signal);
+          },
         },
-        packedRows: async (rows) => {
-          if (!packed) throw new Error('no packed index to read rows of');
-          const { url, vectorsUrl } = { url: packed.set.ivfUrl, vectorsUrl: packed.set.vectorsUrl };
-          return remoteIvfRows({ url, vectorsUrl }, rows, job.signal);
-        },
-      },
-      job,
-    ));
-  checks.set(sets.key, check);
+        job,
+      );
+  if (!sets.check) checks.set(sets.key, check);
   if (check.status === 'passed') return check;
   if (skip) return { ...check, status: 'unchecked' };
   throw new ReferenceMismatchError(check);

@@ -81,6 +81,8 @@ export interface ReferenceCheck {
   ms: number;
   /** Of `ms`, the time the probe's documents took to embed. */
   embedMs?: number;
+  /** Made for an earlier run or query in this tab (its time and bytes were spent then, not now). */
+  earlier?: boolean;
 }
 
 function cosine(a: Float32Array, b: Float32Array): number {
@@ -209,15 +211,18 @@ export function describeReference(r: ReferenceCheck): string[] {
         ? `Refused: the stored rows do not match this model here (${r.dtype} on ${r.device}); lowest cosine ${r.min.toFixed(4)} < ${r.threshold} over ${rows} documents.`
         : `Unchecked: run anyway although the lowest cosine was ${r.min.toFixed(4)} (threshold ${r.threshold}, ${r.dtype} on ${r.device}); its rankings may be wrong.`;
   const bytes = referenceBytes(r);
-  const read = bytes === null ? '' : `; ${ivfBytes(bytes)} of stored rows read from the shard's host`;
-  return [
-    head,
-    `Sets: ${sets}. Probe: ${rows} documents chosen by seed ${PROBE_SEED}; ${r.ms.toFixed(0)} ms${read}.`,
-  ];
+  const cost = r.earlier
+    ? 'checked earlier in this tab'
+    : `${r.ms.toFixed(0)} ms` + (bytes === null ? '' : `; it read ${ivfBytes(bytes)} from the shard's host`);
+  return [head, `Sets: ${sets}. Probe: ${rows} documents chosen by seed ${PROBE_SEED}; ${cost}.`];
 }
 
-/** Bytes the check read from the shard's host (a packed index's rows), or null: it read none there. */
+/**
+ * Bytes this check read from the shard's host (a packed index's header and rows), or null: none
+ * there, or it was made earlier in the tab.
+ */
 export function referenceBytes(r: ReferenceCheck): number | null {
+  if (r.earlier) return null;
   const read = r.parts.filter((p) => p.bytes !== undefined);
   return read.length ? read.reduce((a, p) => a + p.bytes!, 0) : null;
 }
