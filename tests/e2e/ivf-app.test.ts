@@ -334,6 +334,9 @@ describe('a packed IVF index used by the app for a shard opened by URL', () => {
       true,
     );
     const details = page.locator('[data-testid="run-ivf"]');
+    await page
+      .locator('[data-testid="run-panel"] [data-testid="reference-check"]')
+      .screenshot({ path: shotPath('reference-passed-packed-run.png') });
     expect(Number(await details.getAttribute('data-total-bytes')) + (await probeBytes('run'))).toBe(
       sum(entries.filter((e) => /\/(ivf-text\.bin|text\.npy)$/.test(e.path))),
     );
@@ -630,6 +633,7 @@ describe('the CLIP retriever on a packed image + text shard opened by URL', () =
       /Sets: image: http:\/\/[^ ]+\/vqa-ivf-wrong\/[^ ]+\/image\.npy\./,
     );
     expect(await page.locator('[data-testid="run-panel"]').count()).toBe(0);
+    await check.screenshot({ path: shotPath('reference-refused-packed-image.png') });
     // Nothing was searched: of the index, only its header was read (no list), and of the rows only
     // the probe's (16 rows of 2 float16 bytes per dimension, in runs of consecutive rows).
     const read = server.log

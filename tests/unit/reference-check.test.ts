@@ -87,6 +87,11 @@ describe('the comparison', () => {
     const related = judgeReference(model, run, [part([0.93, 0.8, 0.97])], 5);
     expect(related.causes[0]).toMatch(/^document prefix: the model puts none/);
     expect(related.causes[1]).toMatch(/^pooling: the model pools by mean/);
+    // An image–text model pools by its own output: said in words, not as "pools by model".
+    const clip = judgeReference({ ...model, pooling: 'model' }, run, [part([0.5])], 1);
+    expect(clip.causes.find((c) => c.startsWith('pooling'))).toMatch(
+      /^pooling: the model takes its own pooled, projected output \(CLIP, SigLIP\);/,
+    );
     expect(related.min).toBe(0.8);
   });
 

@@ -158,7 +158,7 @@ export function judgeReference(
     const c = {
       normalisation: `normalisation: the stored rows have norm ${norms.map((p) => p.storedNorm.toFixed(3)).join(', ')}, the model's rows here ${norms.map((p) => p.probedNorm.toFixed(3)).join(', ')} (${model.normalize ? 'it normalises' : 'it does not normalise'}): rankings by dot product differ`,
       model: `another model or revision: cosines near 0 (mean ${mean.toFixed(3)}) are unrelated vectors; check the set was made with ${model.id}${model.revision ? ` at revision ${model.revision}` : ''}`,
-      pooling: `pooling: the model pools by ${model.pooling}; a set pooled otherwise (CLS, mean, last token) gives related but different vectors`,
+      pooling: `pooling: the model ${model.pooling === 'model' ? 'takes its own pooled, projected output (CLIP, SigLIP)' : `pools by ${model.pooling}`}; a set pooled otherwise (CLS, mean, last token) gives related but different vectors`,
       prefix: `document prefix: the model puts ${prefix} before each document; a set embedded with another prefix (or none) differs most on short texts`,
       dtype: `dtype: the set was made at another precision than ${run.dtype} on ${run.device} (quantised or half-precision weights move vectors by up to ~1e-2); choose the set's dtype, or re-embed`,
     };
