@@ -43,6 +43,7 @@ import {
   launchHarness,
   median,
   renderers,
+  requireGenerated,
   startDevServer,
   type BrowserSession,
   type ChromiumProc,
@@ -693,8 +694,7 @@ function markdown(r: {
 
 async function main() {
   const t0 = performance.now();
-  if (!existsSync(join(localName(registrySpec(TEXT_MODEL)), 'onnx/model.onnx')))
-    throw new Error(`${TEXT_MODEL} is not generated: npx tsx scripts/generate-models.ts`);
+  await requireGenerated([TEXT_MODEL]);
   const generated = existsSync(join(localName(registrySpec(VISION_MODEL)), 'onnx/vision_model.onnx'));
   const withImages = generated && !argv['no-images'];
   if (!generated)
