@@ -21,7 +21,6 @@ import {
   precomputedMismatch,
   precomputedPath,
   type PrecomputedSidecar,
-  type RemoteIvfSet,
 } from '../../src/lib/core/shard/precomputed';
 import { openPrecomputedSet } from '../../src/lib/platform/storage/precomputed-store';
 import { shardStore } from './corpus';
@@ -36,15 +35,19 @@ export interface ReferenceRequest {
   spec: ModelSpec;
   /** The document parts whose stored sets the run takes (not chunked texts, not every image of an item). */
   parts: EmbedPart[];
-  /** The packed index the run searches on the shard's host (then no stored set is looked at). */
-  packed?: { part: EmbedPart; set: RemoteIvfSet };
+  /**
+   * The packed index the run searches on the shard's host (then no stored set is looked at): its
+   * rows' file, their count and whether its sidecar calls them synthetic. Its ids stay on the page
+   * (a million of them would be cloned here on every query): `io.rowIds` answers for the rows probed.
+   */
+  packed?: { part: EmbedPart; vectorsUrl: string; rows: number; synthetic?: boolean };
 }
 
 /** What only the page can reach. */
 export interface ReferenceIo {
   /** The open shard's documents of `ids` (those it has). */
   docs(ids: string[]): Promise<Doc[]>;
-  /** A packed set whose sidecar lists no ids (remote-first): the document of each row. */
+  /** A packed set's document of each row (its sidecar's ids, or remote-first its offsets). */
   rowIds?(rows: number[]): Promise<(string | undefined)[]>;
   /** A packed set's stored rows (rows × dim) and the bytes reading them took from the host. */
   packedRows?(rows: number[]): Promise<{ vectors: Float32Array; bytes: number }>;
@@ -73,18 +76,17 @@ async function probeSets(
   const { spec, shardHash, packed } = req;
   const enc = current();
   if (packed) {
-    const { sidecar, vectorsUrl } = packed.set;
-    if (sidecar.synthetic) {
+    const { vectorsUrl } = packed;
+    if (packed.synthetic) {
       notes.push(syntheticNote(vectorsUrl, spec));
       return [];
     }
-    const listed = sidecar.doc_ids.length ? sidecar.doc_ids : null;
     return [
       {
         part: packed.part,
         name: vectorsUrl,
-        rows: listed?.length ?? sidecar.corpus_order?.docs ?? 0,
-        ids: async (rows) => (listed ? rows.map((r) => listed[r]) : ((await io?.rowIds?.(rows)) ?? [])),
+        rows: packed.rows,
+        ids: async (rows) => (await io?.rowIds?.(rows)) ?? [],
         read: async (rows) => {
           if (!io?.packedRows) throw new Error(`${vectorsUrl}: no reader of the packed rows`);
           return io.packedRows(rows);
@@ -120,11 +122,32 @@ async function probeSets(
   return out;
 }
 
-/** The names of the sets a run's check would compare (none: nothing to check), and the sets left out. */
+/** Answers of referenceSets by shard, model, dtype, parts and packed file (a shard's sets never change). */
+const found = new Map<string, { sets: string[]; notes: string[] }>();
+
+/**
+ * The names of the sets a run's check would compare (none: nothing to check), and the sets left out.
+ * Asked on every dense query: answered once per worker, since a stored set's head (with its ids, a
+ * million at 1M documents) is read from IndexedDB to know it.
+ */
 export async function referenceSets(req: ReferenceRequest): Promise<{ sets: string[]; notes: string[] }> {
-  const notes: string[] = [];
-  const sets = await probeSets(req, null, notes);
-  return { sets: sets.map((s) => s.name), notes };
+  const enc = current();
+  const key = [
+    req.shardHash,
+    req.spec.id,
+    enc.dtype,
+    enc.dim,
+    req.parts.join('+'),
+    req.packed?.vectorsUrl,
+  ].join('|');
+  let out = found.get(key);
+  if (!out) {
+    const notes: string[] = [];
+    const sets = await probeSets(req, null, notes);
+    out = { sets: sets.map((s) => s.name), notes };
+    found.set(key, out);
+  }
+  return { sets: [...out.sets], notes: [...out.notes] };
 }
 
 /**

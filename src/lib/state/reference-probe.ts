@@ -33,6 +33,8 @@ export class ReferenceMismatchError extends Error {
 /** The sets a run's check compares, and the check kept for them in this tab (undefined: not yet). */
 export interface ReferenceSets {
   req: Parameters<typeof referenceSets>[0];
+  /** The packed index whose rows are checked (its ids and files stay on the page). */
+  ivf?: RemoteIvfSet;
   names: string[];
   key: string;
   check?: ReferenceCheck;
@@ -60,17 +62,27 @@ export async function referenceSetsFor(
   const parts = docParts.filter(
     (part) => !((part === 'text' && isChunked(chunking)) || (part === 'image' && allImages)),
   );
+  const { sidecar, vectorsUrl } = ivf?.set ?? {};
   const req = {
     shardHash,
     spec,
     parts,
-    ...(ivf ? { packed: { part: docParts[0], set: ivf.set } } : {}),
+    ...(ivf && sidecar && vectorsUrl
+      ? {
+          packed: {
+            part: docParts[0],
+            vectorsUrl,
+            rows: sidecar.doc_ids.length || (sidecar.corpus_order?.docs ?? 0),
+            ...(sidecar.synthetic ? { synthetic: true } : {}),
+          },
+        }
+      : {}),
   };
   const found = await referenceSets(req);
   notes.push(...found.notes);
   if (!found.sets.length) return null;
   const key = referenceCheckKey(shardHash, found.sets, spec.id, encoder.dtype, encoder.device);
-  return { req, names: found.sets, key, check: checks.get(key) };
+  return { req, ivf: ivf?.set, names: found.sets, key, check: checks.get(key) };
 }
 
 /**
@@ -83,7 +95,9 @@ export async function checkReferenceStep(
   skip: boolean,
   job: JobOptions,
 ): Promise<ReferenceCheck> {
-  const { shardHash, packed } = sets.req;
+  const { shardHash } = sets.req;
+  const ivf = sets.ivf;
+  const listed = ivf?.sidecar.doc_ids.length ? ivf.sidecar.doc_ids : null;
   const check = sets.check
     ? { ...sets.check, earlier: true }
     : await checkReference(
@@ -99,13 +113,13 @@ export async function checkReferenceStep(
               meta: {},
             })),
           rowIds: async (rows) => {
+            if (listed) return rows.map((r) => listed[r]);
             const byRow = await remoteFirstRowIds(shardHash, rows);
             return rows.map((r) => byRow?.get(r));
           },
           packedRows: async (rows) => {
-            if (!packed) throw new Error('no packed index to read rows of');
-            const { url, vectorsUrl } = { url: packed.set.ivfUrl, vectorsUrl: packed.set.vectorsUrl };
-            return remoteIvfRows({ url, vectorsUrl }, rows, job.signal);
+            if (!ivf) throw new Error('no packed index to read rows of');
+            return remoteIvfRows({ url: ivf.ivfUrl, vectorsUrl: ivf.vectorsUrl }, rows, job.signal);
           },
         },
         job,
