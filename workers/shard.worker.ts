@@ -106,6 +106,8 @@ export interface ImportOptions {
   skipPreflight?: boolean;
   /** Tests only: the write fails as on a full disk once this many transactions have committed. */
   simulateQuotaAfterTx?: number;
+  /** Tests only: the write waits for good once this many transactions have committed. */
+  simulateHoldAfterTx?: number;
   /**
    * The page's note of this import (import-note.ts): with it a streamed import that stops keeps what
    * it wrote to resume (shard-resume.ts); without it (scripts, the test harness) that is swept.
@@ -390,7 +392,14 @@ const api = {
             options.noteId === undefined || parquetFeed
               ? {}
               : { keep: await resumeKeep(descriptor, source, parsed, options.noteId, checkDocs.length > 0) },
-            options.simulateQuotaAfterTx === undefined ? {} : { quotaAfterTx: options.simulateQuotaAfterTx },
+            {
+              ...(options.simulateQuotaAfterTx === undefined
+                ? {}
+                : { quotaAfterTx: options.simulateQuotaAfterTx }),
+              ...(options.simulateHoldAfterTx === undefined
+                ? {}
+                : { holdAfterTx: options.simulateHoldAfterTx }),
+            },
           )
         : await store.put(parsed, images, source.label, report);
       const precomputed = await storePrecomputed(

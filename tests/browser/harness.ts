@@ -66,6 +66,8 @@ export interface ImportOptions {
   skipPreflight?: boolean;
   /** The write fails as on a full disk once this many transactions have committed. */
   simulateQuotaAfterTx?: number;
+  /** The write waits for good once this many transactions have committed (then a reload or kill lands mid-import). */
+  simulateHoldAfterTx?: number;
   /** Reload the page when a progress tick of this kind arrives (`store`: once `done >= minDone`). */
   reloadOn?: Progress['kind'];
 }
@@ -128,6 +130,7 @@ async function run(desc: SourceDescriptor, opts: ImportOptions = {}): Promise<Ou
       parquet: opts.parquet,
       skipPreflight: opts.skipPreflight,
       simulateQuotaAfterTx: opts.simulateQuotaAfterTx,
+      simulateHoldAfterTx: opts.simulateHoldAfterTx,
     });
     await progressDelivered();
     return { ...r, progress };

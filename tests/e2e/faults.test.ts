@@ -132,9 +132,13 @@ describe('faults: shard import and the shard cache', () => {
 
   it('page reloaded mid-import: the next start sweeps the half-written shard, a new import works', async () => {
     const reloaded = page.waitForEvent('load');
-    const during = await call(page, 'importUrl', '/shards/vqa-rad/', { reloadOn: 'store', minDone: 1 }).catch(
-      (e: Error) => e,
-    );
+    // The write waits after its first transaction, so the reload lands mid-import on any machine (a CI
+    // run once saw the import commit before the reload the first store tick sent).
+    const during = await call(page, 'importUrl', '/shards/vqa-rad/', {
+      reloadOn: 'store',
+      minDone: 1,
+      simulateHoldAfterTx: 1,
+    }).catch((e: Error) => e);
     // Either the evaluate dies with its page, or the stopped worker's rejection gets out first.
     if (!(during instanceof Error)) expect(during.ok).toBe(false);
     await reloaded;

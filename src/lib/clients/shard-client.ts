@@ -72,6 +72,8 @@ export interface ImportShardOptions extends JobOptions {
   skipPreflight?: boolean;
   /** Tests only: the write fails as on a full disk once this many transactions have committed. */
   simulateQuotaAfterTx?: number;
+  /** Tests only: the write waits for good once this many transactions have committed. */
+  simulateHoldAfterTx?: number;
   /** The page's note of this import (import-note.ts), kept with a streamed import that may resume. */
   noteId?: string;
 }
@@ -90,7 +92,7 @@ function limitsFromPage(): { limits: ShardLimits; issues: ShardIssue[] } {
  * worker, removes whatever it had half-written, then rejects with an AbortError.
  */
 export function importShard(source: SourceDescriptor, opts: ImportShardOptions = {}): Promise<ImportResult> {
-  const { onProgress, parquet, skipPreflight, simulateQuotaAfterTx } = opts;
+  const { onProgress, parquet, skipPreflight, simulateQuotaAfterTx, simulateHoldAfterTx } = opts;
   let limits = opts.limits;
   if (!limits) {
     const fromPage = limitsFromPage();
@@ -103,6 +105,7 @@ export function importShard(source: SourceDescriptor, opts: ImportShardOptions =
     noteId: opts.noteId,
     ...(parquet ? { parquet } : {}),
     ...(simulateQuotaAfterTx !== undefined ? { simulateQuotaAfterTx } : {}),
+    ...(simulateHoldAfterTx !== undefined ? { simulateHoldAfterTx } : {}),
   };
   // The shards cached before this import: a cancel that lands after the worker committed the shard
   // (its last progress tick and the commit race the abort) removes it too, so a cancel always leaves

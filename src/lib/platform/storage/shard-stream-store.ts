@@ -61,6 +61,12 @@ export function estimateStreamedBytes(othersBytes: number, corpusBytes: number):
  */
 export interface StoreFaults {
   quotaAfterTx?: number;
+  /**
+   * Once that many transactions have committed, the write waits for good (the worker is then
+   * stopped, as a reload or a closed tab stops it): an import caught mid-way whatever the machine's
+   * speed (a reload sent on a progress tick could land after the last commit on a busy machine).
+   */
+  holdAfterTx?: number;
 }
 
 /**
@@ -171,6 +177,13 @@ async function write(
   const flush = async () => {
     await inFlight;
     if (batch.length === 0) return;
+    // Held: the write waits for good, saying where it is every 150 ms (a throttled tick would
+    // otherwise stay held back until the next one).
+    if (faults.holdAfterTx !== undefined && transactions >= faults.holdAfterTx)
+      for (;;) {
+        tick(true);
+        await new Promise((r) => setTimeout(r, 150));
+      }
     if (faults.quotaAfterTx !== undefined && transactions >= faults.quotaAfterTx)
       throw new DOMException(
         `simulated: the storage quota ran out after ${transactions} committed transactions (test hook)`,
