@@ -109,10 +109,7 @@ async function packedIvfFor(
     notes.push('image + text queries use feature fusion only (one vector per query)');
   const stats: IvfQueryStats[] = [];
   let last: Parameters<typeof ivfRunInfo>[1] | null = null;
-  // The rows' ids: the sidecar's list, or (a sidecar that says `corpus_order`, on a shard opened
-  // remote-first) the documents at the rows found, read by Range as they are shown anyway.
-  const listed = set.sidecar.doc_ids.length ? set.sidecar.doc_ids : null;
-  const docCount = listed?.length ?? set.sidecar.corpus_order?.docs ?? 0;
+  const docs = packedRows(shardHash, set);
 
   const rank: DenseRanker = async (q, _fusion, depth, job) => {
     const dim = q.dim;
@@ -141,18 +138,12 @@ async function packedIvfFor(
       matrix,
       job.signal,
     );
-    if (r.n !== docCount)
-      throw new Error(`${file}: the index has ${r.n} rows, its sidecar names ${docCount} documents`);
-    let ids: ArrayLike<string> | Map<number, string> | null = listed;
-    if (!ids) {
-      const rows = [...new Set(r.rows.flatMap((list) => [...list]))];
-      ids = await remoteFirstRowIds(shardHash, rows);
-      if (!ids)
-        throw new Error(
-          `${file}: its sidecar names no document ids, and the shard is not read from its host`,
-        );
-    }
-    const idOf = (row: number) => (ids instanceof Map ? ids.get(row) : ids![row]);
+    if (r.n !== docs.count)
+      throw new Error(`${file}: the index has ${r.n} rows, its sidecar names ${docs.count} documents`);
+    const ids = await docs.ids([...new Set(r.rows.flatMap((list) => [...list]))]);
+    if (!ids)
+      throw new Error(`${file}: its sidecar names no document ids, and the shard is not read from its host`);
+    const idOf = (row: number) => ids.get(row);
     last = r;
     stats.push(...r.perQuery);
     want.forEach((qi, j) => {
@@ -171,6 +162,20 @@ async function packedIvfFor(
   };
   const info = () => (last ? ivfRunInfo(stats, last) : null);
   return { set, rank, info, notes };
+}
+
+/**
+ * The documents a packed set's rows stand for: how many, and the ids of the rows asked for — the
+ * sidecar's list, or (a sidecar that says `corpus_order`, on a shard opened remote-first) the
+ * documents at those rows, read by Range as they are shown anyway; null when neither is there.
+ */
+export function packedRows(shardHash: string, set: RemoteIvfSet) {
+  const listed = set.sidecar.doc_ids.length ? set.sidecar.doc_ids : null;
+  return {
+    count: listed?.length ?? set.sidecar.corpus_order?.docs ?? 0,
+    ids: async (rows: number[]): Promise<Map<number, string> | null> =>
+      listed ? new Map(rows.map((r) => [r, listed[r]])) : await remoteFirstRowIds(shardHash, rows),
+  };
 }
 
 /**

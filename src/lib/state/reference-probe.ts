@@ -13,7 +13,7 @@ import type { Doc } from '../core/types';
 import { checkReference, referenceSets, type LoadedEncoder } from '../clients/encoder-client';
 import { remoteIvfRows } from '../clients/index-client';
 import type { JobOptions } from '../clients/worker-client';
-import { remoteFirstRowIds } from './remote-first';
+import { packedRows } from './dense-remote';
 
 /** The shard's documents by id (the open shard's ShardDocs). */
 export interface ProbeDocs {
@@ -62,18 +62,17 @@ export async function referenceSetsFor(
   const parts = docParts.filter(
     (part) => !((part === 'text' && isChunked(chunking)) || (part === 'image' && allImages)),
   );
-  const { sidecar, vectorsUrl } = ivf?.set ?? {};
   const req = {
     shardHash,
     spec,
     parts,
-    ...(ivf && sidecar && vectorsUrl
+    ...(ivf
       ? {
           packed: {
             part: docParts[0],
-            vectorsUrl,
-            rows: sidecar.doc_ids.length || (sidecar.corpus_order?.docs ?? 0),
-            ...(sidecar.synthetic ? { synthetic: true } : {}),
+            vectorsUrl: ivf.set.vectorsUrl,
+            rows: packedRows(shardHash, ivf.set).count,
+            ...(ivf.set.sidecar.synthetic ? { synthetic: true } : {}),
           },
         }
       : {}),
@@ -97,7 +96,6 @@ export async function checkReferenceStep(
 ): Promise<ReferenceCheck> {
   const { shardHash } = sets.req;
   const ivf = sets.ivf;
-  const listed = ivf?.sidecar.doc_ids.length ? ivf.sidecar.doc_ids : null;
   const check = sets.check
     ? { ...sets.check, earlier: true }
     : await checkReference(
@@ -113,8 +111,7 @@ export async function checkReferenceStep(
               meta: {},
             })),
           rowIds: async (rows) => {
-            if (listed) return rows.map((r) => listed[r]);
-            const byRow = await remoteFirstRowIds(shardHash, rows);
+            const byRow = ivf ? await packedRows(shardHash, ivf).ids(rows) : null;
             return rows.map((r) => byRow?.get(r));
           },
           packedRows: async (rows) => {
