@@ -306,6 +306,20 @@ describe('Search and Benchmark views', () => {
     }
     expect(problems).toEqual([]);
 
+    // The full-page shots draw the drill-down's thumbnails below the fold as black boxes: they load
+    // lazily. Scrolled into view on a phone, each one is a decoded image.
+    await page.setViewportSize({ width: 390, height: 860 });
+    await view(page, 'benchmark');
+    const thumbs = page.locator('[data-testid="ranking"] img');
+    await expect.poll(() => thumbs.count()).toBeGreaterThan(10);
+    for (const i of [0, 10]) {
+      await thumbs.nth(i).scrollIntoViewIfNeeded();
+      await expect
+        .poll(() => thumbs.nth(i).evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth))
+        .toBeGreaterThan(0);
+    }
+    await page.screenshot({ path: shotPath('benchmark-ranking-390.png') });
+
     // Search results belong to the task they were asked on: another task shows none (its documents
     // were not searched); back on that task, they are there again.
     await page.setViewportSize({ width: 1400, height: 1000 });
