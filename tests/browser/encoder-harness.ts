@@ -21,7 +21,7 @@ import {
 import { detectBackend } from '../../src/lib/platform/gpu/backend';
 import type { EmbedPart, EmbedRole, ModelSpec } from '../../src/lib/core/retrieval/models';
 import type { TaskInfo } from '../../src/lib/core/types';
-import type { Chunking } from '../../src/lib/core/retrieval/chunking';
+import { meanOfChunks, type Chunking } from '../../src/lib/core/retrieval/chunking';
 import { denseAdhoc } from '../../src/lib/state/dense';
 import type { Progress } from '../../src/lib/core/types';
 import type { ParquetMapping } from '../../src/lib/core/media/parquet/mapping';
@@ -158,7 +158,43 @@ const encoderHarness = {
   async embedTextChunks(texts: string[], role: EmbedRole, chunking: Chunking, batchSize = 8) {
     const r = await embedTextChunks(texts, role, chunking, { batchSize });
     const n = r.spans.length / 2;
-    return { rows: rows(r.vectors, n), counts: [...r.counts], spans: [...r.spans] };
+    return {
+      rows: rows(r.vectors, n),
+      counts: [...r.counts],
+      spans: [...r.spans],
+      mean: rows(r.mean, texts.length),
+    };
+  },
+
+  /**
+   * A corpus's text chunked by `mean`: the worker's pooled rows (`pool`) against the mean of the
+   * chunk rows it returns without pooling, computed here.
+   */
+  async pooledChunks(
+    hash: string,
+    id: string,
+    load: LoadOptions,
+    overrides: Partial<ModelSpec>,
+    overlap = 8,
+  ) {
+    const m = spec(id, overrides);
+    const req = { shardHash: hash, spec: m, part: 'text' as const, batchSize: 64, load };
+    const chunked = await embedCorpus({ ...req, chunking: { aggregate: 'mean', overlap } });
+    const pooled = await embedCorpus({ ...req, chunking: { aggregate: 'mean', overlap }, pool: true });
+    const counts = new Uint32Array(chunked.docIds.length);
+    for (const d of chunked.chunks!.rowDoc) counts[d]++;
+    const mean = meanOfChunks(chunked.embeddings, counts, chunked.dim, m.normalize);
+    let maxDiff = mean.length === pooled.embeddings.length ? 0 : Infinity;
+    mean.forEach((v, i) => (maxDiff = Math.max(maxDiff, Math.abs(v - pooled.embeddings[i]))));
+    return {
+      docs: chunked.docIds.length,
+      chunkRows: chunked.chunks!.rowDoc.length,
+      severalChunks: counts.filter((c) => c > 1).length,
+      pooledRows: pooled.embeddings.length / pooled.dim,
+      pooledChunkRows: pooled.chunks?.rowDoc.length,
+      reused: pooled.computedBatches === 0,
+      maxDiff,
+    };
   },
 
   /** Fetches images of a demo shard (/shards/<name>/<path>) and embeds them with the active model. */

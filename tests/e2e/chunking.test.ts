@@ -184,6 +184,12 @@ describe('long texts: chunked dense retrieval', () => {
         overlap: 32,
       });
       expect(chunks.counts.slice(0, 3), model).toEqual([1, 1, 1]);
+      // Each text's mean (the worker's): a text of one chunk is that chunk; the long one points
+      // where the sum of its chunks does.
+      for (let i = 0; i < 3; i++) expect(cos(chunks.mean[i], chunks.rows[i]), model).toBeGreaterThan(0.99999);
+      const sum = chunks.rows.slice(3).reduce((a, r) => a.map((v, j) => v + r[j]));
+      const norm = Math.hypot(...sum);
+      expect(cos(chunks.mean[3], sum) / norm / Math.hypot(...chunks.mean[3]), model).toBeGreaterThan(0.99999);
       expect(chunks.counts[3], model).toBeGreaterThanOrEqual(3);
       for (let i = 0; i < 3; i++) expect(cos(chunks.rows[i], first[i]), model).toBeGreaterThan(0.99999);
       // The long text: its first chunk is the truncated text, closer to the truncated embedding than

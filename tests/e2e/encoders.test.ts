@@ -255,6 +255,15 @@ describe('neural encoders in a worker (Chromium, offline)', () => {
     expect(text.missingMaxAbs).toBe(0);
     expect(text.presentNorm.min).toBeCloseTo(1, 4);
 
+    // Passages cut into windows of 30 tokens (32 with the two special ones), chunked by mean: the
+    // worker pools each document's chunk rows into its one row, as the mean of the rows it returns
+    // unpooled.
+    const pool = await call(page, 'pooledChunks', hash, CLIP, load, { maxTokens: 32 });
+    expect(pool).toMatchObject({ docs: 315, pooledRows: 315, pooledChunkRows: pool.chunkRows, reused: true });
+    expect(pool.severalChunks).toBeGreaterThan(0);
+    expect(pool.chunkRows).toBeGreaterThan(314);
+    expect(pool.maxDiff).toBeLessThan(1e-6);
+
     // A second call reuses everything.
     const again = loaded(await call(page, 'embedCorpus', hash, CLIP, 'image', 32, load));
     expect(again).toMatchObject({ computedBatches: 0, reusedBatches: 10, checksum: img.checksum });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { denseLoadOptions, parseSetKeys, setDtypesOf } from '../../src/lib/state/dense-remote';
+import { denseLoadOptions, parseSetKeys, setDtypesOf } from '../../src/lib/state/dense-sets';
 import { precomputedKey } from '../../src/lib/core/shard/precomputed';
 import type { ModelSpec } from '../../src/lib/core/retrieval/models';
 

@@ -18,7 +18,7 @@ import {
   planBatches,
   type BatchPlan,
 } from '../../src/lib/core/retrieval/batching';
-import { checkChunking, isChunked, type Chunking } from '../../src/lib/core/retrieval/chunking';
+import { checkChunking, isChunked, meanOfChunks, type Chunking } from '../../src/lib/core/retrieval/chunking';
 import {
   EMB_KIND,
   checkBatchSize,
@@ -73,6 +73,11 @@ export interface EmbedCorpusRequest {
    */
   allImages?: boolean;
   /**
+   * With `chunking` or `allImages`: one row per document, the mean of its chunks' (or images') rows,
+   * normalised as the model normalises its vectors; `chunks` still says which rows it had.
+   */
+  pool?: boolean;
+  /**
    * The caller takes the rows as a stream (embedCorpus's `sink`) from this many documents on, when
    * the corpus has one row per document: the result then carries no embeddings (workers/encoder/stream.ts).
    */
@@ -91,7 +96,7 @@ export interface EmbedCorpusResult {
   /**
    * Row-major (docs × dim), documents in shard order; rows of `missing` documents are zero. Chunked
    * text: (chunks × dim), the chunks of each document in order, documents in shard order, none for
-   * `missing` documents; `chunks` maps them to documents.
+   * `missing` documents; `chunks` maps them to documents (with `pool`: docs × dim, their means).
    */
   embeddings: Float32Array;
   /** Chunked text only: the document (index into docIds) of each row, and its token span (2 per row). */
@@ -507,16 +512,19 @@ export async function embedCorpus(
     out = new Float32Array(total * dim);
     const rowDoc = new Uint32Array(total);
     const spans = new Uint32Array(2 * total);
+    const pooled = new Float32Array(req.pool ? packedCount(docIds) * dim : 0);
     let at = 0;
     docChunks.forEach((c, r) => {
       if (!c) return;
       const n = c.spans.length / 2;
       out.set(c.vectors, at * dim);
+      if (req.pool) pooled.set(meanOfChunks(c.vectors, [n], dim, req.spec.normalize), r * dim);
       spans.set(c.spans, 2 * at);
       rowDoc.fill(r, at, at + n);
       at += n;
     });
     chunks = { rowDoc, spans, overlap: chunking?.overlap ?? 0 };
+    if (req.pool) out = pooled;
   }
   const result: EmbedCorpusResult = {
     embeddings: out,

@@ -3,7 +3,7 @@
 // shard's stored sets (npy or Parquet column, kept at import) or which packed index the run takes its
 // corpus vectors from, then the probe: the set's rows for 16 seeded documents, the same documents
 // embedded here, compared row by row. The page keeps the result per tab and decides what a failure
-// does (state/reference-probe.ts); what only the page can reach comes through `io`: the open shard's
+// does (state/dense-sets.ts); what only the page can reach comes through `io`: the open shard's
 // documents (a shard opened remote-first reads them from its host), a packed set's row ids and its
 // rows (read by the index worker, whose cache holds them).
 import type { Doc, EmbedPart } from '../../src/lib/core/types';

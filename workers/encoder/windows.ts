@@ -14,6 +14,7 @@ import {
   checkChunking,
   chunkWindows,
   frameWindow,
+  meanOfChunks,
   specialFrame,
   windowSize,
   type Chunking,
@@ -200,14 +201,17 @@ export async function embedWindows(
   return out ?? new Float32Array(0);
 }
 
-/** Chunk vectors of texts: (Σ counts × dim), the chunks of text 0 first, with counts and token spans. */
+/**
+ * Chunk vectors of texts: (Σ counts × dim), the chunks of text 0 first, with counts, token spans and
+ * each text's mean (texts × dim, normalised as the model normalises its vectors).
+ */
 export async function embedTextChunks(
   texts: string[],
   role: EmbedRole,
   chunking: Chunking,
   batchSize = 32,
   onProgress?: OnProgress,
-): Promise<{ vectors: Float32Array; counts: Uint32Array; spans: Uint32Array }> {
+): Promise<{ vectors: Float32Array; counts: Uint32Array; spans: Uint32Array; mean: Float32Array }> {
   checkBatchSize(batchSize);
   checkChunking(chunking);
   const report = throttle(onProgress);
@@ -217,10 +221,12 @@ export async function embedTextChunks(
     const vectors = await embedWindows(enc, spec, role, w.rows, batchSize, (done) =>
       report({ kind: 'status', message: `Embedding ${texts.length} texts: ${done} / ${total} chunks` }),
     );
-    return { vectors, counts: w.counts, spans: w.spans };
+    const mean = meanOfChunks(vectors, w.counts, total ? vectors.length / total : 0, spec.normalize);
+    return { vectors, counts: w.counts, spans: w.spans, mean };
   });
   report.flush();
-  return Comlink.transfer(r, [r.vectors.buffer, r.counts.buffer, r.spans.buffer] as ArrayBuffer[]);
+  const buffers = [r.vectors.buffer, r.counts.buffer, r.spans.buffer, r.mean.buffer] as ArrayBuffer[];
+  return Comlink.transfer(r, buffers);
 }
 
 /** The text of every window of one text (decoded from its tokens, special tokens left out), for the drill-down. */

@@ -375,7 +375,7 @@ async function remoteOf(req: Pick<IvfRemoteRequest, 'url' | 'vectorsUrl' | 'cach
 
 /**
  * The stored float16 rows `rows` of the packed index's vectors, as float32 (rows × dim, in the order
- * asked): the reference-vector check's probe (state/reference-probe.ts). From the cache where there,
+ * asked): the reference-vector check's probe (state/dense-sets.ts). From the cache where there,
  * else by Range and cached like a query's rows (so a later visit offline checks from the cache, and a
  * query that rescores a probed row reads it from there). `bytes`: what the probe itself read (the
  * header too, when it is the first to need it).

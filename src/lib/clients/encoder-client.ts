@@ -25,7 +25,6 @@ import type {
   ReferenceRequest,
 } from '../../../workers/encoder.worker';
 import {
-  MODEL_FETCH_FAILED,
   ORT_BUILD_RESTART,
   WEBGPU_FAILED,
   isCrossEncoder,
@@ -66,28 +65,6 @@ let active: { spec: ModelSpec; opts: LoadOptions; dtype: Dtype } | null = null;
 
 function isWebGpuFailure(e: unknown): e is Error {
   return (e as { name?: string } | null)?.name === WEBGPU_FAILED;
-}
-
-/**
- * A model file that could not be downloaded: the worker's message (model, file, host, kinds of
- * offline choices) plus the registry models that load offline in this browser right now.
- */
-async function withOfflineChoices(e: unknown, spec: ModelSpec): Promise<unknown> {
-  if ((e as { name?: string } | null)?.name !== MODEL_FETCH_FAILED) return e;
-  try {
-    const { offlineModels, modelRole } = await import('../platform/storage/offline');
-    // Models that could stand in for this one (image–text for an image–text model, and so on).
-    const list = (await offlineModels())
-      .filter((m) => modelRole(m.spec) === modelRole(spec))
-      .map((m) => `${m.spec.id} (${m.source})`);
-    const err = new Error(
-      `${(e as Error).message} ${list.length ? `Available offline here: ${list.join(', ')}.` : 'No model is available offline here.'}`,
-    );
-    err.name = MODEL_FETCH_FAILED;
-    return err;
-  } catch {
-    return e;
-  }
 }
 
 /** Load options for the fresh worker after a WebGPU failure: WASM, same explicit dtype. */
@@ -171,13 +148,11 @@ async function load(
     lastLoad = { key, generation: client.generation, info };
     return info;
   } catch (e) {
-    if (!isWebGpuFailure(e)) throw await withOfflineChoices(e, spec);
+    if (!isWebGpuFailure(e)) throw e;
     // The worker wrote its downloaded files before it reported the failure (load.ts).
     client.terminate();
     const retry = wasmRetry(opts, e.message);
-    const info = await client
-      .run((r) => r.load(spec, retry, proxyProgress(onProgress)), signal)
-      .catch(async (e2: unknown) => Promise.reject(await withOfflineChoices(e2, spec)));
+    const info = await client.run((r) => r.load(spec, retry, proxyProgress(onProgress)), signal);
     cacheWhenQuiet(info);
     active = { spec, opts: retry, dtype: info.dtype };
     return info;
@@ -325,14 +300,15 @@ export function embedTexts(
 
 /**
  * Embeds every window of texts longer than the active model's window (chunking mean/max): chunk
- * vectors (Σ counts × dim, text 0's chunks first), chunks per text and each chunk's token span.
+ * vectors (Σ counts × dim, text 0's chunks first), chunks per text, each chunk's token span and each
+ * text's mean (the model's normalisation).
  */
 export function embedTextChunks(
   texts: string[],
   role: EmbedRole,
   chunking: Chunking,
   opts: JobOptions & { batchSize?: number } = {},
-): Promise<{ vectors: Float32Array; counts: Uint32Array; spans: Uint32Array }> {
+): Promise<{ vectors: Float32Array; counts: Uint32Array; spans: Uint32Array; mean: Float32Array }> {
   return onActiveModel(
     (r) => r.embedTextChunks(texts, role, chunking, opts.batchSize ?? 32, proxyProgress(opts.onProgress)),
     opts.signal,
@@ -429,7 +405,7 @@ export async function embedCorpus(
     req = { ...req, load: await localFirst(req.spec, req.load ?? {}) };
     return done(req, await run(req));
   } catch (e) {
-    if (!isWebGpuFailure(e)) throw await withOfflineChoices(e, req.spec);
+    if (!isWebGpuFailure(e)) throw e;
     client.terminate();
     active = null;
     const retry = { ...req, load: wasmRetry(req.load ?? {}, e.message) };

@@ -6,7 +6,7 @@
 // embedded ahead) are embedded in the encoder worker and ranked once per fusion strategy.
 import type { Query, TaskInfo } from '../core/types';
 import { fuseFeatures } from '../core/retrieval/dense';
-import { meanOfChunks, type Chunking } from '../core/retrieval/chunking';
+import type { Chunking } from '../core/retrieval/chunking';
 import { fusedItemRows, type MultiImage } from '../core/retrieval/multi-image';
 import type { Dtype, EmbedPart, ModelSpec } from '../core/retrieval/models';
 import { denseDocsKey, describePlan, planDenseRun, type DenseFacts } from '../core/retrieval/dense-plan';
@@ -24,7 +24,6 @@ import type { DenseQueries, QueryFusion, RankedList } from '../../../workers/ret
 import type { JobOptions } from '../clients/worker-client';
 import { buildIndex, searchHnswRuns, type RecallReport } from '../clients/index-client';
 import type { QueryLatency } from '../core/eval/approximation';
-import { denseLoadOptions, remoteIvfFor, shardSetDtypes } from './dense-remote';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import {
   compactIndex,
@@ -36,7 +35,15 @@ import {
   type CorpusResult,
 } from './dense-compact';
 import type { ReferenceCheck } from '../core/retrieval/reference-check';
-import { checkReferenceStep, referenceSetsFor, type ProbeDocs, type ReferenceSets } from './reference-probe';
+import {
+  checkReferenceStep,
+  denseLoadOptions,
+  referenceSetsFor,
+  remoteIvfFor,
+  shardSetDtypes,
+  type ProbeDocs,
+  type ReferenceSets,
+} from './dense-sets';
 
 /** HNSW parameters of an approximate dense run. */
 export interface AnnSettings {
@@ -147,7 +154,7 @@ async function denseTaskWith(
   const reuseCorpus = !!adhoc;
   const { spec, dtype } = args.settings;
   // The facts known before the model loads, gathered once: at dtype auto, the dtypes the shard has
-  // embeddings of this model at (its sets decide, dense-remote.ts), and the load options they give.
+  // embeddings of this model at (its sets decide, dense-sets.ts), and the load options they give.
   const setDtypes = dtype === 'auto' ? await shardSetDtypes(args.shardHash, spec) : [];
   const load = denseLoadOptions(args.settings, setDtypes);
   const { shardHash, task, docCount: docs, prefetch } = args;
@@ -229,7 +236,6 @@ async function denseTaskWith(
           queries: args.queries,
           parts: queryParts,
           dim: corpus?.dim ?? encoder.dim,
-          normalize: spec.normalize,
           chunking,
           multiImage,
           corpusImages: { rowOf: imageRowOf, rows: imageCopy },
@@ -257,14 +263,15 @@ async function denseTaskWith(
           load: { device: encoder.device, dtype: encoder.dtype },
           ...(part === 'text' && chunking ? { chunking } : {}),
           ...(part === 'image' && allDocImages ? { allImages: true } : {}),
+          // mean → one vector per document (the worker pools); max → every chunk or image a row.
+          pool: part === 'image' ? multiImage !== 'max' : chunking?.aggregate !== 'max',
           ...(early ? { loaded: encoder } : {}),
         },
         args.job,
         plan.stream,
       );
       if (r.chunks) {
-        // Every image of multi-image items (mean → one vector per item; max → every image a row),
-        // or every window of long texts (mean → one vector per document; max → every chunk a row).
+        // Every image of multi-image items, or every window of long texts.
         const counts = new Uint32Array(r.docIds.length);
         for (const d of r.chunks.rowDoc) counts[d]++;
         const several = counts.filter((c) => c > 1).length;
@@ -278,7 +285,6 @@ async function denseTaskWith(
           };
         if (image && multiImage === 'max') imageRowDoc = r.chunks.rowDoc;
         else if (!image && chunking?.aggregate === 'max') chunkRows = r.chunks.rowDoc;
-        else r = { ...r, embeddings: meanOfChunks(r.embeddings, counts, r.dim, spec.normalize) };
       }
       parts.set(part, r);
       if (parts.size < docParts.length) continue;

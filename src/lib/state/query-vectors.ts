@@ -103,8 +103,6 @@ export interface RunQueries {
   /** The query parts the model embeds (dense-plan.ts's densePlan). */
   parts: EmbedPart[];
   dim: number;
-  /** The model normalises its vectors (a chunked text's mean is normalised as they are). */
-  normalize: boolean;
   chunking?: Chunking;
   multiImage?: MultiImage;
   /** The corpus's image rows: a query image that is a corpus image is not embedded twice. */
@@ -242,7 +240,7 @@ export async function embedRunQueries(r: RunQueries, job: JobOptions): Promise<D
     : null;
   if (windows) {
     // Chunked texts: mean → one vector per query; max → all its windows as rows as well.
-    const mean = meanOfChunks(windows.vectors, windows.counts, dim, r.normalize);
+    const mean = windows.mean;
     q.text = new Float32Array(qs.length * dim);
     const counts = new Uint32Array(qs.length);
     withText.forEach((qi, j) => {

@@ -1,6 +1,6 @@
 // Shards opened "remote-first" (issue 19): a packed shard on a static host whose corpus is not
 // imported (platform/sources/remote-shard.ts, run in the shard worker). This holds their packed index sets,
-// which dense-remote.ts asks before the cache, so that dense queries go through the packed index.
+// which dense-sets.ts asks before the cache, so that dense queries go through the packed index.
 import { precomputedKey, type RemoteIvfSet } from '../core/shard/precomputed';
 import type { RemoteFirstSetName, RemoteShardHead } from '../platform/sources/remote-shard';
 import type { ShardIssue } from '../core/shard/source';

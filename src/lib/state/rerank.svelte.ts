@@ -17,6 +17,7 @@ import type { Library } from './library.svelte';
 import type { Messages } from './messages.svelte';
 import type { Retrievers } from './retrievers.svelte';
 import type { RunStore } from './runs.svelte';
+import { withOfflineChoices } from './hub-fallback';
 import type { StorageState } from './storage.svelte';
 import type { AppPhase } from './phase';
 import type { RunResult } from './runs.svelte';
@@ -112,7 +113,7 @@ export class Reranker {
           simulateWebGpuFailure: r.simulateWebGpuFailure,
           signal: job.signal,
           onProgress: job.onProgress,
-        });
+        }).catch(async (e: unknown) => Promise.reject(await withOfflineChoices(this.app.storage, e, spec)));
         r.encoder = encoder;
         // Later loads (after a cancel or a WebGPU failure) keep what this one chose.
         const chosen: LoadOptions = { device: encoder.device, dtype: encoder.dtype };

@@ -18,7 +18,7 @@ import {
 } from '../core/retrieval/chunking';
 import { describeMultiImage, hasMultiImageItems, type MultiImage } from '../core/retrieval/multi-image';
 import { denseTask, type DenseSettings } from './dense';
-import { ReferenceMismatchError } from './reference-probe';
+import { ReferenceMismatchError } from './dense-sets';
 import type { ReferenceCheck } from '../core/retrieval/reference-check';
 import { densePlan } from '../core/retrieval/dense-plan';
 import { ivfBytes } from '../core/retrieval/ivf-report';

@@ -11,11 +11,10 @@ import { MODEL_REGISTRY, loadedEncoderKey, preloadEncoder } from '../clients/enc
 import { describeChunking, isChunked } from '../core/retrieval/chunking';
 import type { OpenedDicom } from '../platform/media/dicom-image';
 import { modelSpec } from './retrievers.svelte';
-import { denseLoadOptions, setDtypesOf, shardSetDtypes } from './dense-remote';
+import { ReferenceMismatchError, denseLoadOptions, setDtypesOf, shardSetDtypes } from './dense-sets';
 import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
 import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import type { ReferenceCheck } from '../core/retrieval/reference-check';
-import { ReferenceMismatchError } from './reference-probe';
 import { hubFallback } from './hub-fallback';
 import { beginQuery, resultsSet, timeStage } from '../platform/page/query-timing';
 import type { Job, Jobs } from './jobs.svelte';

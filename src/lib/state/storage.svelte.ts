@@ -59,7 +59,7 @@ export class StorageState {
     this.served = await servedModelFolders();
     const update = async () => {
       this.online = browserOnline();
-      if (this.hubless) await this.#listOffline();
+      if (this.hubless) await this.listOffline();
     };
     window.addEventListener('online', () => {
       // Back online: the hub is asked again the next time a hub model would be the default.
@@ -84,18 +84,19 @@ export class StorageState {
       // A download that failed meanwhile has the last word.
       if (this.hub !== 'unknown') return;
       this.hub = up ? 'up' : 'down';
-      if (!up) await this.#listOffline();
+      if (!up) await this.listOffline();
     });
   }
 
-  async #listOffline() {
-    this.offline = await offlineModels().catch(() => []);
+  /** Lists the registry models that load without the hub (kept in `offline`, and returned). */
+  async listOffline(): Promise<OfflineModel[]> {
+    return (this.offline = await offlineModels().catch(() => []));
   }
 
   /** A model file could not be downloaded from the hub: the hub counts as down from now on. */
   async hubFailed(): Promise<void> {
     this.hub = 'down';
-    await this.#listOffline();
+    await this.listOffline();
   }
 
   /**

@@ -75,7 +75,7 @@ export interface DenseFacts<A = unknown> {
   adhoc: boolean;
   /** The shard's documents as its summary counts them (a task's run). */
   docs?: number;
-  /** The dtypes the shard has vectors of this model at (state/dense-remote.ts), when the dtype is auto. */
+  /** The dtypes the shard has vectors of this model at (state/dense-sets.ts), when the dtype is auto. */
   setDtypes?: string[];
   /** The shard (its hash): with the encoder, the key a worker holds this corpus under. */
   shardHash?: string;
