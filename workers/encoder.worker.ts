@@ -24,7 +24,7 @@ import { load } from './encoder/load';
 import { flushModelCache } from './encoder/model-cache';
 import { checkReference, referenceSets } from './encoder/reference';
 import { rerank } from './encoder/rerank';
-import { activeBackend, simulateDeviceLoss, unloadAll } from './encoder/session';
+import { activeBackend, simulateDeviceLoss } from './encoder/session';
 import type { LoadOptions, LoadedEncoder, OnProgress } from './encoder/types';
 import { chunkTexts, embedTextChunks } from './encoder/windows';
 
@@ -62,10 +62,6 @@ const api = {
   /** Writes the model files this worker downloaded to the browser cache (model-cache.ts); resolves when written. */
   flushModelCache(): Promise<void> {
     return flushModelCache();
-  },
-  /** Frees every loaded model. */
-  unload(): Promise<void> {
-    return unloadAll();
   },
   /** Where the active model runs now (it moves to WASM if its GPU device is lost). */
   backend() {

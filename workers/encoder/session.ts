@@ -113,18 +113,6 @@ export function setActive(
   activeDeviceReason = deviceReason;
 }
 
-/** Frees every loaded model. */
-export async function unloadAll(): Promise<void> {
-  const all = [...encoders.values()];
-  encoders.clear();
-  active = null;
-  activeQuery = null;
-  activeSpec = null;
-  activeFallbackReason = undefined;
-  activeDeviceReason = '';
-  await Promise.all(all.map((p) => p.then(disposeEncoder, () => undefined)));
-}
-
 /** Where the active model runs now (it moves to WASM if its GPU device is lost). */
 export function activeBackend() {
   if (!active) return null;

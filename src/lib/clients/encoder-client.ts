@@ -461,13 +461,6 @@ export function simulateGpuDeviceLoss(): Promise<boolean> {
   return client.run((r) => r.simulateDeviceLoss());
 }
 
-/** Frees the loaded models but keeps the worker. */
-export function unloadEncoders(): Promise<void> {
-  active = null;
-  lastLoad = null;
-  return client.run((r) => r.unload());
-}
-
 /**
  * Ends the encoder worker to free its memory (the next call starts a fresh one), once the model files
  * it downloaded are in the browser cache.

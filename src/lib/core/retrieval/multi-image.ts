@@ -7,7 +7,6 @@ import { fuseFeatures } from './dense';
 import type { ImageRef } from '../types';
 
 export type MultiImage = 'mean' | 'max';
-export const MULTI_IMAGE_MODES: readonly MultiImage[] = ['mean', 'max'];
 
 /** The image paths of a document or query, in order (one for `image`, none without). */
 export function itemImagePaths(x: { image?: string; images?: ImageRef[] }): string[] {

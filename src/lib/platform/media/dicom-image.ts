@@ -49,11 +49,6 @@ export function dicomImageToPng(img: DicomImage): Promise<Blob> {
   return toCanvas(img).convertToBlob({ type: 'image/png' });
 }
 
-/** ImageBitmap of a decoded DICOM frame, for a canvas. */
-export function dicomImageToBitmap(img: DicomImage): Promise<ImageBitmap> {
-  return createImageBitmap(new ImageData(new Uint8ClampedArray(img.rgba), img.width, img.height));
-}
-
 /**
  * What an <img> can show for a shard image: the blob itself for JPEG/PNG/WebP, a PNG rendering (default
  * window, first frame) for DICOM. Pair with URL.createObjectURL / revokeObjectURL as for any blob.

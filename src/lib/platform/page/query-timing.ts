@@ -63,11 +63,3 @@ export function afterPaint(): Promise<void> {
     ),
   );
 }
-
-/** The last query's stage durations in ms (a stage measured several times is summed), and its total. */
-export function lastQueryTimings(): Partial<Record<QueryStage | 'query', number>> {
-  const out: Partial<Record<QueryStage | 'query', number>> = {};
-  for (const s of [...QUERY_STAGES, 'query'] as const)
-    for (const e of performance.getEntriesByName(PREFIX + s, 'measure')) out[s] = (out[s] ?? 0) + e.duration;
-  return out;
-}

@@ -294,11 +294,6 @@ export function describeDrop(dt: DataTransfer): Promise<SourceDescriptor> {
   });
 }
 
-/** A ShardSource over a drop (see filesFromDataTransfer: call synchronously in the `drop` handler). */
-export function fileDropSource(dt: DataTransfer): Promise<ShardSource> {
-  return describeDrop(dt).then(sourceFromDescriptor);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Zip
 

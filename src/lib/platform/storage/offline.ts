@@ -132,12 +132,6 @@ export async function removeEmbeddings(hash: string): Promise<void> {
   await store.deleteArtifacts(hash, 'precomputed');
 }
 
-/** Removes the service worker's app-shell cache (the app then needs the network until the next visit). */
-export async function removeAppShell(): Promise<void> {
-  if (!hasCaches()) return;
-  for (const name of await caches.keys()) if (name.startsWith(SHELL_CACHE_PREFIX)) await caches.delete(name);
-}
-
 /**
  * Asks the browser to keep this origin's storage under pressure (`navigator.storage.persist()`); call
  * it when the user caches a model or a shard. `granted`: storage is persistent now; `already`: it was.

@@ -47,11 +47,6 @@ export function recallParquetMapping(
   }
 }
 
-/** Forgets a dataset's remembered mapping. */
-export function forgetParquetMapping(identity: string, store: KeyValueStore | null = defaultStore()): void {
-  store?.removeItem(PARQUET_MAPPING_KEY_PREFIX + identity);
-}
-
 /** The mapping to show for confirmation: the remembered one when there is one, else the detected one. */
 export function initialParquetMapping(
   inspection: ParquetInspection,
