@@ -147,7 +147,7 @@ export const RECALL_LEVELS: readonly string[] = [
 /** Floor added to each query's AP before the log in gm_map (trec_eval.h MIN_GEO_MEAN). */
 export const GM_EPSILON = 0.00001;
 /** Smoothing constant of infAP's precision estimate (trec_eval.h INFAP_EPSILON). */
-const INFAP_EPSILON = 0.00001;
+export const INFAP_EPSILON = 0.00001;
 
 /** Parses a printed measure name (`ndcg_cut_10`, `P_5`, `iprec_at_recall_0.50`, `Judged@10`); throws on unknown names. */
 export function parseMeasure(name: string): ParsedMeasure {

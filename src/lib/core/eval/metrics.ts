@@ -7,6 +7,7 @@ import type { Qrels, Run, ScoredDoc } from '../types';
 import {
   COUNTERS,
   GM_EPSILON,
+  INFAP_EPSILON,
   parseMeasure,
   SUMMARY_ONLY_MEASURES,
   sortMeasures,
@@ -116,9 +117,6 @@ export function rankQuery(docs: readonly ScoredDoc[], opts: RankOptions = {}): S
   for (let r = 0; r < n && r < max; r++) out.push(docs[idx[r]]);
   return out;
 }
-
-/** Smoothing constant of infAP's precision estimate (trec_eval.h INFAP_EPSILON). */
-const INFAP_EPSILON = 0.00001;
 
 /** trec_eval 10.0's ranking for a qrels query missing from the run with -c (trec_eval.c:154-156). */
 const BOGUS_RANKING: readonly ScoredDoc[] = [{ docId: 'ceci_nest_pas_un_docno', score: 1 }];

@@ -21,12 +21,9 @@
 // lowers its term, so the best order puts them after the group's relevant documents and the worst before;
 // how R and U interleave is chosen by dynamic programming over (R placed, U placed), which also handles
 // -M cutting a group (the kept documents are a prefix). Pure: no DOM, no Node APIs.
-import { rankQuery, type RankOptions } from './metrics';
+import { INFAP_EPSILON, rankQuery, type RankOptions } from './metrics';
 import { tieGroups, type TieOrder } from './tie-groups';
 import type { ScoredDoc } from '../types';
-
-/** Smoothing constant of infAP's precision estimate (trec_eval.h INFAP_EPSILON), as in metrics.ts. */
-const EPS = 0.00001;
 
 /** Largest (R + 1)·(U + 1) of a tie group the dynamic program takes; larger groups keep the grade order. */
 export const INFAP_DP_MAX_STATES = 4_000_000;
@@ -34,7 +31,9 @@ export const INFAP_DP_MAX_STATES = 4_000_000;
 /** infAP's term for a relevant document at 0-based rank j with r relevant, n non-relevant, u unjudged above. */
 function term(j: number, r: number, n: number, u: number): number {
   if (j === 0) return 1;
-  return 1 / (j + 1) + (j / (j + 1)) * ((r + n + u) / j) * ((r + EPS) / (r + n + 2 * EPS));
+  return (
+    1 / (j + 1) + (j / (j + 1)) * ((r + n + u) / j) * ((r + INFAP_EPSILON) / (r + n + 2 * INFAP_EPSILON))
+  );
 }
 
 /**
