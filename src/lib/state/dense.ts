@@ -297,11 +297,15 @@ async function denseTaskWith(
       // Rows of the document images, so a query image that is a corpus image is not embedded twice.
       // (Not with multi-image rows: a row is then an image of an item, or an item's mean.)
       const imageRows = imageStats ? undefined : parts.get('image');
-      if (imageRows && args.docImageRow)
+      if (imageRows && args.docImageRow?.size) {
+        // One lookup per query image (an indexOf each was queries × documents on the main thread).
+        const rowOfDoc = new Map(imageRows.docIds.map((id, i) => [id, i]));
+        for (const id of imageRows.missing) rowOfDoc.delete(id);
         for (const [path, docId] of args.docImageRow) {
-          const i = imageRows.docIds.indexOf(docId);
-          if (i >= 0 && !imageRows.missing.includes(docId)) imageRowOf.set(path, i);
+          const i = rowOfDoc.get(docId);
+          if (i !== undefined) imageRowOf.set(path, i);
         }
+      }
       imageCopy = imageRows ? imageRows.embeddings.slice() : null;
       const rows = { corpusRows: corpusDocCount(first), rowsPerDoc: !!chunkRows };
       plan = planDenseRun({ ...facts, ...rows });
