@@ -17,6 +17,7 @@
 //   reference.ts    the check of a shard's reference vectors against the active model (issue 37)
 import * as Comlink from 'comlink';
 import type { ModelSpec } from '../src/lib/core/retrieval/models';
+import { fuseDocParts, type DocPart } from '../src/lib/core/retrieval/multi-image';
 import { corpusCounters, embedCorpus } from './encoder/corpus';
 import { embedQuery, embedTexts } from './encoder/embed';
 import { embedImages } from './encoder/image';
@@ -57,6 +58,17 @@ const api = {
   referenceSets,
   /** Embeds the probe of those sets here and compares it with their rows (documents and packed rows via `io`). */
   checkReference,
+  /** A corpus's text and image parts as one matrix (core's fuseDocParts), off the page's thread; transferred. */
+  fuseDocParts(req: {
+    docIds: string[];
+    dim: number;
+    text: DocPart;
+    image: DocPart;
+    imageRowDoc?: Uint32Array;
+  }) {
+    const r = fuseDocParts(req.docIds, req.dim, req.text, req.image, req.imageRowDoc);
+    return Comlink.transfer(r, [r.matrix.buffer, ...(r.rowDoc ? [r.rowDoc.buffer] : [])] as ArrayBuffer[]);
+  },
   /** Scores (query, document) pairs with the active cross-encoder (loaded for that spec); transferred. */
   rerank,
   /** Writes the model files this worker downloaded to the browser cache (model-cache.ts); resolves when written. */

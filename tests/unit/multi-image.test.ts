@@ -12,6 +12,7 @@ import {
 import { configKey, describeConfig, runTag, type RetrieverConfig } from '../../src/lib/core/retrieval/runs';
 import {
   describeMultiImage,
+  fuseDocParts,
   fusedItemRows,
   hasMultiImageItems,
   itemImagePaths,
@@ -48,6 +49,33 @@ describe('multi-image items', () => {
     expect(() => fusedItemRows(text, textMissing, imageRows, Uint32Array.from([0]), 4, dim)).toThrow(
       /3 image rows for 1/,
     );
+  });
+});
+
+describe('a corpus of text and image parts as one matrix', () => {
+  const dim = 2;
+  const ids = ['a', 'b', 'c', 'd'];
+  // a: text + image; b: text only; c: neither; d: image only.
+  const text = { embeddings: Float32Array.from([1, 0, 0, 1, 0, 0, 0, 0]), missing: ['c', 'd'] };
+  const row = (m: Float32Array, i: number) => [...m.subarray(i * dim, (i + 1) * dim)];
+
+  it('fuses each document’s two vectors, keeps the one it has, and names those with none', () => {
+    const image = { embeddings: Float32Array.from([0, 1, 0, 0, 0, 0, 3, 4]), missing: ['b', 'c'] };
+    const { matrix, missing, rowDoc } = fuseDocParts(ids, dim, text, image);
+    expect(rowDoc).toBeUndefined();
+    expect(missing).toEqual(['c']);
+    expect(row(matrix, 0)).toEqual([...fuseFeatures([1, 0], [0, 1])]);
+    expect(row(matrix, 1)).toEqual([0, 1]);
+    expect(row(matrix, 2)).toEqual([0, 0]);
+    expect(row(matrix, 3)).toEqual([3, 4]);
+  });
+
+  it('with every image a row (max-sim), fuses each with its document’s text', () => {
+    const image = { embeddings: Float32Array.from([0, 1, 1, 1, 3, 4]), missing: ['b', 'c'] };
+    const r = fuseDocParts(ids, dim, text, image, Uint32Array.from([0, 0, 3]));
+    expect(r.missing).toEqual(['c']);
+    expect([...r.rowDoc!]).toEqual([0, 0, 1, 3]);
+    expect(row(r.matrix, 1)).toEqual([...fuseFeatures([1, 0], [1, 1])]);
   });
 });
 

@@ -13,6 +13,7 @@
 // query's candidate documents with one, with the same WebGPU → WASM fallback.
 import * as Comlink from 'comlink';
 import type { Chunking } from '../core/retrieval/chunking';
+import type { DocPart } from '../core/retrieval/multi-image';
 import type {
   CorpusSink,
   EmbedCorpusRequest,
@@ -313,6 +314,24 @@ export function embedTextChunks(
     (r) => r.embedTextChunks(texts, role, chunking, opts.batchSize ?? 32, proxyProgress(opts.onProgress)),
     opts.signal,
   );
+}
+
+/**
+ * A corpus's text and image parts as one matrix, fused in the encoder worker (core's fuseDocParts) so
+ * that the page's thread does no arithmetic over the corpus; the parts' rows are transferred (the
+ * caller no longer has them).
+ */
+export function fuseDocParts(
+  docIds: string[],
+  dim: number,
+  text: DocPart,
+  image: DocPart,
+  imageRowDoc?: Uint32Array,
+  opts: JobOptions = {},
+) {
+  const req = { docIds, dim, text, image, ...(imageRowDoc ? { imageRowDoc } : {}) };
+  const moved = [text.embeddings.buffer, image.embeddings.buffer] as ArrayBuffer[];
+  return client.run((r) => r.fuseDocParts(Comlink.transfer(req, moved)), opts.signal);
 }
 
 /** The text of each window of one text as the active model cuts it (decoded tokens), for the drill-down. */

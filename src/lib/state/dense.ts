@@ -5,14 +5,13 @@
 // the queries (text, images, several images per query, chunked texts, an ad-hoc query's parts
 // embedded ahead) are embedded in the encoder worker and ranked once per fusion strategy.
 import type { Query, TaskInfo } from '../core/types';
-import { fuseFeatures } from '../core/retrieval/dense';
 import type { Chunking } from '../core/retrieval/chunking';
-import { fusedItemRows, type MultiImage } from '../core/retrieval/multi-image';
+import type { MultiImage } from '../core/retrieval/multi-image';
 import type { Dtype, EmbedPart, ModelSpec } from '../core/retrieval/models';
 import { denseDocsKey, describePlan, planDenseRun, type DenseFacts } from '../core/retrieval/dense-plan';
 import type { Device } from '../platform/gpu/backend';
 import { embedRunQueries, type PrefetchLookup } from './query-vectors';
-import { loadEncoder, stopEncoder, type LoadedEncoder } from '../clients/encoder-client';
+import { fuseDocParts, loadEncoder, stopEncoder, type LoadedEncoder } from '../clients/encoder-client';
 import {
   freeBm25,
   hasDenseDocs,
@@ -193,7 +192,7 @@ async function denseTaskWith(
   let imageStats: DenseOutcome['images'];
   const imageRowOf = new Map<string, number>();
   let imageCopy: Float32Array | null = null;
-  let corpus: ReturnType<typeof corpusMatrix> | undefined;
+  let corpus: Awaited<ReturnType<typeof corpusMatrix>> | undefined;
   let annCurve: RecallReport | undefined;
   let refSets: ReferenceSets | null = null;
   let reference: ReferenceCheck | undefined;
@@ -288,15 +287,17 @@ async function denseTaskWith(
       }
       parts.set(part, r);
       if (parts.size < docParts.length) continue;
-      corpus = corpusMatrix(parts, imageRowDoc, chunking, multiImage);
+      // Rows of the document images, so a query image that is a corpus image is not embedded twice
+      // (not with multi-image rows: a row is then an image of an item, or an item's mean). Copied
+      // before the parts go to the encoder worker to be fused.
+      const imageRows = imageStats ? undefined : parts.get('image');
+      imageCopy = imageRows ? imageRows.embeddings.slice() : null;
+      corpus = await corpusMatrix(parts, imageRowDoc, chunking, multiImage, args.job);
       chunkRows = corpus.rowDoc ?? chunkRows;
       const first = parts.values().next().value!;
       // Precomputed embeddings in the shard that did not fit the model: say why the corpus was embedded.
       for (const r of parts.values()) if (r.precomputedNote) notes.push(r.precomputedNote);
       for (const r of parts.values()) if (r.notSaved) args.onWarning?.(r.notSaved);
-      // Rows of the document images, so a query image that is a corpus image is not embedded twice.
-      // (Not with multi-image rows: a row is then an image of an item, or an item's mean.)
-      const imageRows = imageStats ? undefined : parts.get('image');
       if (imageRows && args.docImageRow?.size) {
         // One lookup per query image (an indexOf each was queries × documents on the main thread).
         const rowOfDoc = new Map(imageRows.docIds.map((id, i) => [id, i]));
@@ -306,7 +307,6 @@ async function denseTaskWith(
           if (i !== undefined) imageRowOf.set(path, i);
         }
       }
-      imageCopy = imageRows ? imageRows.embeddings.slice() : null;
       const rows = { corpusRows: corpusDocCount(first), rowsPerDoc: !!chunkRows };
       plan = planDenseRun({ ...facts, ...rows });
     } else if (step.kind === 'store' && step.store === 'compact') {
@@ -364,14 +364,16 @@ async function denseTaskWith(
 }
 
 /**
- * The corpus as one matrix: one part as embedded; an image + text document is one vector, the
- * normalised sum of its two parts (or the one it has); multi-image max rows fused with their text.
+ * The corpus as one matrix: one part as embedded; text and image parts fused in the encoder worker
+ * (an image + text document is one vector, the normalised sum of its two parts, or the one it has;
+ * multi-image max rows fused with their text). The parts' rows go to the worker (transferred).
  */
-function corpusMatrix(
+async function corpusMatrix(
   parts: Map<EmbedPart, CorpusResult>,
   imageRowDoc: Uint32Array | undefined,
   chunking: Chunking | undefined,
   multiImage: MultiImage | undefined,
+  job: JobOptions,
 ) {
   const first = parts.values().next().value!;
   const { dim, docIds } = first;
@@ -382,26 +384,11 @@ function corpusMatrix(
   );
   const t = parts.get('text');
   const v = parts.get('image');
-  if (imageRowDoc) {
-    const missing = t ? v!.missing.filter((id) => t.missing.includes(id)) : v!.missing;
-    if (!t) return { key, dim, docIds, missing, matrix: v!.embeddings, rowDoc: imageRowDoc };
-    const tMiss = new Set(t.missing);
-    const has = Uint8Array.from(docIds, (id) => (tMiss.has(id) ? 1 : 0));
-    const fused = fusedItemRows(t.embeddings, has, v!.embeddings, imageRowDoc, docIds.length, dim);
-    return { key, dim, docIds, missing, matrix: fused.rows, rowDoc: fused.rowDoc };
-  }
-  if (!t || !v) return { key, dim, docIds, missing: first.missing, matrix: first.embeddings };
-  const tMiss = new Set(t.missing);
-  const vMiss = new Set(v.missing);
-  const matrix = new Float32Array(docIds.length * dim);
-  const missing: string[] = [];
-  docIds.forEach((id, i) => {
-    const tr = t.embeddings.subarray(i * dim, (i + 1) * dim);
-    const vr = v.embeddings.subarray(i * dim, (i + 1) * dim);
-    if (tMiss.has(id) && vMiss.has(id)) missing.push(id);
-    else matrix.set(tMiss.has(id) ? vr : vMiss.has(id) ? tr : fuseFeatures(tr, vr), i * dim);
-  });
-  return { key, dim, docIds, missing, matrix };
+  if (!t || !v)
+    return imageRowDoc
+      ? { key, dim, docIds, missing: v!.missing, matrix: v!.embeddings, rowDoc: imageRowDoc }
+      : { key, dim, docIds, missing: first.missing, matrix: first.embeddings };
+  return { key, dim, docIds, ...(await fuseDocParts(docIds, dim, t, v, imageRowDoc, job)) };
 }
 
 /**

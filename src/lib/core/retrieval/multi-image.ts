@@ -64,3 +64,40 @@ export function fusedItemRows(
   }
   return { rows, rowDoc };
 }
+
+/** One document part of a corpus as fuseDocParts takes it: its rows, and the documents without it. */
+export interface DocPart {
+  embeddings: Float32Array;
+  missing: string[];
+}
+
+/**
+ * A corpus's text and image parts as one matrix: each document the normalised sum of its two vectors
+ * (or the one it has; neither: missing, a zero row); with `imageRowDoc` (multi-image max, `image`
+ * holding every image's row) each image row fused with its document's text (fusedItemRows).
+ */
+export function fuseDocParts(
+  docIds: readonly string[],
+  dim: number,
+  text: DocPart,
+  image: DocPart,
+  imageRowDoc?: Uint32Array,
+): { matrix: Float32Array; missing: string[]; rowDoc?: Uint32Array } {
+  const tMiss = new Set(text.missing);
+  if (imageRowDoc) {
+    const missing = image.missing.filter((id) => tMiss.has(id));
+    const noText = Uint8Array.from(docIds, (id) => (tMiss.has(id) ? 1 : 0));
+    const fused = fusedItemRows(text.embeddings, noText, image.embeddings, imageRowDoc, docIds.length, dim);
+    return { matrix: fused.rows, missing, rowDoc: fused.rowDoc };
+  }
+  const vMiss = new Set(image.missing);
+  const matrix = new Float32Array(docIds.length * dim);
+  const missing: string[] = [];
+  docIds.forEach((id, i) => {
+    const tr = text.embeddings.subarray(i * dim, (i + 1) * dim);
+    const vr = image.embeddings.subarray(i * dim, (i + 1) * dim);
+    if (tMiss.has(id) && vMiss.has(id)) missing.push(id);
+    else matrix.set(tMiss.has(id) ? vr : vMiss.has(id) ? tr : fuseFeatures(tr, vr), i * dim);
+  });
+  return { matrix, missing };
+}
