@@ -192,6 +192,16 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
         await page.locator('tr[data-scope="overall"] td[data-measure="ndcg_cut_10"]').innerText(),
       );
       expect(ndcg).toBeGreaterThan(0.1);
+      // A hub cross-encoder cannot load offline and a rerank takes no stand-in: the error names the
+      // cross-encoders that load offline here (the generated ones this build serves), no other kind.
+      await page.selectOption('[data-testid="rerank-model"]', 'ms-marco-minilm-l6-v2');
+      await page.fill('[data-testid="rerank-topn"]', '5');
+      await page.click('[data-testid="rerank-run"]');
+      const failed = page.locator('[data-testid="message"][data-kind="error"] .text');
+      await expect.poll(() => failed.count(), { timeout: 120_000 }).toBeGreaterThan(0);
+      const choices = /Available offline here: (.*)\./.exec(await failed.last().innerText())?.[1] ?? '';
+      expect(choices).toMatch(/loupe-test\/cross-encoder-tiny-random \((generated|cached)\)/);
+      expect(choices).not.toMatch(/loupe-test\/(clip|bert|minilm|xlmr)/);
       // The dense run of the first visit is stored (opening its link again shows it); a Search query
       // loads the generated model from the browser's cache and embeds offline.
       await page.goto(
