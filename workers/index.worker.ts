@@ -103,7 +103,7 @@ const api = {
   exactCorpusClose,
   /** Top-k per query from a packed IVF-int8 index on a static host (Range reads, OPFS cache), with bytes per query. */
   ivfRemoteSearch,
-  /** Stored rows of a packed index's vectors by Range, not cached (the reference-vector check's probe). */
+  /** Stored rows of a packed index's vectors, from its cache or by Range and cached (the reference-vector check's probe). */
   ivfRemoteRows,
   /** Forgets the open remote indexes (their OPFS cache stays). */
   ivfRemoteClose,

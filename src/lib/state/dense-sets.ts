@@ -82,13 +82,14 @@ async function packedIvfFor(
   const { nprobe, cold } = opts;
   // A shard opened remote-first (not imported) holds its sets in memory, not in the cache.
   const held = remoteFirstSets(shardHash);
-  const store = held ? null : await openShardStore();
+  // Read and closed as shardSetDtypes does: no sweep of the whole cache, no connection left open, per query.
+  const store = held ? null : await openShardStore({ sweep: false });
   const sets = await Promise.all(
     plan.docParts.map((part) => {
       const key = precomputedKey(spec.id, encoder.dtype, part);
       return held ? held.get(key) : store!.getArtifact<RemoteIvfSet>(shardHash, REMOTE_IVF_KIND, key);
     }),
-  );
+  ).finally(() => store?.close());
   const set = sets[0];
   if (plan.docParts.length > 1) {
     // A document with a text and an image is one vector, the fusion of both: no single index holds it.
