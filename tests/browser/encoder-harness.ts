@@ -23,6 +23,7 @@ import type { EmbedPart, EmbedRole, ModelSpec } from '../../src/lib/core/retriev
 import type { TaskInfo } from '../../src/lib/core/types';
 import { meanOfChunks, type Chunking } from '../../src/lib/core/retrieval/chunking';
 import { denseAdhoc } from '../../src/lib/state/dense';
+import { readShardSets } from '../../src/lib/state/dense-sets';
 import type { Progress } from '../../src/lib/core/types';
 import type { ParquetMapping } from '../../src/lib/core/media/parquet/mapping';
 
@@ -304,7 +305,7 @@ const encoderHarness = {
     for (const text of texts) {
       const t0 = performance.now();
       const r = await denseAdhoc({
-        shardHash: hash,
+        sets: await readShardSets(hash),
         task,
         text,
         image: null,

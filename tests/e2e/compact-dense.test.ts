@@ -5,7 +5,7 @@
 // (`compact-from=10000`; the default is 256 MiB of float32 rows). The run must say it used the store,
 // read R = 100 float32 rows per query back from OPFS (the index worker's counters), and rank every
 // query's top 10 as the float32 exact run of the same link without the option does (fresh profile).
-// The corpus goes from IndexedDB to the store in pieces (src/lib/state/dense-compact.ts, embedCorpusTo): the page
+// The corpus goes from IndexedDB to the store in pieces (src/lib/state/dense.ts embedCorpusTo, into src/lib/clients/index-client.ts): the page
 // must never have received the matrix (its embedCorpus results carried no vectors), while the exact
 // run's page received the whole matrix.
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -146,4 +146,33 @@ describe('the check of a shard’s reference vectors', () => {
       .waitFor({ timeout: 300_000 });
     expect(await page.locator('[data-testid="results"] [data-doc]').count()).toBeGreaterThan(0);
   });
+
+  test('after Remove embeddings the next Search embeds the corpus and checks no set', async () => {
+    // Still on the wrong-model shard, its refusal on record in this tab and in the encoder worker.
+    await page.evaluate(() => (location.hash = '#/shards'));
+    const shard = page
+      .getByTestId('storage-panel')
+      .locator('[data-testid="storage-shards"] li', { hasText: 'ref-model' });
+    const remove = shard.getByTestId('remove-embeddings');
+    await remove.click();
+    await remove.click();
+    await expect.poll(() => remove.count(), { timeout: 60_000 }).toBe(0);
+    await page.evaluate(() => (location.hash = '#/search'));
+    const seq = () =>
+      page.evaluate(
+        () => document.querySelector('[data-testid="search-summary"]')?.getAttribute('data-seq') ?? null,
+      );
+    const before = await seq();
+    await page.fill('[data-testid="search-input"]', 'What causes glaucoma ?');
+    await page.click('[data-testid="search-submit"]');
+    // Until the query's results come, or it is refused again.
+    const refused = page.locator('[data-testid="reference-check"][data-status="failed"]');
+    await expect
+      .poll(async () => (await seq()) !== before || (await refused.count()) > 0, { timeout: 300_000 })
+      .toBe(true);
+    // The set is gone: nothing to check, so no check is shown (neither the old refusal nor a new one).
+    expect(await page.locator('[data-testid="reference-check"]').count()).toBe(0);
+    expect(await page.locator('[data-testid="search-reference"]').count()).toBe(0);
+    expect(await page.locator('[data-testid="results"] [data-doc]').count()).toBeGreaterThan(0);
+  });
 });

@@ -3,7 +3,7 @@
 // magnitudes included), the codes follow ivf.ts's quantiser, candidate selection equals a full
 // sort, and int8 scan + exact rescoring of the top R gives exact search's top 10 (exactSearch over
 // the float32 rows, the outside reference) on seeded clustered vectors; and when a dense run takes
-// the store (state/dense-compact.ts), and how its run is described.
+// the store (clients/index-client.ts), and how its run is described.
 import { describe, expect, it } from 'vitest';
 import { clusteredVectors, exactSearch, indexTieBreak, mulberry32 } from '../../src/lib/core/retrieval/exact';
 import { encodeValue, quantiserScales } from '../../src/lib/core/retrieval/ivf';
@@ -24,7 +24,7 @@ import {
   compactFromRows,
   useCompactStore,
 } from '../../src/lib/core/retrieval/dense-plan';
-import { compactIndex } from '../../src/lib/state/dense-compact';
+import { compactIndex } from '../../src/lib/clients/index-client';
 import { INT8_KERNEL_WASM, int8Kernel, int8KernelSupported } from '../../workers/kernels/int8-kernel';
 
 /** A wasm memory holding n rows of codes (P wide), then the query, then the scores. */

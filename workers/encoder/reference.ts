@@ -32,6 +32,8 @@ import type { OnProgress } from './types';
 /** Where a run takes its corpus vectors from. */
 export interface ReferenceRequest {
   shardHash: string;
+  /** Which reading of the shard's sets the page holds (a new one after its embeddings were removed). */
+  setsVersion: number;
   spec: ModelSpec;
   /** The document parts whose stored sets the run takes (not chunked texts, not every image of an item). */
   parts: EmbedPart[];
@@ -122,7 +124,10 @@ async function probeSets(
   return out;
 }
 
-/** Answers of referenceSets by shard, model, dtype, parts and packed file (a shard's sets never change). */
+/**
+ * Answers of referenceSets by shard, the page's reading of its sets (they change only when its
+ * embeddings are removed), model, dtype, parts and packed file.
+ */
 const found = new Map<string, { sets: string[]; notes: string[] }>();
 
 /**
@@ -134,6 +139,7 @@ export async function referenceSets(req: ReferenceRequest): Promise<{ sets: stri
   const enc = current();
   const key = [
     req.shardHash,
+    req.setsVersion,
     req.spec.id,
     enc.dtype,
     enc.dim,

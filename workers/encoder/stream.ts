@@ -1,5 +1,5 @@
 // Corpus rows streamed out of embedCorpus instead of returned as one (docs × dim) matrix: for dense
-// runs that go through the index worker's compact store (src/lib/state/dense-compact.ts), where the
+// runs that go through the index worker's compact store (src/lib/clients/index-client.ts), where the
 // whole float32 matrix would not fit the tab (1M × 384 is 1.5 GB). Batches arrive in plan order (by
 // text length, or shard order for precomputed rows); each row goes out with its document's index,
 // in pieces of at most STREAM_PIECE rows, one piece in flight at a time (the sink's promise is the

@@ -12,8 +12,8 @@
 // Cross-encoders (rerankers) load through the same worker and model cache; `rerankPairs` scores a
 // query's candidate documents with one, with the same WebGPU → WASM fallback.
 import * as Comlink from 'comlink';
-import type { Chunking } from '../core/retrieval/chunking';
-import type { DocPart } from '../core/retrieval/multi-image';
+import { chunkOffsets, isChunked, meanOfChunks, type Chunking } from '../core/retrieval/chunking';
+import { itemImagePaths, type DocPart, type MultiImage } from '../core/retrieval/multi-image';
 import type {
   CorpusSink,
   EmbedCorpusRequest,
@@ -31,10 +31,11 @@ import {
   isCrossEncoder,
   modelPath,
   type Dtype,
+  type EmbedPart,
   type EmbedRole,
   type ModelSpec,
 } from '../core/retrieval/models';
-import type { ProgressFn } from '../core/types';
+import type { ProgressFn, Query } from '../core/types';
 import type { DeviceVerdict } from '../platform/gpu/device-policy';
 import {
   MODEL_REGISTRY,
@@ -44,6 +45,9 @@ import {
 } from '../platform/models/model-registry';
 import { modelFolder, servedModelFolders } from '../platform/models/model-index';
 import { foreground, whenQuiet } from '../platform/page/activity';
+import { stageTook, timeStage } from '../platform/page/query-timing';
+import { openShardStore, type ShardStore } from '../platform/storage/shard-store';
+import type { DenseQueries } from '../../../workers/retrieval.worker';
 import { WorkerClient, abortError, isAbortError, proxyProgress, type JobOptions } from './worker-client';
 
 export type { CorpusSink, EmbedCorpusRequest, EmbedCorpusResult, LoadOptions, LoadedEncoder };
@@ -487,4 +491,179 @@ export function simulateGpuDeviceLoss(): Promise<boolean> {
 export async function stopEncoder(): Promise<void> {
   active = null;
   await retire();
+}
+
+// ---- a dense run's queries ------------------------------------------------------------------------
+// A run's queries as vectors, whatever their shape: texts (whole, or every window of a long one:
+// chunking mean/max), images (a query image that is a corpus image takes that row), several images
+// per query (multi-image mean/max), and the one query typed in the Search view, whose parts may have
+// been embedded ahead (state/query-prefetch.ts).
+
+/** What the dense query path asks of the prefetcher (embedRunQueries). */
+export interface PrefetchLookup {
+  /** The vectors prefetched for this text / image by `encoder` (each null when there is none). */
+  take(
+    encoder: string,
+    text: string | null,
+    image: Blob | null,
+  ): { text: Promise<Float32Array | null> | null; image: Promise<Float32Array | null> | null };
+  /** Resolves when no prefetch is running (a query's own encoder call waits for it). */
+  settled(): Promise<void>;
+}
+
+/** A dense run's queries and how they are embedded (the plan's settings, the loaded encoder's dim). */
+export interface RunQueries {
+  shardHash: string;
+  queries: Query[];
+  /** The query parts the model embeds (dense-plan.ts's densePlan). */
+  parts: EmbedPart[];
+  dim: number;
+  chunking?: Chunking;
+  multiImage?: MultiImage;
+  /** The corpus's image rows: a query image that is a corpus image is not embedded twice. */
+  corpusImages?: { rowOf: Map<string, number>; rows: Float32Array | null };
+  /** One query typed in the Search view: its image(s), in one worker call with the text, stages timed. */
+  adhoc?: { image: Blob | null; more: Blob[]; prefetch?: PrefetchLookup };
+}
+
+/**
+ * Embeds a run's queries with the active encoder (see the file's header): first every vector, each
+ * shape in its own worker call, then the windows of a chunked text and the images of a multi-image
+ * query aggregated (mean → one vector per query; max → every window or image a row of its own).
+ */
+export async function embedRunQueries(r: RunQueries, job: JobOptions): Promise<DenseQueries> {
+  const { queries: qs, parts, dim, chunking, adhoc } = r;
+  const q: DenseQueries = {
+    ids: qs.map((x) => x.id),
+    dim,
+    text: null,
+    image: null,
+    hasText: new Uint8Array(qs.length),
+    hasImage: new Uint8Array(qs.length),
+    exclude: qs.map((x) => x.excludeIds),
+  };
+  /** Query qi's `part` is row j of `vecs`. */
+  const put = (part: 'text' | 'image', qi: number, vecs: Float32Array, j = 0) => {
+    (q[part] ??= new Float32Array(qs.length * dim)).set(vecs.subarray(j * dim, (j + 1) * dim), qi * dim);
+    (part === 'text' ? q.hasText : q.hasImage)[qi] = 1;
+  };
+  const chunked = isChunked(chunking) && parts.includes('text');
+  const withText = qs.flatMap((x, i) => (x.text ? [i] : []));
+  // An ad-hoc query: one worker call for its text and image, with the time of each stage.
+  let text = adhoc && parts.includes('text') && qs[0].text && !chunked ? qs[0].text : null;
+  let image = adhoc && parts.includes('image') ? adhoc.image : null;
+  // Parts embedded ahead by the same encoder (the image as it was added, the text on a pause).
+  const encoderKey = activeEncoderKey();
+  if (adhoc?.prefetch && encoderKey) {
+    const ahead = adhoc.prefetch.take(encoderKey, text, image);
+    if (ahead.text || ahead.image) {
+      const [t, i] = await timeStage('encode', () => Promise.all([ahead.text, ahead.image]));
+      if (t) put('text', 0, t);
+      if (i) put('image', 0, i);
+      text = t ? null : text;
+      image = i ? null : image;
+    }
+    await adhoc.prefetch.settled();
+  }
+  // Every window of each query's text.
+  const texts = withText.map((i) => qs[i].text);
+  const windows = chunked ? await embedTextChunks(texts, 'query', chunking, job) : null;
+  // The shard's images a query names, read from the cache (opened once, not swept, then closed).
+  let store: Promise<ShardStore> | undefined;
+  const imagesAt = async (paths: string[]) => {
+    const s = await (store ??= openShardStore({ sweep: false }));
+    return Promise.all(paths.map((p) => s.getImage(r.shardHash, p)));
+  };
+  try {
+    if (adhoc && (text || image)) {
+      const t0 = performance.now();
+      const e = await embedQuery(text, image, job);
+      const s = e.stages;
+      // Only the stages of the parts embedded now (a part embedded ahead has none here).
+      if (text) stageTook('tokenize', t0, s.tokenizeMs);
+      if (image) stageTook('preprocess', t0 + s.tokenizeMs, s.preprocessMs);
+      stageTook('encode', t0 + s.tokenizeMs + s.preprocessMs, s.encodeMs);
+      if (e.text) put('text', 0, e.text);
+      if (e.image) put('image', 0, e.image);
+    } else if (!adhoc) {
+      if (parts.includes('text') && !chunked) {
+        q.text = new Float32Array(qs.length * dim);
+        const vecs = await embedTexts(texts, 'query', job);
+        withText.forEach((qi, j) => put('text', qi, vecs, j));
+      }
+      if (parts.includes('image')) {
+        q.image = new Float32Array(qs.length * dim);
+        const { rowOf, rows } = r.corpusImages ?? { rowOf: new Map<string, number>(), rows: null };
+        const todo: number[] = [];
+        qs.forEach((x, i) => {
+          const row = x.image ? rowOf.get(x.image) : undefined;
+          if (row !== undefined && rows) put('image', i, rows, row);
+          else if (x.image) todo.push(i);
+        });
+        const blobs = todo.length ? await imagesAt(todo.map((i) => qs[i].image!)) : [];
+        const ok = todo.filter((_, j) => blobs[j]);
+        if (todo.length) {
+          const vecs = await embedImages(
+            blobs.filter((b): b is Blob => !!b),
+            job,
+          );
+          ok.forEach((qi, j) => put('image', qi, vecs, j));
+        }
+      }
+    }
+    // Queries with several images (the items' images after the first, or the extra images of an
+    // ad-hoc query): every one embedded.
+    const extra: Blob[][] = adhoc ? [adhoc.more] : qs.map(() => []);
+    const several = !!r.multiImage && parts.includes('image') && !!q.image;
+    if (several && !adhoc)
+      for (const [i, x] of qs.entries()) {
+        const more = itemImagePaths(x).slice(1);
+        if (more.length && q.hasImage[i]) extra[i] = (await imagesAt(more)).filter((b): b is Blob => !!b);
+      }
+    const todo = several ? extra.flatMap((l, i) => (l.length && q.hasImage[i] ? [i] : [])) : [];
+    const extraVecs = todo.length
+      ? await embedImages(
+          todo.flatMap((i) => extra[i]),
+          job,
+        )
+      : null;
+    if (windows) {
+      // Chunked texts: mean → one vector per query; max → all its windows as rows as well.
+      q.text = new Float32Array(qs.length * dim);
+      const counts = new Uint32Array(qs.length);
+      withText.forEach((qi, j) => {
+        put('text', qi, windows.mean, j);
+        counts[qi] = windows.counts[j];
+      });
+      // Queries without text have no chunks, so the chunk rows are already in query order.
+      if (chunking!.aggregate === 'max')
+        q.textChunks = { vectors: windows.vectors, offsets: chunkOffsets(counts) };
+    }
+    if (extraVecs) {
+      // Several images: mean → the query's image vector is their normalised mean; max → each is a
+      // row of `q.imageRows` (the retrieval worker scores a document by its best pair).
+      const counts = new Uint32Array(qs.length);
+      const rows: Float32Array[] = [];
+      let at = 0;
+      for (const i of todo) {
+        const n = extra[i].length + 1;
+        const all = new Float32Array(n * dim);
+        all.set(q.image!.subarray(i * dim, (i + 1) * dim), 0);
+        all.set(extraVecs.subarray(at * dim, (at + n - 1) * dim), dim);
+        at += n - 1;
+        put('image', i, meanOfChunks(all, [n], dim, true));
+        counts[i] = n;
+        rows[i] = all;
+      }
+      if (r.multiImage === 'max') {
+        const offsets = chunkOffsets(counts);
+        const vectors = new Float32Array(offsets[qs.length] * dim);
+        for (const i of todo) vectors.set(rows[i], offsets[i] * dim);
+        q.imageRows = { vectors, offsets };
+      }
+    }
+    return q;
+  } finally {
+    if (store) await (await store.catch(() => null))?.close();
+  }
 }

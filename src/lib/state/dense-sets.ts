@@ -58,9 +58,9 @@ export interface RemoteIvf {
  */
 export async function remoteIvfFor(...args: Parameters<typeof packedIvfFor>): Promise<RemoteIvf | null> {
   const found = await packedIvfFor(...args);
-  const [shardHash, spec, , plan] = args;
+  const [sets, spec, , plan] = args;
   // A shard opened remote-first has no corpus here to embed: say what to do instead.
-  if (!found && remoteFirstSets(shardHash))
+  if (!found && sets.remote)
     throw new Error(
       `${spec.label ?? spec.id} has no packed index this search can use on the shard's host` +
         (plan.notes.length ? ` (${plan.notes.join('; ')})` : '') +
@@ -70,7 +70,7 @@ export async function remoteIvfFor(...args: Parameters<typeof packedIvfFor>): Pr
 }
 
 async function packedIvfFor(
-  shardHash: string,
+  sets: ShardSets,
   spec: ModelSpec,
   encoder: { dtype: string; dim: number },
   plan: { docParts: EmbedPart[]; queryParts: EmbedPart[]; notes: string[] },
@@ -80,20 +80,12 @@ async function packedIvfFor(
   opts: { nprobe?: number; cold?: boolean } = {},
 ): Promise<RemoteIvf | null> {
   const { nprobe, cold } = opts;
-  // A shard opened remote-first (not imported) holds its sets in memory, not in the cache.
-  const held = remoteFirstSets(shardHash);
-  // Read and closed as shardSetDtypes does: no sweep of the whole cache, no connection left open, per query.
-  const store = held ? null : await openShardStore({ sweep: false });
-  const sets = await Promise.all(
-    plan.docParts.map((part) => {
-      const key = precomputedKey(spec.id, encoder.dtype, part);
-      return held ? held.get(key) : store!.getArtifact<RemoteIvfSet>(shardHash, REMOTE_IVF_KIND, key);
-    }),
-  ).finally(() => store?.close());
-  const set = sets[0];
+  const shardHash = sets.hash;
+  const found = plan.docParts.map((part) => sets.ivf.get(precomputedKey(spec.id, encoder.dtype, part)));
+  const set = found[0];
   if (plan.docParts.length > 1) {
     // A document with a text and an image is one vector, the fusion of both: no single index holds it.
-    const names = sets.flatMap((x) => (x ? [x.ivfUrl] : []));
+    const names = found.flatMap((x) => (x ? [x.ivfUrl] : []));
     if (names.length)
       plan.notes.push(
         `does not use the packed index ${names.join(', ')} (each document is its text and image fused): the corpus is embedded here`,
@@ -210,25 +202,47 @@ export function parseSetKeys(keys: readonly string[]): RemoteFirstSetName[] {
   });
 }
 
-/** The dtypes the shard `hash` has embeddings of `spec` for: held remote-first sets, else the cache's. */
-export async function shardSetDtypes(hash: string, spec: ModelSpec): Promise<Dtype[]> {
+/**
+ * A shard's sets of precomputed vectors: the keys (`model|dtype|part`) of its stored sets and packed
+ * indexes, and the packed IVF indexes on its host by key. Read once when the shard opens (the library
+ * state holds them for the open shard, and reads them again when its embeddings are removed), so a
+ * dense query reads nothing from IndexedDB for them.
+ */
+export interface ShardSets {
+  hash: string;
+  /** This reading of them (the encoder worker keeps what it found per reading). */
+  version: number;
+  keys: string[];
+  ivf: ReadonlyMap<string, RemoteIvfSet>;
+  /** Opened remote-first: nothing of it is in the cache (its corpus cannot be embedded here). */
+  remote: boolean;
+}
+
+let readings = 0;
+
+/** The sets of the shard `hash`: held remote-first, else read from the cache (none without one). */
+export async function readShardSets(hash: string): Promise<ShardSets> {
+  const version = ++readings;
   const held = remoteFirstSets(hash);
-  if (held) return setDtypesOf(parseSetKeys([...held.keys()]), spec);
+  if (held) return { hash, version, keys: [...held.keys()], ivf: held, remote: true };
   let store: Awaited<ReturnType<typeof openShardStore>> | undefined;
   try {
+    // Not swept (the library's open did that) and closed after reading.
     store = await openShardStore({ sweep: false });
-    const keys = [
-      ...(await store.artifactKeys(hash, PRECOMPUTED_KIND)),
-      ...(await store.artifactKeys(hash, REMOTE_IVF_KIND)),
-    ];
-    return setDtypesOf(parseSetKeys(keys), spec);
+    const ivf = new Map(await store.listArtifacts<RemoteIvfSet>(hash, REMOTE_IVF_KIND));
+    const keys = [...(await store.artifactKeys(hash, PRECOMPUTED_KIND)), ...ivf.keys()];
+    return { hash, version, keys, ivf, remote: false };
   } catch {
     // No cache (a private window without IndexedDB): no sets to match.
-    return [];
+    return { hash, version, keys: [], ivf: new Map(), remote: false };
   } finally {
     await store?.close();
   }
 }
+
+/** The dtypes the shard has embeddings of `spec` for (none: no sets, or none of this model). */
+export const shardSetDtypes = (sets: ShardSets | null | undefined, spec: ModelSpec): Dtype[] =>
+  sets ? setDtypesOf(parseSetKeys(sets.keys), spec) : [];
 
 /**
  * The load options of a dense run or query: the same object shape everywhere (the encoder client
@@ -288,7 +302,7 @@ const checks = new Map<string, ReferenceCheck>();
  * none to check (the worker's notes say which were left out, e.g. synthetic rows).
  */
 export async function referenceSetsFor(
-  shardHash: string,
+  shardSets: ShardSets,
   spec: ModelSpec,
   encoder: Pick<LoadedEncoder, 'dtype' | 'device'>,
   docParts: EmbedPart[],
@@ -300,8 +314,10 @@ export async function referenceSetsFor(
   const parts = docParts.filter(
     (part) => !((part === 'text' && isChunked(chunking)) || (part === 'image' && allImages)),
   );
+  const shardHash = shardSets.hash;
   const req = {
     shardHash,
+    setsVersion: shardSets.version,
     spec,
     parts,
     ...(ivf

@@ -10,29 +10,43 @@ import type { MultiImage } from '../core/retrieval/multi-image';
 import type { Dtype, EmbedPart, ModelSpec } from '../core/retrieval/models';
 import { denseDocsKey, describePlan, planDenseRun, type DenseFacts } from '../core/retrieval/dense-plan';
 import type { Device } from '../platform/gpu/backend';
-import { embedRunQueries, type PrefetchLookup } from './query-vectors';
-import { fuseDocParts, loadEncoder, stopEncoder, type LoadedEncoder } from '../clients/encoder-client';
+import {
+  embedCorpus,
+  embedRunQueries,
+  fuseDocParts,
+  loadEncoder,
+  stopEncoder,
+  type CorpusSink,
+  type EmbedCorpusRequest,
+  type EmbedCorpusResult,
+  type LoadedEncoder,
+  type PrefetchLookup,
+} from '../clients/encoder-client';
 import {
   freeBm25,
   hasDenseDocs,
   rankFusions,
+  releaseBm25,
   setDenseDocs,
   type DenseRanker,
 } from '../clients/retrieval-client';
 import type { DenseQueries, QueryFusion, RankedList } from '../../../workers/retrieval.worker';
 import type { JobOptions } from '../clients/worker-client';
-import { buildIndex, searchHnswRuns, type RecallReport } from '../clients/index-client';
-import type { QueryLatency } from '../core/eval/approximation';
-import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import {
+  addRowsAtToCompactStore,
+  beginCompactFill,
+  buildIndex,
   compactIndex,
-  corpusDocCount,
-  embedCorpusTo,
+  endCompactFill,
   heldCompactRanker,
   loadCompactStore,
+  searchHnswRuns,
   type CompactIndex,
-  type CorpusResult,
-} from './dense-compact';
+  type RecallReport,
+} from '../clients/index-client';
+import { packedCount, type PackedStrings } from '../core/retrieval/packed-ids';
+import type { QueryLatency } from '../core/eval/approximation';
+import type { IvfRunInfo } from '../core/retrieval/ivf-report';
 import type { ReferenceCheck } from '../core/retrieval/reference-check';
 import {
   checkReferenceStep,
@@ -40,6 +54,7 @@ import {
   referenceSetsFor,
   remoteIvfFor,
   shardSetDtypes,
+  type ShardSets,
   type ProbeDocs,
   type ReferenceSets,
 } from './dense-sets';
@@ -70,7 +85,7 @@ export interface DenseSettings {
   chunking?: Chunking;
   /** A packed IVF index on the shard's host: lists probed (default: the index's), or `skip` it (exact search). */
   packed?: { nprobe?: number; skip?: boolean; cold?: boolean };
-  /** Documents from which exact runs take the compact store (URL `compact-from=N`; default: dense-compact.ts). */
+  /** Documents from which exact runs take the compact store (URL `compact-from=N`; default: core/retrieval/dense-plan.ts). */
   compactFrom?: number;
   /** Multi-image items: every image, by mean or max (absent: each item's first image). */
   multiImage?: MultiImage;
@@ -121,7 +136,8 @@ export function denseTask(args: DenseTaskArgs): Promise<DenseOutcome> {
 }
 
 interface DenseTaskArgs {
-  shardHash: string;
+  /** The shard's sets of precomputed vectors, held for the open shard (its hash: `sets.hash`). */
+  sets: ShardSets;
   task: TaskInfo;
   queries: Query[];
   docImageRow?: Map<string, string>;
@@ -154,9 +170,10 @@ async function denseTaskWith(
   const { spec, dtype } = args.settings;
   // The facts known before the model loads, gathered once: at dtype auto, the dtypes the shard has
   // embeddings of this model at (its sets decide, dense-sets.ts), and the load options they give.
-  const setDtypes = dtype === 'auto' ? await shardSetDtypes(args.shardHash, spec) : [];
+  const setDtypes = dtype === 'auto' ? shardSetDtypes(args.sets, spec) : [];
   const load = denseLoadOptions(args.settings, setDtypes);
-  const { shardHash, task, docCount: docs, prefetch } = args;
+  const { task, docCount: docs, prefetch } = args;
+  const shardHash = args.sets.hash;
   const facts: DenseFacts<AnnSettings> = {
     spec,
     task,
@@ -205,7 +222,7 @@ async function denseTaskWith(
       args.onEncoder?.(encoder);
       // A shard opened by URL with a packed index for this set: only the queries are embedded.
       const { skip, ...packed } = args.settings.packed ?? {};
-      const where = [args.shardHash, spec, encoder, { ...plan.parts, notes }, chunking, multiImage] as const;
+      const where = [args.sets, spec, encoder, { ...plan.parts, notes }, chunking, multiImage] as const;
       ivf = skip ? null : await remoteIvfFor(...where, packed);
       if (ivf) {
         notes.push(...ivf.notes);
@@ -222,7 +239,7 @@ async function denseTaskWith(
       }
       // The shard's sets this run takes corpus vectors from: their probe is checked next.
       refSets = args.docs
-        ? await referenceSetsFor(args.shardHash, spec, encoder, docParts, ivf, chunking, allDocImages, notes)
+        ? await referenceSetsFor(args.sets, spec, encoder, docParts, ivf, chunking, allDocImages, notes)
         : null;
       if (refSets) facts.reference = { sets: refSets.names, cached: !!refSets.check, skip: !!args.reference };
       plan = planDenseRun(facts);
@@ -231,7 +248,7 @@ async function denseTaskWith(
     } else if (step.kind === 'embed-queries') {
       q = await embedRunQueries(
         {
-          shardHash: args.shardHash,
+          shardHash,
           queries: args.queries,
           parts: queryParts,
           dim: corpus?.dim ?? encoder.dim,
@@ -254,7 +271,7 @@ async function denseTaskWith(
       const { part } = step;
       let r = await embedCorpusTo(
         {
-          shardHash: args.shardHash,
+          shardHash,
           spec,
           part,
           batchSize: 32,
@@ -323,7 +340,7 @@ async function denseTaskWith(
     } else if (step.kind === 'build-hnsw') {
       const { key, matrix, dim, docIds } = corpus!;
       const { M, efConstruction, efSearch } = plan.ann as AnnSettings;
-      const req = { key, shard: args.shardHash, vectors: matrix, dim, docIds, M, efConstruction, efSearch };
+      const req = { key, shard: shardHash, vectors: matrix, dim, docIds, M, efConstruction, efSearch };
       const built = await buildIndex({ ...req, space: 'cosine' }, args.job);
       if (built.notSaved) args.onWarning?.(built.notSaved);
     } else if (step.kind === 'rank') {
@@ -363,6 +380,46 @@ async function denseTaskWith(
   };
 }
 
+/** A corpus's result, with its ids as the packed table the stream began with when it was streamed. */
+type CorpusResult = EmbedCorpusResult & { ids?: PackedStrings };
+
+/** How many documents a corpus result covers (streamed: `ids`, its docIds being empty). */
+const corpusDocCount = (r: CorpusResult) => (r.ids ? packedCount(r.ids) : r.docIds.length);
+
+/**
+ * embedCorpus, with the rows streamed into the compact store when `plan` says so and the corpus is
+ * large enough: the result then has no embeddings and no docIds (its `ids` are the packed table the
+ * stream began with: strings are made only for the hits), and the store holds the corpus, so
+ * the index client's loadCompactStore finds it there.
+ */
+async function embedCorpusTo(
+  req: EmbedCorpusRequest,
+  job: JobOptions,
+  plan?: { fromDocs: number; storeKey: (embeddingKey: string) => string },
+): Promise<CorpusResult> {
+  if (!plan) return embedCorpus(req, job);
+  type Begun = { key: string; ids: PackedStrings; missing: string[]; filling: boolean };
+  const state: { begun?: Begun } = {};
+  const sink: CorpusSink = {
+    async begin(info) {
+      // A corpus this large: the BM25 index (stored) leaves the retrieval worker's memory meanwhile.
+      await releaseBm25();
+      const key = plan.storeKey(info.key);
+      const filling = await beginCompactFill(key, info.dim, info.ids, job);
+      state.begun = { key, ids: info.ids, missing: info.missing, filling };
+      return filling;
+    },
+    // The piece's buffers come back from the index worker and go on to the encoder worker (reused).
+    rows: (piece) => addRowsAtToCompactStore(piece.vectors, piece.at, job.signal),
+  };
+  const r = await embedCorpus({ ...req, stream: { fromDocs: plan.fromDocs } }, { ...job, sink });
+  if (!r.streamed) return r;
+  const b = state.begun;
+  if (!b) throw new Error('the encoder worker streamed a corpus without beginning it');
+  if (b.filling) await endCompactFill(b.key, b.ids, b.missing, job);
+  return { ...r, docIds: [], ids: b.ids };
+}
+
 /**
  * The corpus as one matrix: one part as embedded; text and image parts fused in the encoder worker
  * (an image + text document is one vector, the normalised sum of its two parts, or the one it has;
@@ -397,7 +454,7 @@ async function corpusMatrix(
  * returned so the UI can show them side by side.
  */
 export async function denseAdhoc(args: {
-  shardHash: string;
+  sets: ShardSets;
   task: TaskInfo;
   text: string;
   image: Blob | null;

@@ -22,6 +22,7 @@ import type { ParquetMapping } from '../core/media/parquet/mapping';
 import type { ParquetInspection } from '../core/media/parquet/read-parquet';
 import { resetRetrieval } from '../clients/retrieval-client';
 import { isAbortError } from '../clients/worker-client';
+import { readShardSets, type ShardSets } from './dense-sets';
 import type { Messages } from './messages.svelte';
 import type { Job, Jobs } from './jobs.svelte';
 
@@ -67,6 +68,8 @@ export class Library {
   cached = $state.raw<ShardSummary[]>([]);
   /** The open shard: big arrays, so not deeply reactive. */
   shard = $state.raw<OpenShard | null>(null);
+  /** The open shard's sets of precomputed vectors (dense runs and queries read them here, not from IndexedDB). */
+  sets = $state.raw<ShardSets | null>(null);
   /** The selected task of the open shard. */
   taskId = $state('');
   /**
@@ -365,6 +368,7 @@ export class Library {
       forgetRemoteFirst(this.shard.summary.hash);
     this.remote = remote;
     this.messages.clear('shard');
+    this.sets = await readShardSets(shard.summary.hash);
     this.shard = shard;
     this.taskId = shard.summary.manifest.tasks[0]?.id ?? '';
     for (const fn of this.#onShard) await fn(shard);
@@ -380,6 +384,11 @@ export class Library {
     await this.refreshCache();
   }
 
+  /** Reads the open shard's sets again (its embeddings were removed). */
+  async refreshSets(hash: string) {
+    if (this.shard?.summary.hash === hash) this.sets = await readShardSets(hash);
+  }
+
   async deleteShard(hash: string) {
     const store = await openShardStore();
     await store.delete(hash);
@@ -393,6 +402,7 @@ export class Library {
     if (this.shard) forgetRemoteFirst(this.shard.summary.hash);
     this.remote = null;
     this.shard = null;
+    this.sets = null;
     this.taskId = '';
     this.#revokeImages();
     resetRetrieval();

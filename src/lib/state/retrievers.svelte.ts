@@ -77,7 +77,7 @@ export class Retrievers {
   customModels = $state.raw<ModelSpec[]>([]);
   /** Debug switch from the URL (`simulate-webgpu-failure=1`): WebGPU loads fail, to show the fallback. */
   simulateWebGpuFailure = false;
-  /** URL `compact-from=N`: exact runs over N or more documents take the compact store (state/dense-compact.ts). */
+  /** URL `compact-from=N`: exact runs over N or more documents take the compact store (clients/index-client.ts, its compact store section). */
   compactFrom: number | undefined = undefined;
   /** A packed IVF index: lists probed, or skipped for exact search (the approximation table's runs). */
   packed: { nprobe?: number; skip?: boolean; cold?: boolean } | undefined = undefined;
@@ -399,7 +399,7 @@ export class Retrievers {
         let out: Awaited<ReturnType<typeof denseTask>>;
         try {
           out = await denseTask({
-            shardHash: s.summary.hash,
+            sets: this.app.library.sets!,
             task,
             queries: s.queries.filter((q) => q.task === taskId),
             docImageRow,

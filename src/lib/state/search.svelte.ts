@@ -6,7 +6,7 @@ import { supportsPart, type ModelSpec } from '../core/retrieval/models';
 import { analyze } from '../core/retrieval/analyzer';
 import { searchBm25Adhoc } from '../clients/retrieval-client';
 import { denseAdhoc } from './dense';
-import { QueryPrefetch } from './query-vectors';
+import { QueryPrefetch } from './query-prefetch';
 import { MODEL_REGISTRY, loadedEncoderKey, preloadEncoder } from '../clients/encoder-client';
 import { describeChunking, isChunked } from '../core/retrieval/chunking';
 import type { OpenedDicom } from '../platform/media/dicom-image';
@@ -209,8 +209,7 @@ export class SearchState {
    */
   async #loadOptions(spec: ModelSpec) {
     const r = this.app.retrievers;
-    const hash = this.app.library.shard?.summary.hash;
-    return denseLoadOptions(r, r.dtype === 'auto' && hash ? await shardSetDtypes(hash, spec) : []);
+    return denseLoadOptions(r, r.dtype === 'auto' ? shardSetDtypes(this.app.library.sets, spec) : []);
   }
 
   /** The model loading ahead of the first query (see `preload`), until its load settles. */
@@ -385,7 +384,7 @@ export class SearchState {
         const r = this.app.retrievers;
         const query = (model: ModelSpec, job: Job) =>
           denseAdhoc({
-            shardHash: lib.shard!.summary.hash,
+            sets: lib.sets!,
             task: lib.task!,
             text,
             image,

@@ -238,6 +238,7 @@ export class StorageState {
   /** Removes a shard's corpus embeddings (runs stay; the next dense run embeds again). */
   async removeEmbeddings(hash: string): Promise<void> {
     await removeEmbeddings(hash);
+    await this.library.refreshSets(hash);
     await this.refresh();
   }
 

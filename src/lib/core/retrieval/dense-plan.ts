@@ -17,7 +17,7 @@ export function compactFromRows(dim: number, override?: number): number {
   return override ?? Math.ceil(COMPACT_FROM_BYTES / (4 * dim));
 }
 
-/** Whether a dense run over `n` documents of `dim` takes the compact store (dense-compact.ts's header). */
+/** Whether a dense run over `n` documents of `dim` takes the compact store (clients/index-client.ts's compact store section). */
 export function useCompactStore(
   n: number,
   dim: number,
