@@ -568,7 +568,8 @@ export async function embedRunQueries(r: RunQueries, job: JobOptions): Promise<D
   // Every window of each query's text.
   const texts = withText.map((i) => qs[i].text);
   const windows = chunked ? await embedTextChunks(texts, 'query', chunking, job) : null;
-  // The shard's images a query names, read from the cache (opened once, not swept, then closed).
+  // The shard's images a query names, read from the cache: one connection for the run's images (not
+  // withShardStore's one per call), not swept, closed at the end.
   let store: Promise<ShardStore> | undefined;
   const imagesAt = async (paths: string[]) => {
     const s = await (store ??= openShardStore({ sweep: false }));

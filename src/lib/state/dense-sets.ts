@@ -36,7 +36,7 @@ import {
 } from '../clients/encoder-client';
 import type { Device } from '../platform/gpu/backend';
 import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
-import { openShardStore } from '../platform/storage/shard-store';
+import { withShardStore } from '../platform/storage/shard-store';
 import { remoteFirstRowIds, remoteFirstSets, remoteFirstWarm } from './remote-first';
 import { forgetRemoteIvf, remoteIvfRows, searchRemoteIvf, type IvfQueryStats } from '../clients/index-client';
 import type { JobOptions } from '../clients/worker-client';
@@ -225,19 +225,13 @@ export async function readShardSets(hash: string): Promise<ShardSets> {
   const version = ++readings;
   const held = remoteFirstSets(hash);
   if (held) return { hash, version, keys: [...held.keys()], ivf: held, remote: true };
-  let store: Awaited<ReturnType<typeof openShardStore>> | undefined;
-  try {
-    // Not swept (the library's open did that) and closed after reading.
-    store = await openShardStore({ sweep: false });
+  // No cache (a private window without IndexedDB): no sets to match.
+  const none = { ivf: new Map<string, RemoteIvfSet>(), keys: [] as string[] };
+  const { ivf, keys } = await withShardStore(async (store) => {
     const ivf = new Map(await store.listArtifacts<RemoteIvfSet>(hash, REMOTE_IVF_KIND));
-    const keys = [...(await store.artifactKeys(hash, PRECOMPUTED_KIND)), ...ivf.keys()];
-    return { hash, version, keys, ivf, remote: false };
-  } catch {
-    // No cache (a private window without IndexedDB): no sets to match.
-    return { hash, version, keys: [], ivf: new Map(), remote: false };
-  } finally {
-    await store?.close();
-  }
+    return { ivf, keys: [...(await store.artifactKeys(hash, PRECOMPUTED_KIND)), ...ivf.keys()] };
+  }).catch(() => none);
+  return { hash, version, keys, ivf, remote: false };
 }
 
 /** The dtypes the shard has embeddings of `spec` for (none: no sets, or none of this model). */

@@ -17,7 +17,7 @@ import {
   registryModel,
 } from '../clients/encoder-client';
 import { bestChunkPair, isChunked, meanOfChunks, type ChunkAggregate } from '../core/retrieval/chunking';
-import { openShardStore } from '../platform/storage/shard-store';
+import { withShardStore } from '../platform/storage/shard-store';
 import { itemImagePaths, type MultiImage } from '../core/retrieval/multi-image';
 import type { Doc, ImageRef, Query } from '../core/types';
 import type { ModelSpec } from '../core/retrieval/models';
@@ -188,7 +188,7 @@ export async function explain(
       if (plan.queryParts.includes('text') && query.text)
         q.text = l2normalize(await embedTexts([query.text], 'query'));
       if (plan.queryParts.includes('image') && query.image) {
-        const blob = await (await openShardStore()).getImage(s.summary.hash, query.image);
+        const blob = await withShardStore((store) => store.getImage(s.summary.hash, query.image!));
         if (blob) q.image = l2normalize(await embedImages([blob]));
       }
       const parts = (Object.entries(q) as [EmbedPart, Float32Array][]).map(([part, v]) => ({
@@ -302,10 +302,9 @@ async function explainImages(
   const paths = plan.queryParts.includes('image') ? itemImagePaths(query) : [];
   let qImages: Float32Array | null = null;
   if (paths.length) {
-    const store = await openShardStore();
-    const blobs = (await Promise.all(paths.map((p) => store.getImage(s.summary.hash, p)))).filter(
-      (b): b is Blob => !!b,
-    );
+    const blobs = (
+      await withShardStore((store) => Promise.all(paths.map((p) => store.getImage(s.summary.hash, p))))
+    ).filter((b): b is Blob => !!b);
     if (blobs.length) qImages = await embedImages(blobs);
   }
   const nq = qImages ? qImages.length / dim : 0;

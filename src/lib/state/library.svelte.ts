@@ -2,7 +2,7 @@
 // derives what it shows from `shard` and `taskId` here; nothing else holds a copy of either.
 import type { Qrels, Query, TaskInfo } from '../core/types';
 import type { ShardIssue } from '../core/shard/source';
-import { openShardStore, type ShardSummary } from '../platform/storage/shard-store';
+import { openShardStore, withShardStore, type ShardSummary } from '../platform/storage/shard-store';
 import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
 import {
   importShard,
@@ -152,9 +152,7 @@ export class Library {
     // The cut-off import's worker may still hold its lock for a moment after the reload: wait for it,
     // so its records are gone now rather than at the next start.
     try {
-      const store = await openShardStore({ sweep: false });
-      await store.sweep({ waitMs: 5000 });
-      await store.close();
+      await withShardStore((store) => store.sweep({ waitMs: 5000 }));
     } catch (e) {
       console.warn('loupe: sweeping a stopped import failed', e);
     }
@@ -162,9 +160,7 @@ export class Library {
 
   async #listPaused(waitMs: number): Promise<PausedImport[]> {
     try {
-      const store = await openShardStore({ sweep: false });
-      this.paused = await listPaused(store, waitMs);
-      await store.close();
+      this.paused = await withShardStore((store) => listPaused(store, waitMs));
     } catch (e) {
       console.warn('loupe: listing stopped imports failed', e);
     }
@@ -192,9 +188,7 @@ export class Library {
 
   /** Discards a stopped import: everything it wrote is removed. */
   async discardImport(p: PausedImport) {
-    const store = await openShardStore({ sweep: false });
-    await discardPaused(store, p.hash);
-    await store.close();
+    await withShardStore((store) => discardPaused(store, p.hash));
     this.paused = this.paused.filter((x) => x.hash !== p.hash);
   }
 
@@ -209,6 +203,7 @@ export class Library {
       return;
     }
     this.cached = await store.list();
+    await store.close();
   }
 
   /** Opens a demo shard: from the cache when its URL was imported before, else imported now. */
@@ -390,8 +385,7 @@ export class Library {
   }
 
   async deleteShard(hash: string) {
-    const store = await openShardStore();
-    await store.delete(hash);
+    await withShardStore((store) => store.delete(hash));
     if (this.shard?.summary.hash === hash) await this.close();
     await this.refreshCache();
   }
@@ -416,7 +410,7 @@ export class Library {
     if (!s) return null;
     const hit = this.#imageUrls.get(path);
     if (hit) return hit;
-    const stored = await (await openShardStore()).getImage(s.summary.hash, path);
+    const stored = await withShardStore((store) => store.getImage(s.summary.hash, path));
     // Browsers cannot show DICOM: it is shown as a PNG of its decoded pixels.
     // The DICOM decoder (dicom-parser, fflate, codecs) loads with the first stored image shown.
     const blob = stored

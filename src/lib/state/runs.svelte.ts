@@ -18,7 +18,7 @@ import {
   type RunMeta,
   type StoredRun,
 } from '../core/retrieval/runs';
-import { openShardStore } from '../platform/storage/shard-store';
+import { withShardStore } from '../platform/storage/shard-store';
 import type { Library, OpenShard } from './library.svelte';
 import type { Messages } from './messages.svelte';
 
@@ -182,7 +182,7 @@ export class RunStore {
     }
     const s = this.library.shard!;
     const result: RunResult = { meta, run, report: this.#report(s, meta, run) };
-    await (await openShardStore()).putArtifact(meta.shardHash, 'run', meta.id, encodeRun(meta, run));
+    await withShardStore((store) => store.putArtifact(meta.shardHash, 'run', meta.id, encodeRun(meta, run)));
     if (this.library.shard === s) this.all = [result, ...this.all];
     this.select(meta.id);
     return { result, added: true };
@@ -190,17 +190,18 @@ export class RunStore {
 
   /** Stored runs of a shard, re-scored with the current metric code; unreadable ones are dropped. */
   async #load(s: OpenShard): Promise<RunResult[]> {
-    const store = await openShardStore();
     const out: RunResult[] = [];
-    for (const [key, stored] of await store.listArtifacts<StoredRun>(s.summary.hash, 'run')) {
-      try {
-        const { meta, run } = decodeRun(stored);
-        out.push({ meta, run, report: this.#report(s, meta, run) });
-      } catch (e) {
-        console.warn(`dropping unreadable stored run ${key}`, e);
-        await store.deleteArtifact(s.summary.hash, 'run', key);
+    await withShardStore(async (store) => {
+      for (const [key, stored] of await store.listArtifacts<StoredRun>(s.summary.hash, 'run')) {
+        try {
+          const { meta, run } = decodeRun(stored);
+          out.push({ meta, run, report: this.#report(s, meta, run) });
+        } catch (e) {
+          console.warn(`dropping unreadable stored run ${key}`, e);
+          await store.deleteArtifact(s.summary.hash, 'run', key);
+        }
       }
-    }
+    });
     return out.sort((a, b) => (a.meta.createdAt < b.meta.createdAt ? 1 : -1));
   }
 
@@ -209,14 +210,14 @@ export class RunStore {
     const clean = name.trim();
     if (!r || !clean) return;
     const meta = { ...r.meta, name: clean };
-    await (await openShardStore()).putArtifact(meta.shardHash, 'run', id, encodeRun(meta, r.run));
+    await withShardStore((store) => store.putArtifact(meta.shardHash, 'run', id, encodeRun(meta, r.run)));
     this.all = this.all.map((x) => (x.meta.id === id ? { ...x, meta } : x));
   }
 
   async delete(id: string) {
     const r = this.byId(id);
     if (!r) return;
-    await (await openShardStore()).deleteArtifact(r.meta.shardHash, 'run', id);
+    await withShardStore((store) => store.deleteArtifact(r.meta.shardHash, 'run', id));
     this.all = this.all.filter((x) => x.meta.id !== id);
   }
 

@@ -665,3 +665,16 @@ export async function openShardStore(opts: { sweep?: boolean } = {}): Promise<Sh
   }
   return store;
 }
+
+/**
+ * Runs `fn` with the shard cache opened for it alone, not swept (opening a shard and listing the
+ * cache sweep it), and closes it afterwards: a brief read or write leaves no connection open.
+ */
+export async function withShardStore<T>(fn: (store: ShardStore) => Promise<T>): Promise<T> {
+  const store = await openShardStore({ sweep: false });
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
