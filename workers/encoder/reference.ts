@@ -32,7 +32,7 @@ import type { OnProgress } from './types';
 /** Where a run takes its corpus vectors from. */
 export interface ReferenceRequest {
   shardHash: string;
-  /** Which reading of the shard's sets the page holds (a new one after its embeddings were removed). */
+  /** A hash of the shard's set keys as the page holds them (another after its embeddings were removed). */
   setsVersion: number;
   spec: ModelSpec;
   /** The document parts whose stored sets the run takes (not chunked texts, not every image of an item). */
@@ -125,8 +125,8 @@ async function probeSets(
 }
 
 /**
- * Answers of referenceSets by shard, the page's reading of its sets (they change only when its
- * embeddings are removed), model, dtype, parts and packed file.
+ * Answers of referenceSets by shard, the hash of its set keys (they change only when its embeddings
+ * are removed), model, dtype, parts and packed file: a shard opened again keeps its answer.
  */
 const found = new Map<string, { sets: string[]; notes: string[] }>();
 

@@ -18,6 +18,7 @@ import { isChunked } from '../core/retrieval/chunking';
 import { fuseFeatures } from '../core/retrieval/dense';
 import { referenceCheckKey, type ReferenceCheck } from '../core/retrieval/reference-check';
 import { ivfRunInfo, type IvfRunInfo } from '../core/retrieval/ivf-report';
+import { fnv1a } from '../core/retrieval/ivf';
 import type { Dtype, EmbedPart, ModelSpec } from '../core/retrieval/models';
 import type { MultiImage } from '../core/retrieval/multi-image';
 import {
@@ -210,7 +211,7 @@ export function parseSetKeys(keys: readonly string[]): RemoteFirstSetName[] {
  */
 export interface ShardSets {
   hash: string;
-  /** This reading of them (the encoder worker keeps what it found per reading). */
+  /** A hash of `keys`: another when they change (the encoder worker keeps what it found per version). */
   version: number;
   keys: string[];
   ivf: ReadonlyMap<string, RemoteIvfSet>;
@@ -218,20 +219,21 @@ export interface ShardSets {
   remote: boolean;
 }
 
-let readings = 0;
-
 /** The sets of the shard `hash`: held remote-first, else read from the cache (none without one). */
 export async function readShardSets(hash: string): Promise<ShardSets> {
-  const version = ++readings;
+  const version = (keys: string[]) => fnv1a(new TextEncoder().encode(keys.join('\n')));
   const held = remoteFirstSets(hash);
-  if (held) return { hash, version, keys: [...held.keys()], ivf: held, remote: true };
+  if (held) {
+    const keys = [...held.keys()];
+    return { hash, version: version(keys), keys, ivf: held, remote: true };
+  }
   // No cache (a private window without IndexedDB): no sets to match.
   const none = { ivf: new Map<string, RemoteIvfSet>(), keys: [] as string[] };
   const { ivf, keys } = await withShardStore(async (store) => {
     const ivf = new Map(await store.listArtifacts<RemoteIvfSet>(hash, REMOTE_IVF_KIND));
     return { ivf, keys: [...(await store.artifactKeys(hash, PRECOMPUTED_KIND)), ...ivf.keys()] };
   }).catch(() => none);
-  return { hash, version, keys, ivf, remote: false };
+  return { hash, version: version(keys), keys, ivf, remote: false };
 }
 
 /** The dtypes the shard has embeddings of `spec` for (none: no sets, or none of this model). */
