@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DATA_DIR } from '../paths';
-import { launch, type Session } from './browser';
+import { launch, phase, type Session } from './browser';
 import { serveRanges, type RangeServer } from './range-server';
 import { packShard, writeSubset } from './shard-fixtures';
 import { writeWrongSet, type WrongWay } from './reference-sets';
@@ -22,12 +22,6 @@ const baseUrl = inject('baseUrl');
 const MODEL = 'loupe-test/xlmr-tiny-random';
 const TASK = 'qa-answer-retrieval';
 const WRONG: WrongWay[] = ['prefix', 'pooling', 'model'];
-
-async function phase(page: Page, ...phases: string[]): Promise<string> {
-  const sel = phases.map((p) => `[data-testid="app"][data-phase="${p}"]`).join(', ');
-  await page.waitForSelector(sel, { timeout: 300_000 });
-  return (await page.getAttribute('[data-testid="app"]', 'data-phase')) ?? '';
-}
 
 describe('the check of a shard’s reference vectors', () => {
   let dir: string;

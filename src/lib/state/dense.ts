@@ -357,6 +357,10 @@ async function denseTaskWith(
       );
       runs.push(...hnsw.runs);
       annCurve = hnsw.annCurve;
+    } else {
+      // A step the plan may make and this executor does not run: a type error here, not a skipped step.
+      const unknown: never = step.kind;
+      throw new Error(`the dense run has no executor for the step ${String(unknown)}`);
     }
   }
   const none = { computedBatches: 0, reusedBatches: 0, precomputedBatches: 0, missing: 0 };

@@ -207,7 +207,7 @@ export class SearchState {
    * The load options a query passes for `spec` (the same, so the same encoder answers): at dtype
    * auto, with the dtypes the open shard has embeddings of it for.
    */
-  async #loadOptions(spec: ModelSpec) {
+  #loadOptions(spec: ModelSpec) {
     const r = this.app.retrievers;
     return denseLoadOptions(r, r.dtype === 'auto' ? shardSetDtypes(this.app.library.sets, spec) : []);
   }
@@ -237,7 +237,7 @@ export class SearchState {
   async #readyEncoder(): Promise<string | null> {
     const spec = this.spec;
     if (!spec || this.#inFlight || this.app.jobs.current) return null;
-    return loadedEncoderKey(spec, await this.#loadOptions(spec));
+    return loadedEncoderKey(spec, this.#loadOptions(spec));
   }
 
   /** Embeds the query image ahead, when the chosen model reads images and is loaded. */
