@@ -31,7 +31,7 @@ import {
 } from '../src/lib/platform/storage/shard-store';
 import type { ShardLimits } from '../src/lib/core/shard/limits';
 import { DocCheckRefs, streamCorpus, withReadRates } from '../src/lib/core/shard/stream-corpus';
-import { estimateStreamedBytes, putStreamed } from '../src/lib/platform/storage/shard-stream-store';
+import { estimateStreamedBytes, putShard, putStreamed } from '../src/lib/platform/storage/shard-stream-store';
 import { buildDocIndex, loadDocIndex } from '../src/lib/platform/storage/shard-docs';
 import { VectorFileError } from '../src/lib/core/shard/vector-files';
 import { putPrecomputedSet } from '../src/lib/platform/storage/precomputed-store';
@@ -401,7 +401,7 @@ const api = {
                 : { holdAfterTx: options.simulateHoldAfterTx }),
             },
           )
-        : await store.put(parsed, images, source.label, report);
+        : await putShard(store, parsed, images, source.label, report);
       const precomputed = await storePrecomputed(
         store,
         source,
@@ -419,8 +419,8 @@ const api = {
         precomputed,
       };
     } catch (e) {
-      // Storage refusals are reported like validation issues: what failed and what to do (put() has
-      // already removed whatever it wrote).
+      // Storage refusals are reported like validation issues: what failed and what to do (putStreamed
+      // has already removed whatever it wrote).
       if (e instanceof StorageQuotaError) return { ok: false, issues: [storageIssue(e.message)] };
       // The second pass of a streamed import found the corpus changed (nothing was kept).
       if (e instanceof ShardValidationError) return { ok: false, issues: e.issues.map((i) => ({ ...i })) };

@@ -22,6 +22,7 @@ import {
 } from '../../src/lib/clients/index-client';
 import { probeWebGpu } from '../../src/lib/platform/gpu/gpu-exact';
 import { openShardStore } from '../../src/lib/platform/storage/shard-store';
+import { putShard } from '../../src/lib/platform/storage/shard-stream-store';
 import {
   clusteredVectors,
   exactSearch,
@@ -152,7 +153,7 @@ const indexHarness = {
     };
     const store = await openShardStore();
     try {
-      await store.put(parsed, new Map(), 'index-harness');
+      await putShard(store, parsed, new Map(), 'index-harness');
     } finally {
       await store.close();
     }

@@ -12,11 +12,10 @@
 // or tab. Without Web Locks (very old browsers) the sweep treats every incomplete hash as abandoned.
 import { openDB, type DBSchema, type IDBPDatabase } from 'idb';
 import { formatBytes } from '../../core/shard/limits';
-import { allChunkRecords, fnv1a, type ChunkRow } from './stored-chunks';
+import { allChunkRecords, type ChunkRow } from './stored-chunks';
 import type {
   Doc,
   ParsedShard,
-  ProgressFn,
   Qrels,
   Query,
   ShardFormat,
@@ -264,12 +263,6 @@ export function chunked<T>(items: T[], size: number): T[][] {
   return out;
 }
 
-type PendingWrite =
-  | { store: 'docs'; value: ChunkRow<Doc> }
-  | { store: 'queries'; value: ChunkRow<Query> }
-  | { store: 'qrels'; value: ChunkRow<QrelTriple> }
-  | { store: 'images'; value: ImageRow };
-
 /** The shard cache. Get one with openShardStore(); every method is safe to call concurrently. */
 export class ShardStore {
   private dbp: Promise<IDBPDatabase<LoupeDB>> | undefined;
@@ -351,133 +344,6 @@ export class ShardStore {
   /** Whether a complete copy of the shard is cached. */
   async has(hash: string): Promise<boolean> {
     return (await this.summary(hash)) !== undefined;
-  }
-
-  /**
-   * Stores a validated shard. Returns the existing summary, writing nothing, if the hash is
-   * already cached. Writes records in bounded transactions and the commit marker last; on any
-   * failure everything written for the hash is deleted and the error rethrown.
-   */
-  async put(
-    parsed: ParsedShard,
-    images: Map<string, Blob>,
-    sourceLabel: string,
-    onProgress?: ProgressFn,
-  ): Promise<ShardSummary> {
-    const hash = parsed.hash;
-    const result = await withHashLock(hash, async () => {
-      const existing = await this.summary(hash);
-      if (existing) return existing;
-      await this.deleteRecords(hash); // debris of an earlier attempt; we hold the lock
-      try {
-        return await this.write(parsed, images, sourceLabel, onProgress);
-      } catch (e) {
-        await this.deleteRecords(hash).catch(() => undefined);
-        throw e;
-      }
-    });
-    if (result === NOT_ACQUIRED) throw new Error('shard cache lock not acquired');
-    return result;
-  }
-
-  private async write(
-    parsed: ParsedShard,
-    images: Map<string, Blob>,
-    sourceLabel: string,
-    onProgress?: ProgressFn,
-  ): Promise<ShardSummary> {
-    const hash = parsed.hash;
-    const triples: QrelTriple[] = [];
-    for (const [qid, row] of parsed.qrels)
-      for (const [docId, grade] of row) triples.push([qid, docId, grade]);
-    const docChunks = chunked(parsed.docs, DOCS_PER_CHUNK);
-    const queryChunks = chunked(parsed.queries, DOCS_PER_CHUNK);
-    const qrelChunks = chunked(triples, QRELS_PER_CHUNK);
-
-    const total = parsed.docs.length + parsed.queries.length + triples.length + images.size;
-    let done = 0;
-    let storedBytes = 0;
-    onProgress?.({ kind: 'store', done, total });
-
-    // Writes are grouped into transactions of at most TX_MAX_BYTES / TX_MAX_RECORDS. Sizes are
-    // computed before a transaction opens: nothing but IDB requests is awaited while it is open.
-    let batch: { w: PendingWrite; units: number }[] = [];
-    let batchBytes = 0;
-    const db = await this.db();
-    const flush = async () => {
-      if (batch.length === 0) return;
-      const writes = batch;
-      batch = [];
-      batchBytes = 0;
-      const tx = db.transaction(['docs', 'queries', 'qrels', 'images'], 'readwrite');
-      const reqs: Promise<unknown>[] = writes.map(({ w }) => {
-        switch (w.store) {
-          case 'docs':
-            return tx.objectStore('docs').put(w.value);
-          case 'queries':
-            return tx.objectStore('queries').put(w.value);
-          case 'qrels':
-            return tx.objectStore('qrels').put(w.value);
-          case 'images':
-            return tx.objectStore('images').put(w.value);
-        }
-      });
-      await Promise.all([...reqs, tx.done]);
-      for (const { units } of writes) done += units;
-      onProgress?.({ kind: 'store', done, total });
-    };
-    const add = async (w: PendingWrite, bytes: number, units: number) => {
-      batch.push({ w, units });
-      batchBytes += bytes;
-      storedBytes += bytes;
-      if (batchBytes >= TX_MAX_BYTES || batch.length >= TX_MAX_RECORDS) await flush();
-    };
-
-    const sums: NonNullable<ShardMetaRecord['sums']> = { docs: [], queries: [], qrels: [] };
-    for (const [chunkNo, records] of docChunks.entries()) {
-      const json = JSON.stringify(records);
-      sums.docs.push(fnv1a(json));
-      await add({ store: 'docs', value: { hash, chunkNo, records } }, json.length, records.length);
-    }
-    for (const [chunkNo, records] of queryChunks.entries()) {
-      const json = JSON.stringify(records);
-      sums.queries.push(fnv1a(json));
-      await add({ store: 'queries', value: { hash, chunkNo, records } }, json.length, records.length);
-    }
-    for (const [chunkNo, records] of qrelChunks.entries()) {
-      const json = JSON.stringify(records);
-      sums.qrels.push(fnv1a(json));
-      await add({ store: 'qrels', value: { hash, chunkNo, records } }, json.length, records.length);
-    }
-    for (const [path, blob] of images)
-      await add({ store: 'images', value: { hash, path, blob } }, blob.size, 1);
-    await flush();
-
-    const meta: ShardMetaRecord = {
-      hash,
-      name: parsed.manifest.name,
-      format: parsed.manifest.format,
-      sourceLabel,
-      manifest: parsed.manifest,
-      ...(parsed.notice !== undefined ? { notice: parsed.notice } : {}),
-      warnings: parsed.warnings,
-      counts: {
-        docs: parsed.docs.length,
-        queries: parsed.queries.length,
-        qrels: triples.length,
-        images: images.size,
-      },
-      storedBytes,
-      sourceBytes: parsed.bytes,
-      cachedAt: Date.now(),
-      schema: SCHEMA_VERSION,
-      chunks: { docs: docChunks.length, queries: queryChunks.length, qrels: qrelChunks.length },
-      sums,
-      complete: true,
-    };
-    // The commit marker, last and alone.
-    await db.put('shards', meta);
-    return toSummary(meta);
   }
 
   /**

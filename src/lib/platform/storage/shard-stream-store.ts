@@ -1,8 +1,8 @@
-// Storing a shard whose documents stream past (a streamed import, issue 18): the documents are written
-// to IndexedDB in chunks of DOCS_PER_CHUNK as they come, in bounded transactions with one in flight
+// Storing a shard: its documents are written to IndexedDB in chunks of DOCS_PER_CHUNK as they come (a
+// streamed import, issue 18, or a shard read whole), in bounded transactions with one in flight
 // (the reader waits for it: memory stays bounded whatever the corpus size), then the queries, qrels
-// and images, then the commit marker, exactly as ShardStore.put lays them out (same stores, keys,
-// chunk sizes and checksums), so everything that reads the cache reads a streamed shard unchanged.
+// and images, then the commit marker (shard-store.ts: stores, keys, chunk sizes and checksums), so
+// everything that reads the cache reads a shard the same whichever way it came.
 // Until the marker is written the records are an uncommitted entry: never listed, and deleted here on
 // any failure; given `resumable`, it keeps resume records (import-resume.ts) so that a reload does not
 // lose it, else it is swept once the writer's lock is gone (a reload, a closed tab, a cancel).
@@ -70,7 +70,25 @@ export interface StoreFaults {
 }
 
 /**
- * Stores a validated shard whose documents come from `feed` (ParsedShard.streamed says how many).
+ * Stores a validated shard read whole (its documents in `parsed.docs`), as putStreamed does. Returns
+ * the existing summary, writing nothing, when the hash is already cached.
+ */
+export function putShard(
+  store: ShardStore,
+  parsed: ParsedShard,
+  images: Map<string, Blob>,
+  sourceLabel: string,
+  onProgress?: ProgressFn,
+): Promise<ShardSummary> {
+  const feed: DocFeed = async (add) => {
+    for (const doc of parsed.docs) await add(doc);
+  };
+  return putStreamed(store, parsed, feed, images, sourceLabel, onProgress);
+}
+
+/**
+ * Stores a validated shard whose documents come from `feed` (ParsedShard.streamed says how many; a
+ * shard read whole, `parsed.docs`).
  * Returns the existing summary, calling nothing, when the hash is already cached. On any failure
  * (the feed throws: a cancel, an issue, a changed file; the quota) everything written is deleted and
  * the error rethrown.
@@ -85,8 +103,6 @@ export async function putStreamed(
   resumable: { keep?: ResumeKeep; from?: ResumeProgress | null } = {},
   faults: StoreFaults = {},
 ): Promise<ShardSummary> {
-  const streamed = parsed.streamed;
-  if (!streamed) throw new Error('putStreamed needs a streamed read (ParsedShard.streamed)');
   const hash = parsed.hash;
   const result = await withHashLock(hash, async () => {
     const existing = await store.summary(hash);
@@ -97,7 +113,7 @@ export async function putStreamed(
       return await write(
         store,
         parsed,
-        streamed.docCount,
+        parsed.streamed?.docCount ?? parsed.docs.length,
         feed,
         images,
         sourceLabel,
@@ -147,7 +163,7 @@ async function write(
   let batch: Write[] = [];
   let batchBytes = 0;
   let batchUnits = 0;
-  // Progress counts records committed (documents, queries, judgements, images), as put() does.
+  // Progress counts records committed (documents, queries, judgements, images).
   const triples: QrelTriple[] = [];
   for (const [qid, row] of parsed.qrels) for (const [docId, grade] of row) triples.push([qid, docId, grade]);
   const total = docTotal + parsed.queries.length + triples.length + images.size;
