@@ -179,6 +179,19 @@ function getEncoder(
   return { promise, cached: false };
 }
 
+/**
+ * getEncoder for a load: "Loading <model> for <device> (<dtype>)" is said only when the worker does
+ * not hold that encoder already (a cached one is no load: the page's story and a first query's
+ * summary would say the model was loaded).
+ */
+function announcedEncoder(spec: ModelSpec, device: Device, dtype: Dtype, report: OnProgress) {
+  if (!encoders.has(cacheKey(spec, dtype, device))) {
+    const where = device === 'webgpu' ? 'WebGPU' : 'WASM';
+    report({ kind: 'status', message: `Loading ${spec.label ?? spec.id} for ${where} (${dtype})` });
+  }
+  return getEncoder(spec, device, dtype, report);
+}
+
 /** Why fp32 runs on WebGPU after an automatic fp16 failed its parity check (the retry's dtype reason). */
 const FP16_RETRY = 'fp16 failed the WebGPU parity check';
 
@@ -247,8 +260,7 @@ export async function load(
       // Fails where session creation would, before any cached WebGPU session is reused.
       if (opts.simulateWebGpuFailure)
         throw new Error('simulated WebGPU session failure (simulateWebGpuFailure)');
-      report({ kind: 'status', message: `Loading ${spec.label ?? spec.id} for WebGPU (${choice.dtype})` });
-      const r = getEncoder(spec, 'webgpu', choice.dtype, report);
+      const r = announcedEncoder(spec, 'webgpu', choice.dtype, report);
       enc = await r.promise;
       cached = r.cached;
       if (enc.lost) throw new Error(enc.lost);
@@ -284,8 +296,7 @@ export async function load(
       verdictInfo = c.info;
     }
   } else {
-    report({ kind: 'status', message: `Loading ${spec.label ?? spec.id} for WASM (${choice.dtype})` });
-    const r = getEncoder(spec, 'wasm', choice.dtype, report);
+    const r = announcedEncoder(spec, 'wasm', choice.dtype, report);
     try {
       enc = await r.promise;
     } catch (e) {
