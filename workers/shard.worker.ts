@@ -58,7 +58,7 @@ import {
   openRemoteShard,
   remoteDocRows,
   remoteDocRowsOf,
-  type RemoteFirstSetName,
+  type ShardHead,
 } from '../src/lib/platform/sources/remote-shard';
 
 /** Outcome of an import: the cached shard, or every validation issue found (nothing was stored). */
@@ -229,15 +229,9 @@ const api = {
   },
 
   /** A packed shard on a static host, opened without importing its corpus (platform/sources/remote-shard.ts). */
-  openRemote: (
-    url: string,
-    onRemoteFirst?: (sets: RemoteFirstSetName[]) => void,
-    onProgress?: ProgressFn,
-  ) => {
+  openRemote: (url: string, onHead?: (head: ShardHead) => void, onProgress?: ProgressFn) => {
     const report = phasedProgress(onProgress);
-    return openRemoteShard(url, undefined, onRemoteFirst, withReadRates(report)).finally(() =>
-      report.flush(),
-    );
+    return openRemoteShard(url, undefined, onHead, withReadRates(report)).finally(() => report.flush());
   },
   /** Documents of a shard opened by openRemote, read from its host by HTTP Range. */
   remoteDocs: (url: string, rows: number[]) => remoteDocRows(url, rows),

@@ -3,17 +3,24 @@
 // phase timed, with a cancel that works; no 404 on the way. Then latency hidden: the query image is
 // embedded as it is added and the text on a typing pause, so pressing Search embeds neither again,
 // and the results equal those of the same query embedded at once.
-import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, test } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { launch, phase, type Session } from './browser';
+import { serveRanges, type RangeServer } from './range-server';
+import { writeSubset } from './shard-fixtures';
 import { DATA_DIR } from '../paths';
 
 const baseUrl = inject('baseUrl');
 const TASK = 'image-question-to-passage';
 const IMAGE = join(DATA_DIR, 'vqa-rad/images/synpic100132.jpg');
 const QUESTION = 'is there a pneumothorax?';
-const URL_ = `${baseUrl}/?shard=/shards/vqa-rad/&task=${TASK}&search-model=loupe-test/clip-tiny-random&device=wasm#/search`;
+const MODEL = 'loupe-test/clip-tiny-random';
+// The model is picked once the shard is open (a link that names it loads it while the shard imports:
+// see the last tests).
+const URL_ = `${baseUrl}/?shard=/shards/vqa-rad/&task=${TASK}&device=wasm#/search`;
 
 /**
  * Records every text the progress line shows (and its phase) into `window.story`, from now on; run in
@@ -97,6 +104,7 @@ describe('the first query tells its story', () => {
     const { page, context } = s;
     await page.goto(URL_);
     await phase(page, 'ready');
+    await page.selectOption('[data-testid="search-model"]', MODEL);
     await recordStory(page);
     // Model files at 6 MiB/s (the page's and its workers' requests): a download long enough to be seen.
     const cdp = await context.newCDPSession(page);
@@ -198,6 +206,7 @@ describe('the first query tells its story', () => {
     const { page } = s;
     await page.goto(URL_);
     await phase(page, 'ready');
+    await page.selectOption('[data-testid="search-model"]', MODEL);
     await addImage(page);
     await page.fill('[data-testid="search-input"]', QUESTION);
     await page.click('[data-testid="search-submit"]');
@@ -214,5 +223,85 @@ describe('the first query tells its story', () => {
     expect(await page.locator('[data-testid="search-error"]').count()).toBe(0);
     const results = await submit(page);
     expect(results.length).toBeGreaterThan(0);
+  });
+});
+
+/** Measures of the page so far: name, start and end (ms since the page's time origin). */
+const measures = (page: Page, prefix: string) =>
+  page.evaluate(
+    (p) =>
+      performance
+        .getEntriesByType('measure')
+        .filter((e) => e.name.startsWith(p))
+        .map((e) => ({ name: e.name, start: e.startTime, end: e.startTime + e.duration })),
+    prefix,
+  );
+
+describe('a link that names the Search model loads it while a small shard imports', () => {
+  let s: Session;
+  let dir: string;
+  let server: RangeServer;
+  beforeAll(async () => {
+    // A medquad subset whose shard.json states a million documents (the files win for the import,
+    // with a warning; the preload goes by what shard.json states, before the corpus is read).
+    dir = mkdtempSync(join(tmpdir(), 'loupe-first-query-'));
+    const shard = join(dir, 'shards/stated-large');
+    writeSubset(join(DATA_DIR, 'medquad'), shard, { docs: 60, queries: 4, name: 'stated-large' });
+    const manifest = JSON.parse(readFileSync(join(shard, 'shard.json'), 'utf8')) as Record<string, unknown>;
+    const counts = { corpus: 1_000_000 };
+    writeFileSync(join(shard, 'shard.json'), JSON.stringify({ ...manifest, counts }, null, 2));
+    server = await serveRanges(dir, '/');
+  });
+  afterAll(async () => {
+    await server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  beforeEach(async () => {
+    s = await launch();
+  });
+  afterEach(async () => {
+    await s?.dispose();
+  });
+
+  test('vqa-rad (315 documents): the model loads during the import; the first query does not load it', async () => {
+    const { page } = s;
+    await page.goto(
+      `${baseUrl}/?shard=/shards/vqa-rad/&task=${TASK}&search-model=${MODEL}&device=wasm#/search`,
+    );
+    await phase(page, 'ready');
+    const opened = await measures(page, 'loupe:phase:');
+    expect(opened.length, JSON.stringify(opened)).toBeGreaterThan(0);
+    await expect.poll(() => measures(page, 'loupe:preload:model'), { timeout: 120_000 }).toHaveLength(1);
+    // It started before the import's last phase ended: the two overlapped.
+    const [preload] = await measures(page, 'loupe:preload:model');
+    expect(preload.start).toBeLessThan(Math.max(...opened.map((m) => m.end)));
+    await recordStory(page);
+    await addImage(page);
+    await page.fill('[data-testid="search-input"]', QUESTION);
+    expect((await submit(page)).length).toBeGreaterThan(0);
+    const lines = await story(page);
+    expect(
+      lines.filter((l) => l.phase === 'download' || l.phase === 'compile' || l.phase === 'load'),
+      JSON.stringify(lines),
+    ).toEqual([]);
+    const summary = await page.locator('[data-testid="search-summary"]').innerText();
+    expect(summary).not.toMatch(/loading the model/);
+    expect(summary).toMatch(/first query: embedding the corpus/);
+  });
+
+  test('a shard that states a million documents: the model loads on the first query, not during the import', async () => {
+    const { page } = s;
+    const url = `${server.url}shards/stated-large/`;
+    await page.goto(
+      `${baseUrl}/?shard=${url}&task=qa-answer-retrieval&search-model=loupe-test/bert-tiny-random&device=wasm&dtype=fp32#/search`,
+    );
+    await phase(page, 'ready');
+    expect(await page.locator('[data-testid="model-preload"]').count()).toBe(0);
+    expect(await measures(page, 'loupe:preload:model')).toEqual([]);
+    await page.fill('[data-testid="search-input"]', 'what causes glaucoma?');
+    expect((await submit(page)).length).toBeGreaterThan(0);
+    expect(await page.locator('[data-testid="search-summary"]').innerText()).toMatch(
+      /first query: loading the model and embedding the corpus/,
+    );
   });
 });

@@ -9,7 +9,7 @@ import type { ShardIssue } from '../core/shard/source';
 import { openShardStore } from '../platform/storage/shard-store';
 import { discardPaused, pausedHashes } from '../platform/storage/import-resume';
 import type { SourceDescriptor } from '../platform/sources/sources';
-import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
+import type { ShardHead } from '../platform/sources/remote-shard';
 
 export type { ImportResult, InspectResult, SourceDescriptor };
 
@@ -227,11 +227,8 @@ export function indexShardDocs(hash: string, queryImages: string[], opts: JobOpt
  * Opens a packed shard on a static host without importing its corpus, or null when it cannot be
  * (platform/sources/remote-shard.ts; in the worker, which may fetch from the shard's origin).
  */
-export function openRemoteShard(
-  url: string,
-  opts: JobOptions & { onRemoteFirst?: (sets: RemoteFirstSetName[]) => void } = {},
-) {
-  const { onRemoteFirst: told, onProgress } = opts;
+export function openRemoteShard(url: string, opts: JobOptions & { onHead?: (head: ShardHead) => void } = {}) {
+  const { onHead: told, onProgress } = opts;
   return call<Awaited<ReturnType<ShardWorkerApi['openRemote']>>>(opts.signal, (api) =>
     api.openRemote(
       url,

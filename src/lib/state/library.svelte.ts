@@ -3,7 +3,7 @@
 import type { Qrels, Query, TaskInfo } from '../core/types';
 import type { ShardIssue } from '../core/shard/source';
 import { openShardStore, withShardStore, type ShardSummary } from '../platform/storage/shard-store';
-import type { RemoteFirstSetName } from '../platform/sources/remote-shard';
+import type { ShardHead } from '../platform/sources/remote-shard';
 import {
   importShard,
   indexShardDocs,
@@ -78,10 +78,11 @@ export class Library {
    */
   remote = $state.raw<string | null>(null);
   /**
-   * Told (with its URL) when a shard loaded by URL turns out to be opened remote-first, before its
-   * queries and qrels are read: a link's Search model starts loading then (model-preload.ts).
+   * Told (with its URL) what a shard loaded by URL says of itself once its shard.json is read (opened
+   * remote-first or imported, its stated size, its sets), before its queries and qrels or its corpus
+   * are read: a link's Search model may start loading then (model-preload.ts).
    */
-  onRemoteFirst: ((url: string, sets: RemoteFirstSetName[]) => void) | null = null;
+  onHead: ((url: string, head: ShardHead) => void) | null = null;
   /** Stopped streamed imports that can resume (offered at start: Resume or Discard). */
   paused = $state.raw<PausedImport[]>([]);
   /** Validation problems of the last import (nothing was cached). */
@@ -234,11 +235,11 @@ export class Library {
           const url = source.url;
           // Said before the shard worker starts (the worker says it again once it reads).
           job.onProgress({ kind: 'status', message: `Opening ${label}: reading shard.json` });
-          const told = this.onRemoteFirst;
+          const told = this.onHead;
           const remote = await openRemoteFirst(
             url,
             job.signal,
-            told ? (sets) => told(url, sets) : undefined,
+            told ? (head) => told(url, head) : undefined,
             job.onProgress,
           );
           if (remote && 'issues' in remote) {

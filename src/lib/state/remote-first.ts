@@ -2,7 +2,7 @@
 // imported (platform/sources/remote-shard.ts, run in the shard worker). This holds their packed index sets,
 // which dense-sets.ts asks before the cache, so that dense queries go through the packed index.
 import { precomputedKey, type RemoteIvfSet } from '../core/shard/precomputed';
-import type { RemoteFirstSetName, RemoteShardHead } from '../platform/sources/remote-shard';
+import type { RemoteShardHead, ShardHead } from '../platform/sources/remote-shard';
 import type { ShardIssue } from '../core/shard/source';
 import type { ProgressFn } from '../core/types';
 import { openRemoteShard, readRemoteDocs, remoteRowsOf } from '../clients/shard-client';
@@ -97,12 +97,12 @@ export function forgetRemoteFirst(hash: string): void {
 export async function openRemoteFirst(
   url: string,
   signal?: AbortSignal,
-  onRemoteFirst?: (sets: RemoteFirstSetName[]) => void,
+  onHead?: (head: ShardHead) => void,
   onProgress?: ProgressFn,
 ): Promise<(RemoteShardHead & { finder: DocDirectory | DocLookup }) | { issues: ShardIssue[] } | null> {
   const head = await openRemoteShard(url, {
     signal,
-    ...(onRemoteFirst ? { onRemoteFirst } : {}),
+    ...(onHead ? { onHead } : {}),
     ...(onProgress ? { onProgress } : {}),
   });
   if (!head || 'issues' in head) return head;

@@ -110,27 +110,25 @@ export function shardLinkLabel(s: ViewShard): string {
 export async function openLinkShard(app: UrlHost, s: ViewShard, v?: View): Promise<boolean> {
   const lib = app.library;
   const before = new Set(app.messages.list.map((m) => m.id));
-  if (s.kind === 'cached') {
-    if (lib.cached.some((c) => c.hash === s.hash)) await lib.open(s.hash);
-  } else if (s.kind === 'demo') {
-    const d = lib.demoShards.find((x) => x.name === s.name);
-    if (d) await app.openDemo(d);
-  } else {
-    const hit = lib.cached.find((c) => c.sourceLabel === s.url);
-    if (hit) await lib.open(hit.hash);
-    else {
-      // Opened remote-first when it is packed: the Search view's model loads meanwhile (an import
-      // keeps the first query's story of loading it).
-      if (v) {
-        lib.onRemoteFirst = (_url, sets) => preloadSearchModel(app, v, sets);
-        startSearchModelWorker(v);
-      }
-      try {
-        await app.importFrom({ kind: 'url', url: s.url });
-      } finally {
-        lib.onRemoteFirst = null;
-      }
+  // A demo or a URL opened remote-first or imported: the Search view's model may load meanwhile,
+  // once its shard.json says how (model-preload.ts); a cached shard opens without reading it.
+  if (v && s.kind !== 'cached') {
+    lib.onHead = (_url, head) => preloadSearchModel(app, v, head);
+    startSearchModelWorker(v);
+  }
+  try {
+    if (s.kind === 'cached') {
+      if (lib.cached.some((c) => c.hash === s.hash)) await lib.open(s.hash);
+    } else if (s.kind === 'demo') {
+      const d = lib.demoShards.find((x) => x.name === s.name);
+      if (d) await app.openDemo(d);
+    } else {
+      const hit = lib.cached.find((c) => c.sourceLabel === s.url);
+      if (hit) await lib.open(hit.hash);
+      else await app.importFrom({ kind: 'url', url: s.url });
     }
+  } finally {
+    lib.onHead = null;
   }
   if (lib.shard && isOpen(app, s)) {
     app.unopenedLink = null;

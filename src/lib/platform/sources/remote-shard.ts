@@ -20,6 +20,7 @@ import { readManifest } from '../../core/shard/read-manifest';
 import { checkRelevance, readTsvQrels } from '../../core/shard/read-qrels';
 import { readQueries } from '../../core/shard/read-queries';
 import { ShardValidationError, type ShardIssue, type ShardSource } from '../../core/shard/source';
+import { isObject } from '../../core/shard/json-text';
 import { RangeDocReader, type DocLayout } from './range-docs';
 import type { ShardSummary } from '../storage/shard-store';
 import { urlSource } from './sources';
@@ -27,6 +28,17 @@ import { reportingSource } from './reporting-source';
 
 /** A set embeddings/index.json lists: its model and the dtype of the queries it was made for. */
 export type RemoteFirstSetName = Pick<PrecomputedEntry, 'model_id' | 'dtype'>;
+
+/**
+ * What a shard by URL says of itself before anything else is read (its shard.json and, when it names
+ * one, embeddings/index.json): whether it opens remote-first or is imported, how many documents its
+ * `counts` state (null: none stated), and the model and dtype of every set it lists.
+ */
+export interface ShardHead {
+  remoteFirst: boolean;
+  docs: number | null;
+  sets: RemoteFirstSetName[];
+}
 
 /** What the page needs to show a shard opened remote-first. */
 export interface RemoteShardHead {
@@ -138,11 +150,11 @@ export async function openRemoteShard(
   url: string,
   signal?: AbortSignal,
   /**
-   * Told as soon as shard.json names an offsets file and a packed index (it is opened remote-first),
-   * with the model and dtype of every set embeddings/index.json lists (read first: one small file),
-   * so that a model loading ahead takes the dtype its set was made for.
+   * Told once shard.json is read, whether the shard opens remote-first (it names an offsets file and
+   * a packed index) or is imported, with the model and dtype of every set embeddings/index.json lists
+   * (read first: one small file), so that a model loading ahead takes the dtype its set was made for.
    */
-  onRemoteFirst?: (sets: RemoteFirstSetName[]) => void,
+  onHead?: (head: ShardHead) => void,
   /**
    * What it reads, as it reads it: a status for each step and `read` ticks (bytes of the file, of its
    * length when known) for each file read whole.
@@ -162,23 +174,28 @@ export async function openRemoteShard(
     if ((e as Error)?.name === 'AbortError') throw e;
     return null;
   }
-  if (raw?.[DOC_OFFSETS_KEY] !== DOC_OFFSETS_FILE || raw.embeddings !== PRECOMPUTED_INDEX) return null;
+  const sets = isObject(raw) && raw.embeddings === PRECOMPUTED_INDEX;
+  const remoteFirst = sets && raw[DOC_OFFSETS_KEY] === DOC_OFFSETS_FILE;
+  if (!remoteFirst && !onHead) return null;
   // The sets' index, read once: its models and dtypes now, its sets below.
   const held = new Map<string, Uint8Array | null>();
   let named: RemoteFirstSetName[] = [];
+  if (sets)
+    try {
+      const bytes = await readWhole(source, PRECOMPUTED_INDEX);
+      held.set(PRECOMPUTED_INDEX, bytes);
+      if (bytes) named = parsePrecomputedIndex(JSON.parse(new TextDecoder().decode(bytes)));
+    } catch (e) {
+      if ((e as Error)?.name === 'AbortError') throw e;
+      // Unreadable here: readPrecomputed below (or the import) reads it again and says what is wrong.
+    }
+  const declared = isObject(raw) && isObject(raw.counts) ? raw.counts.corpus : undefined;
   try {
-    const bytes = await readWhole(source, PRECOMPUTED_INDEX);
-    held.set(PRECOMPUTED_INDEX, bytes);
-    if (bytes) named = parsePrecomputedIndex(JSON.parse(new TextDecoder().decode(bytes)));
-  } catch (e) {
-    if ((e as Error)?.name === 'AbortError') throw e;
-    // Unreadable here: readPrecomputed below reads it again and says what is wrong.
-  }
-  try {
-    onRemoteFirst?.(named);
+    onHead?.({ remoteFirst, docs: typeof declared === 'number' ? declared : null, sets: named });
   } catch {
     // The page's listener is not the opening's business.
   }
+  if (!remoteFirst) return null;
   // A fresh reader: the shard may have changed since it was last opened.
   const reader = new RangeDocReader(base, DOC_OFFSETS_FILE);
   let layout: DocLayout;
