@@ -285,6 +285,13 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     // One of a document it lacks: refused, with the file and line named.
     const unknown = copy('medquad-unknown');
     appendFileSync(join(unknown, 'qrels/test.tsv'), `${nl}${q0}\tno-such-doc\t1\n`);
+    // A shard.json that states another number of documents than the offsets file holds: refused.
+    const miscounted = copy('medquad-miscounted');
+    const stated = JSON.parse(readFileSync(join(miscounted, 'shard.json'), 'utf8')) as Json;
+    writeFileSync(
+      join(miscounted, 'shard.json'),
+      JSON.stringify({ ...stated, counts: { corpus: ids.length + 1 } }, null, 2),
+    );
     // A version 1 offsets file (every id, read whole) and a sidecar listing every id, as packed before.
     const old = copy('medquad-v1');
     const buf = readFileSync(join(old, 'corpus.jsonl'));
@@ -346,6 +353,11 @@ describe('a packed shard opened by URL answers dense queries before its corpus i
     const text = (await messages.allInnerTexts()).join(' ');
     expect(text).toContain(`qrels/test.tsv line ${qrelsLines.length + 1}`);
     expect(text).toContain('"no-such-doc" is not in corpus.jsonl');
+    await open('medquad-miscounted', 'idle', 'error');
+    await messages.first().waitFor();
+    expect((await messages.allInnerTexts()).join(' ')).toContain(
+      `corpus.offsets.bin: has ${ids.length} documents, shard.json's counts.corpus says ${ids.length + 1}`,
+    );
 
     const oldReads = await open('medquad-v1');
     expect(

@@ -237,12 +237,13 @@ export async function openRemoteShard(
   say(`Opening ${base} without importing it: checking its queries and judgements`);
   await readHead(ctx);
   if (!ctx.issues.length && ctx.manifest.tasks.some((t) => t.corpusModality !== 'text')) return null;
-  const stated = (ctx.counts as { docs?: unknown } | undefined)?.docs;
+  // shard.json's `counts.corpus` (the key the importer compares, read-manifest.ts checkCounts).
+  const stated = (ctx.counts as { corpus?: unknown } | undefined)?.corpus;
   if (!ctx.issues.length && typeof stated === 'number' && stated !== n)
     ctx.issue({
       file: DOC_OFFSETS_FILE,
       code: 'count-mismatch',
-      message: `has ${n} documents, shard.json's counts.docs says ${stated}`,
+      message: `has ${n} documents, shard.json's counts.corpus says ${stated}`,
     });
   if (ctx.issues.length) return { issues: ctx.issues };
   const href = (path: string) => new URL(path.split('/').map(encodeURIComponent).join('/'), base).href;
