@@ -20,7 +20,14 @@ import type { View } from './view-url';
  * the worker's scripts load beside the shard's manifest rather than after it.
  */
 export function startSearchModelWorker(v: Pick<View, 'searchModel'>): void {
-  if (v.searchModel && v.searchModel !== 'bm25') startEncoderWorker();
+  if (namesSearchModel(v)) startEncoderWorker();
+}
+
+/** Whether a link names a Search model that loads (not BM25). */
+export function namesSearchModel<V extends Pick<View, 'searchModel'>>(
+  v: V,
+): v is V & { searchModel: string } {
+  return !!v.searchModel && v.searchModel !== 'bm25';
 }
 
 /**
@@ -42,7 +49,7 @@ export function preloadSearchModel(
   v: Pick<View, 'searchModel' | 'device' | 'dtype'>,
   head: ShardHead,
 ): void {
-  if (!v.searchModel || v.searchModel === 'bm25') return;
+  if (!namesSearchModel(v)) return;
   if (!head.remoteFirst && (head.docs === null || head.docs > PRELOAD_IMPORT_MAX_DOCS)) return;
   const r = app.retrievers;
   if (v.device === 'webgpu' || v.device === 'wasm' || v.device === 'auto') r.device = v.device as Device;

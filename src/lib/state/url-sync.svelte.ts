@@ -22,7 +22,7 @@ import type { Messages } from './messages.svelte';
 import type { Retrievers } from './retrievers.svelte';
 import type { SearchState } from './search.svelte';
 import type { CompareState } from './compare.svelte';
-import { preloadSearchModel, startSearchModelWorker } from './model-preload';
+import { namesSearchModel, preloadSearchModel, startSearchModelWorker } from './model-preload';
 
 /** What the URL is derived from and restored into (the App). */
 export interface UrlHost {
@@ -112,7 +112,7 @@ export async function openLinkShard(app: UrlHost, s: ViewShard, v?: View): Promi
   const before = new Set(app.messages.list.map((m) => m.id));
   // A demo or a URL opened remote-first or imported: the Search view's model may load meanwhile,
   // once its shard.json says how (model-preload.ts); a cached shard opens without reading it.
-  if (v && s.kind !== 'cached') {
+  if (v && namesSearchModel(v) && s.kind !== 'cached') {
     lib.onHead = (_url, head) => preloadSearchModel(app, v, head);
     startSearchModelWorker(v);
   }
