@@ -218,12 +218,14 @@ const api = {
    * (platform/storage/shard-docs.ts); the page then reads it from IndexedDB. `onProgress`: Comlink.proxy.
    */
   async indexDocs(hash: string, queryImages: string[], onProgress?: ProgressFn): Promise<void> {
+    const report = throttle(onProgress);
     const store = await openShardStore({ sweep: false });
     try {
       const summary = await store.summary(hash);
       if (summary && (await loadDocIndex(store, hash, summary.counts.docs))) return;
-      await buildDocIndex(store, hash, new Set(queryImages), throttle(onProgress));
+      await buildDocIndex(store, hash, new Set(queryImages), report);
     } finally {
+      report.flush();
       await store.close();
     }
   },

@@ -245,6 +245,7 @@ export async function load(
       const why = prior.verdict.parity.reason;
       const next = afterParityFailure(choice.dtype, spec.dtypes, (opts.dtype ?? 'auto') === 'auto');
       if (next.device === 'webgpu') {
+        report.flush(); // the retry reports on its own: nothing of this load's arrives after its ticks
         const r = await load(spec, { ...opts, dtype: next.dtype, dtypeWhy: FP16_RETRY }, onProgress);
         return { ...r, deviceReason: `${why}; ${r.deviceReason}`, reason: `${why}; ${r.reason}` };
       }
@@ -283,6 +284,7 @@ export async function load(
       if (c.retry) {
         // Automatic fp16 failed the check: fp32 on WebGPU, checked in turn (the fp16 copy is freed).
         await dropEncoder(cacheKey(spec, enc.dtype, 'webgpu'));
+        report.flush();
         const r = await load(spec, { ...opts, dtype: c.retry.dtype, dtypeWhy: FP16_RETRY }, onProgress);
         return {
           ...r,

@@ -14,3 +14,4 @@ declare const crypto: {
   getRandomValues<T extends ArrayBufferView>(array: T): T;
 };
 declare function setTimeout(handler: () => void, ms?: number): unknown;
+declare function clearTimeout(id: unknown): void;
