@@ -227,6 +227,25 @@ describe('static deploy under a sub-path, no COOP/COEP headers', () => {
       expect(msg).toContain('models/Xenova/all-MiniLM-L6-v2/');
       expect(msg).not.toMatch(/WebGPU/i);
       expect(await page.locator('[data-testid="message"][data-kind="error"]').count()).toBe(0);
+
+      // "why?" needs the run's own model, with no stand-in: with its files gone from the browser's
+      // cache, offline, the explanation says so and names the text models that load offline here.
+      await page.evaluate(async () => {
+        const cache = await caches.open('transformers-cache');
+        for (const r of await cache.keys()) if (r.url.includes('/bert-tiny-random/')) await cache.delete(r);
+      });
+      await page.goto(`${server.url}?shard=shards/medquad/&task=qa-answer-retrieval#/benchmark`);
+      await phase(page, 'ready', 'done');
+      await page.locator('[data-testid="run-name"]', { hasText: /tiny/i }).first().click();
+      await page.locator('[data-testid="query-list"] button').first().click();
+      const detail = page.locator('[data-testid="query-detail"]');
+      await detail.locator('[data-testid="why"]').first().click();
+      const why = detail.locator('[data-testid="why-panel"] .error');
+      await why.waitFor({ timeout: 120_000 });
+      const said = await why.innerText();
+      expect(said).toMatch(/Could not download \S+ of model loupe-test\/bert-tiny-random/);
+      expect(said).toMatch(/(Available offline here: [^.]+|No model is available offline here)\.$/);
+      expect(said).not.toMatch(/cross-encoder|clip-tiny/);
     } finally {
       await context.setOffline(false);
     }

@@ -25,6 +25,8 @@ import { densePlan } from '../core/retrieval/dense-plan';
 import type { Library } from './library.svelte';
 import type { Retrievers } from './retrievers.svelte';
 import type { RunStore } from './runs.svelte';
+import type { StorageState } from './storage.svelte';
+import { withOfflineChoices } from './hub-fallback';
 import type { RunResult } from './runs.svelte';
 
 /** What this module needs of the page's state (App composes it and passes itself). */
@@ -32,6 +34,7 @@ export interface ExplainHost {
   readonly library: Library;
   readonly retrievers: Retrievers;
   readonly runs: RunStore;
+  readonly storage: StorageState;
 }
 
 export type Explanation =
@@ -120,8 +123,11 @@ export async function explain(
       const task = s.summary.manifest.tasks.find((t) => t.id === r.meta.taskId);
       if (!spec || !task) throw new Error(`model ${c.modelId} is not in the registry of this page`);
       const plan = densePlan(spec, task);
-      await loadEncoder(spec, { device: c.device as Device, dtype: c.dtype as Dtype });
       const load = { device: c.device as Device, dtype: c.dtype as Dtype };
+      // The run's model and no other (no stand-in): a failed download names the ones that load offline.
+      await loadEncoder(spec, load).catch(async (e: unknown) => {
+        throw await withOfflineChoices(app.storage, e, spec);
+      });
       const chunking = c.chunking;
       const doc0 = (await s.docs.load([docId])).get(docId);
       if (isChunked(chunking) && plan.docParts.length === 1 && plan.docParts[0] === 'text' && doc0) {
